@@ -1,0 +1,34 @@
+# recurrent-probes: every target builds .venv itself when it is missing or stale.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export WANDB_MODE ?= offline
+export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
+
+.PHONY: venv test reproduce-paper1 bench lint clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+reproduce-paper1: $(STAMP)
+	$(BIN)/python -m experiments.paper1
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.paper1_training
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

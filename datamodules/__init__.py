@@ -1,0 +1,3 @@
+from datamodules.lookup_tables import LookupTableDataModule
+
+__all__ = ["LookupTableDataModule"]

@@ -1,0 +1,362 @@
+"""One recurrent core for the whole suite: GRU and LSTM layers that can be traced and edited.
+
+`GRU` and `LSTM` subclass `torch.nn.GRU` / `torch.nn.LSTM` (one layer, batch first), so their
+parameters have torch's names and shapes and state dicts load both ways. With nothing recorded
+and nothing edited, `forward` is torch's fused kernel. Otherwise it runs a step function written
+by hand (torch has no way to expose or edit gates inside its fused kernel) that computes
+exactly torch's equations:
+
+GRU (Cho et al. 2014, as in torch; Baan et al. 2019 section 2.2 writes the same cell with biases
+omitted and the update gate mirrored, z_paper = 1 - update_gate)::
+
+    reset_gate  r_t = sigmoid(W_ir x_t + b_ir + W_hr h_{t-1} + b_hr)
+    update_gate z_t = sigmoid(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz)
+    candidate   n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))
+    hidden      h_t = (1 - z_t) * n_t + z_t * h_{t-1}
+
+LSTM (Hochreiter & Schmidhuber 1997, as in torch)::
+
+    input_gate i_t, forget_gate f_t, output_gate o_t = sigmoid(...), candidate g_t = tanh(...)
+    cell c_t = f_t * c_{t-1} + i_t * g_t;  hidden h_t = o_t * tanh(c_t)
+
+Every site is `[batch, time, units]` with `units = hidden_size * directions`; in a bidirectional
+layer units `0..hidden_size-1` are the forward direction and the rest the backward one, as in
+torch's output. Positions past a sequence's length are 0 at every site (torch pads outputs with 0).
+
+Edits are `Intervention`s (site, units, steps, operation, value): set, zero, scale, add or replace
+chosen units at chosen steps, applied where the value is computed so that the edited value is
+what flows on. They are passed to `forward` explicitly; nothing stays attached to a layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+GRU_SITES = ("hidden", "update_gate", "reset_gate", "candidate")
+LSTM_SITES = ("hidden", "cell", "input_gate", "forget_gate", "candidate", "output_gate")
+SITES = {"gru": GRU_SITES, "lstm": LSTM_SITES}
+"""The sites of each cell. Each is `hidden_size * directions` units wide."""
+
+Operation = Literal["set", "zero", "scale", "add", "replace"]
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """Edit `units` of `site` at `steps` (None: all units / all steps).
+
+    `site` is `"<module>.<site>"`, e.g. `"decoder.update_gate"` or `"encoder.hidden"`.
+    `operation`:
+      - `set`: units = value;  `zero`: units = 0;  `scale`: units *= value;  `add`: units += value
+      - `replace`: units = value taken from another recording; `value` is `[batch, steps, units]`
+        (one row per entry of `steps`, or per time step when `steps` is None), e.g. the same
+        site recorded on another input, or at other steps (`values_at` builds that).
+    `value` for set/scale/add is a float or a tensor broadcastable to `[batch, len(units)]`; a
+    3-d tensor `[batch, steps, units]` gives one value per edited step, as for `replace`.
+    """
+
+    site: str
+    units: tuple[int, ...] | None = None
+    steps: tuple[int, ...] | None = None
+    operation: Operation = "set"
+    value: float | Tensor = 0.0
+
+    def __post_init__(self) -> None:
+        if self.operation not in ("set", "zero", "scale", "add", "replace"):
+            raise ValueError(
+                f"Unknown intervention operation {self.operation!r}: "
+                "use one of set, zero, scale, add, replace."
+            )
+        if "." not in self.site:
+            raise ValueError(
+                f"Intervention site {self.site!r} must be '<module>.<site>', "
+                "e.g. 'decoder.update_gate'."
+            )
+        if self.operation == "replace" and not (
+            isinstance(self.value, Tensor) and self.value.dim() == 3
+        ):
+            raise ValueError("A 'replace' intervention needs a [batch, steps, units] value tensor.")
+        for name in ("units", "steps"):
+            given = getattr(self, name)
+            if given is not None:
+                object.__setattr__(self, name, tuple(int(i) for i in given))
+
+    @property
+    def module(self) -> str:
+        return self.site.rsplit(".", 1)[0]
+
+    @property
+    def site_name(self) -> str:
+        return self.site.rsplit(".", 1)[1]
+
+    def value_at(self, step: int) -> Tensor | float:
+        """The value written at `step`: a per-step row of a 3-d value, else the value itself."""
+        if isinstance(self.value, Tensor) and self.value.dim() == 3:
+            row = step if self.steps is None else self.steps.index(step)
+            return self.value[:, row]
+        return self.value
+
+    def apply(self, activation: Tensor, step: int) -> Tensor:
+        """Return `activation` `[batch, units]` with this edit applied at `step` (not in place)."""
+        if self.steps is not None and step not in self.steps:
+            return activation
+        units = slice(None) if self.units is None else list(self.units)
+        current = activation[:, units]
+        value = self.value_at(step)
+        if isinstance(value, Tensor):
+            value = value.to(dtype=activation.dtype, device=activation.device)
+        if self.operation == "zero":
+            new = torch.zeros_like(current)
+        elif self.operation == "scale":
+            new = current * value
+        elif self.operation == "add":
+            new = current + value
+        else:  # set, replace
+            new = torch.as_tensor(value, dtype=activation.dtype, device=activation.device)
+            new = new.expand_as(current)
+        edited = activation.clone()
+        edited[:, units] = new
+        return edited
+
+    def for_direction(self, direction: int, hidden_size: int, directions: int):
+        """This edit restricted to one direction's units, re-indexed from 0 (None if none)."""
+        if directions == 1:
+            return self
+        low, high = direction * hidden_size, (direction + 1) * hidden_size
+        units = range(low, high) if self.units is None else self.units
+        positions = [i for i, unit in enumerate(units) if low <= unit < high]
+        if not positions:
+            return None
+        value = self.value
+        if isinstance(value, Tensor) and value.dim() > 0 and value.shape[-1] > 1:
+            value = value[..., positions]
+        local_units = tuple(units[i] - low for i in positions)
+        return Intervention(self.site, local_units, self.steps, self.operation, value)
+
+
+def values_at(recorded: Tensor, units: Sequence[int], source_steps: Sequence[int]) -> Tensor:
+    """Values of `units` at `source_steps` from a recording `[batch, time, units]`.
+
+    Gives the `value` of a `replace` intervention that writes, at `steps[i]`, what the units held
+    at `source_steps[i]` (Lee et al. section 4: a neuron's value from k steps earlier).
+    """
+    return recorded[:, list(source_steps)][:, :, list(units)]
+
+
+class _TracedRecurrent:
+    """Shared forward of the traced GRU and LSTM (mixed into the torch classes below)."""
+
+    cell_type: str
+    hidden_size: int
+    bidirectional: bool
+
+    def _check_config(self) -> None:
+        if self.num_layers != 1 or not self.batch_first:
+            raise ValueError(
+                "The traced recurrent layers are single-layer and batch-first: "
+                "pass num_layers=1, batch_first=True (stack layers in the model instead)."
+            )
+
+    @property
+    def directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return SITES[self.cell_type]
+
+    def forward(  # type: ignore[override]
+        self,
+        inputs: Tensor,
+        state: Tensor | tuple[Tensor, Tensor] | None = None,
+        *,
+        lengths: Tensor | None = None,
+        record: dict[str, Tensor] | None = None,
+        edits: Sequence[Intervention] = (),
+    ):
+        """Run over `inputs` `[batch, time, features]` like the torch layer.
+
+        `lengths` `[batch]` marks padding (as `pack_padded_sequence` would). When `record` is a
+        dict, every site is written into it as `[batch, time, units]`; `edits` are applied where
+        they name this layer's sites. Returns `(outputs [batch, time, units], final_state)` with
+        the final state shaped as torch's (`[directions, batch, hidden]`, a pair for LSTM).
+        """
+        if record is None and not edits:
+            return self._fused(inputs, state, lengths)
+        batch, time, _ = inputs.shape
+        states = self._split_state(state, batch, inputs)
+        mask = _step_mask(lengths, batch, time, inputs.device)
+        direction_sites, finals = [], []
+        for direction in range(self.directions):
+            local_edits = [
+                e
+                for e in (edit.for_direction(direction, self.hidden_size, self.directions) for edit in edits)
+                if e is not None and e.site_name in self.sites
+            ]
+            steps = range(time) if direction == 0 else range(time - 1, -1, -1)
+            carried = states[direction]
+            projected = self._input_projection(inputs, direction)
+            per_step: dict[str, list[Tensor]] = {name: [None] * time for name in self.sites}
+            for step in steps:
+                new, sites = self.step_projected(
+                    projected[:, step], carried, step, direction, local_edits
+                )
+                keep = mask[:, step].unsqueeze(-1)
+                carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried))
+                for name, value in sites.items():
+                    per_step[name][step] = value * keep
+            direction_sites.append({k: torch.stack(v, dim=1) for k, v in per_step.items()})
+            finals.append(carried)
+        sites = {
+            name: torch.cat([d[name] for d in direction_sites], dim=-1) for name in self.sites
+        }
+        if record is not None:
+            record.update(sites)
+        final = tuple(torch.stack([f[i] for f in finals]) for i in range(len(finals[0])))
+        return sites["hidden"], final[0] if self.cell_type == "gru" else final
+
+    def step(
+        self,
+        inputs: Tensor,
+        state: Tensor | tuple[Tensor, Tensor],
+        step: int,
+        edits: Sequence[Intervention] = (),
+    ) -> tuple[Tensor | tuple[Tensor, Tensor], dict[str, Tensor]]:
+        """One step of the forward direction, for decoders that feed back their own output.
+
+        `inputs` `[batch, features]`, `state` `[batch, hidden]` (LSTM: a pair); `step` is the
+        time index that `edits` refer to. Returns the new state and every site `[batch, units]`.
+        """
+        carried = (state,) if self.cell_type == "gru" else tuple(state)
+        local = [e for e in edits if e.site_name in self.sites]
+        projected = inputs @ self.weight_ih_l0.T + self.bias_ih_l0
+        new, sites = self.step_projected(projected, carried, step, 0, local)
+        return (new[0] if self.cell_type == "gru" else new), sites
+
+    def _input_projection(self, inputs: Tensor, direction: int) -> Tensor:
+        suffix = "_l0_reverse" if direction else "_l0"
+        weight = getattr(self, "weight_ih" + suffix)
+        bias = getattr(self, "bias_ih" + suffix)
+        return inputs @ weight.T + bias
+
+    def _recurrent_weights(self, direction: int) -> tuple[Tensor, Tensor]:
+        suffix = "_l0_reverse" if direction else "_l0"
+        return getattr(self, "weight_hh" + suffix), getattr(self, "bias_hh" + suffix)
+
+    def _split_state(self, state, batch: int, like: Tensor) -> list[tuple[Tensor, ...]]:
+        """torch's `[directions, batch, hidden]` initial state as one tuple per direction."""
+        parts = 1 if self.cell_type == "gru" else 2
+        if state is None:
+            zeros = like.new_zeros(self.directions, batch, self.hidden_size)
+            state = zeros if parts == 1 else (zeros, zeros)
+        if parts == 1:
+            state = (state,)
+        return [tuple(s[d] for s in state) for d in range(self.directions)]
+
+    def _fused(self, inputs: Tensor, state, lengths: Tensor | None):
+        if lengths is None:
+            return super().forward(inputs, state)
+        packed = pack_padded_sequence(
+            inputs, lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        outputs, final = super().forward(packed, state)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])
+        return outputs, final
+
+
+def _step_mask(lengths: Tensor | None, batch: int, time: int, device) -> Tensor:
+    """`[batch, time]` True where a step is inside its sequence."""
+    if lengths is None:
+        return torch.ones(batch, time, dtype=torch.bool, device=device)
+    return torch.arange(time, device=device)[None, :] < lengths.to(device)[:, None]
+
+
+def _edited(name: str, value: Tensor, step: int, edits: Sequence[Intervention]) -> Tensor:
+    for edit in edits:
+        if edit.site_name == name:
+            value = edit.apply(value, step)
+    return value
+
+
+class GRU(_TracedRecurrent, nn.GRU):
+    """`torch.nn.GRU` (one layer, batch first) that can record and edit its gates."""
+
+    cell_type = "gru"
+
+    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, **kw):
+        super().__init__(
+            input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **kw
+        )
+        self._check_config()
+
+    def step_projected(self, projected, carried, step, direction, edits):
+        (hidden,) = carried
+        weight_hh, bias_hh = self._recurrent_weights(direction)
+        recurrent = hidden @ weight_hh.T + bias_hh
+        input_reset, input_update, input_candidate = projected.chunk(3, dim=-1)
+        hidden_reset, hidden_update, hidden_candidate = recurrent.chunk(3, dim=-1)
+        reset_gate = _edited("reset_gate", torch.sigmoid(input_reset + hidden_reset), step, edits)
+        update_gate = _edited(
+            "update_gate", torch.sigmoid(input_update + hidden_update), step, edits
+        )
+        candidate = _edited(
+            "candidate", torch.tanh(input_candidate + reset_gate * hidden_candidate), step, edits
+        )
+        new_hidden = _edited(
+            "hidden", (1 - update_gate) * candidate + update_gate * hidden, step, edits
+        )
+        sites = {
+            "hidden": new_hidden,
+            "update_gate": update_gate,
+            "reset_gate": reset_gate,
+            "candidate": candidate,
+        }
+        return (new_hidden,), sites
+
+
+class LSTM(_TracedRecurrent, nn.LSTM):
+    """`torch.nn.LSTM` (one layer, batch first) that can record and edit its gates and cell."""
+
+    cell_type = "lstm"
+
+    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, **kw):
+        super().__init__(
+            input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **kw
+        )
+        self._check_config()
+
+    def step_projected(self, projected, carried, step, direction, edits):
+        hidden, cell = carried
+        weight_hh, bias_hh = self._recurrent_weights(direction)
+        pre = projected + hidden @ weight_hh.T + bias_hh
+        pre_input, pre_forget, pre_candidate, pre_output = pre.chunk(4, dim=-1)
+        input_gate = _edited("input_gate", torch.sigmoid(pre_input), step, edits)
+        forget_gate = _edited("forget_gate", torch.sigmoid(pre_forget), step, edits)
+        candidate = _edited("candidate", torch.tanh(pre_candidate), step, edits)
+        output_gate = _edited("output_gate", torch.sigmoid(pre_output), step, edits)
+        new_cell = _edited("cell", forget_gate * cell + input_gate * candidate, step, edits)
+        new_hidden = _edited("hidden", output_gate * torch.tanh(new_cell), step, edits)
+        sites = {
+            "hidden": new_hidden,
+            "cell": new_cell,
+            "input_gate": input_gate,
+            "forget_gate": forget_gate,
+            "candidate": candidate,
+            "output_gate": output_gate,
+        }
+        return (new_hidden, new_cell), sites
+
+
+def recurrent_layer(
+    cell: Literal["gru", "lstm"], input_size: int, hidden_size: int, bidirectional: bool = False
+) -> GRU | LSTM:
+    """The suite's recurrent layer of the given cell type."""
+    layers = {"gru": GRU, "lstm": LSTM}
+    if cell not in layers:
+        raise ValueError(f"Unknown cell {cell!r}: use 'gru' or 'lstm'.")
+    return layers[cell](input_size, hidden_size, bidirectional=bidirectional)

@@ -1,0 +1,345 @@
+"""Sequence-to-sequence model with attention and Attentive Guidance, on the suite's recurrent core.
+
+Paper 1 (Baan et al. 2019, section 2): a GRU encoder-decoder with MLP attention (Bahdanau et al.
+2015), trained with token cross-entropy only (baseline) or with the Attentive Guidance loss of
+Hupkes et al. (2019) added (section 2.3):
+
+    L = CE(tokens) + attention_guidance_weight * (1/T) sum_t -log a_hat[t, target_position_t]
+
+The same class serves paper 3 (SCAN: LSTM, bidirectional encoder) and paper 4 (GRU, no
+attention, the encoder's last state passed to the decoder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Literal
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MeanMetric
+from torchmetrics.classification import MulticlassAccuracy
+
+from lightning_modules.recurrent import Intervention, recurrent_layer
+
+PAD, SOS, EOS = 0, 1, 2
+"""Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
+
+
+class Attention(nn.Module):
+    """Attention weights of a query over keys.
+
+    `dot`: score_i = q . k_i (Luong et al. 2015).
+    `mlp`: score_i = v . relu(W [k_i; q] + b), the additive attention of Bahdanau et al. (2015)
+    as i-machine-think's `machine` implements it (ReLU where Bahdanau has tanh), which is the
+    code paper 1's models were trained with.
+    """
+
+    def __init__(self, method: Literal["dot", "mlp"], query_size: int, key_size: int):
+        super().__init__()
+        self.method = method
+        if method == "mlp":
+            self.hidden = nn.Linear(key_size + query_size, key_size)
+            self.score = nn.Linear(key_size, 1, bias=False)
+        elif method == "dot":
+            if query_size != key_size:
+                raise ValueError(
+                    f"dot attention needs equal decoder ({query_size}) and encoder ({key_size}) "
+                    "sizes: use attention 'mlp' or matching sizes."
+                )
+        else:
+            raise ValueError(f"Unknown attention {method!r}: use 'none', 'dot' or 'mlp'.")
+
+    def forward(self, query: Tensor, keys: Tensor, key_mask: Tensor) -> Tensor:
+        """`query` `[batch, q]`, `keys` `[batch, source_time, k]`, `key_mask` `[batch, source_time]`
+        (True where a key exists) -> weights `[batch, source_time]` summing to 1."""
+        if self.method == "dot":
+            scores = torch.einsum("bq,bsq->bs", query, keys)
+        else:
+            expanded = query.unsqueeze(1).expand(-1, keys.shape[1], -1)
+            hidden = torch.relu(self.hidden(torch.cat([keys, expanded], -1)))
+            scores = self.score(hidden).squeeze(-1)
+        return scores.masked_fill(~key_mask, float("-inf")).softmax(-1)
+
+
+class Seq2Seq(pl.LightningModule):
+    """Encoder-decoder with optional attention and attentive-guidance loss.
+
+    Args:
+        source_vocab_size, target_vocab_size: vocabulary sizes (linked from the DataModule).
+        cell: recurrent cell of encoder and decoder.
+        embedding_size, hidden_size: sizes of the embeddings and of each encoder direction.
+        attention: `none`, `dot` or `mlp`.
+        attention_placement: `pre_rnn` attends with the previous decoder state and feeds the
+            context into the decoder step with the input embedding (i-machine-think's `pre-rnn`,
+            which paper 1 used); `post_rnn` attends with the new state and feeds
+            `[state; context]` to the output layer.
+        full_focus: with `pre_rnn`, the decoder input is `context * relu(W [context; embedding])`
+            instead of `[embedding; context]` (i-machine-think's `--full_focus`, used for both
+            models of paper 1); needs `decoder_embedding_size` equal to the decoder size.
+        decoder_embedding_size: size of the decoder's embedding (None: `embedding_size`);
+            i-machine-think gives the decoder embeddings of the hidden size.
+        init_range: if set, every parameter starts uniform in [-init_range, init_range]
+            (i-machine-think: 0.08); else torch's defaults.
+        bidirectional: bidirectional encoder (the decoder is as wide as both directions).
+        bridge: `last` passes the encoder's final state (directions concatenated) to the decoder;
+            `zeros` starts the decoder from zeros.
+        attention_guidance_weight: weight of the attentive-guidance loss (0 = baseline).
+        learning_rate: Adam's learning rate.
+        teacher_forcing_ratio: share of training steps fed the gold previous token.
+        test_splits: names of the test dataloaders, in order (linked from the DataModule).
+    """
+
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        cell: Literal["gru", "lstm"] = "gru",
+        embedding_size: int = 16,
+        hidden_size: int = 512,
+        attention: Literal["none", "dot", "mlp"] = "mlp",
+        attention_placement: Literal["pre_rnn", "post_rnn"] = "pre_rnn",
+        full_focus: bool = False,
+        decoder_embedding_size: int | None = None,
+        init_range: float | None = None,
+        bidirectional: bool = False,
+        bridge: Literal["last", "zeros"] = "last",
+        attention_guidance_weight: float = 0.0,
+        learning_rate: float = 1e-3,
+        teacher_forcing_ratio: float = 1.0,
+        test_splits: Sequence[str] = ("test",),
+    ):
+        super().__init__()
+        if bridge not in ("last", "zeros"):
+            raise ValueError(f"Unknown bridge {bridge!r}: use 'last' or 'zeros'.")
+        if attention_placement not in ("pre_rnn", "post_rnn"):
+            raise ValueError(f"Unknown attention_placement {attention_placement!r}.")
+        if attention_guidance_weight and attention == "none":
+            raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
+        self.save_hyperparameters()
+        self.test_splits = tuple(test_splits)
+        directions = 2 if bidirectional else 1
+        encoder_size = decoder_size = hidden_size * directions
+        decoder_embedding_size = decoder_embedding_size or embedding_size
+        pre_rnn = attention != "none" and attention_placement == "pre_rnn"
+        if full_focus and not (pre_rnn and decoder_embedding_size == decoder_size):
+            raise ValueError(
+                "full_focus needs pre_rnn attention and decoder_embedding_size equal to the "
+                f"decoder size ({decoder_size})."
+            )
+        decoder_input_size = decoder_embedding_size
+        if pre_rnn and not full_focus:
+            decoder_input_size += encoder_size
+        self.encoder_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=PAD)
+        self.decoder_embedding = nn.Embedding(
+            target_vocab_size, decoder_embedding_size, padding_idx=PAD
+        )
+        self.encoder = recurrent_layer(cell, embedding_size, hidden_size, bidirectional)
+        self.decoder = recurrent_layer(cell, decoder_input_size, decoder_size)
+        self.attention = (
+            Attention(attention, decoder_size, encoder_size) if attention != "none" else None
+        )
+        self.full_focus = nn.Linear(2 * decoder_size, decoder_size) if full_focus else None
+        readout_size = decoder_size + (encoder_size if attention != "none" and not pre_rnn else 0)
+        self.output = nn.Linear(readout_size, target_vocab_size)
+        if init_range is not None:
+            for parameter in self.parameters():
+                nn.init.uniform_(parameter, -init_range, init_range)
+        self._edits: tuple[Intervention, ...] = ()
+        splits = ("train", "val", *self.test_splits)
+        self.seq_acc = nn.ModuleDict({f"split_{s}": MeanMetric() for s in splits})
+        self.val_loss = MeanMetric()
+        self.token_acc = nn.ModuleDict(
+            {
+                f"split_{s}": MulticlassAccuracy(target_vocab_size, average="micro", ignore_index=PAD)
+                for s in splits
+            }
+        )
+
+    # ---- the network -------------------------------------------------------------------------
+    def forward(
+        self,
+        source: Tensor,
+        source_lengths: Tensor,
+        target: Tensor | None = None,
+        steps: int | None = None,
+        teacher_forcing_ratio: float = 0.0,
+        record: dict[str, Tensor] | None = None,
+        edits: Sequence[Intervention] = (),
+        generator: torch.Generator | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Encode `source` `[batch, source_time]` and decode `steps` tokens.
+
+        Decoder inputs are the gold `target` `[batch, target_time]` with probability
+        `teacher_forcing_ratio` per step, else the previous greedy prediction. Returns
+        `logits [batch, steps, target_vocab]` and `attention [batch, steps, source_time]` (None
+        without attention). With `record`, every site is stored as `"encoder.<site>"`,
+        `"decoder.<site>"` `[batch, time, units]`, plus `"attention"`.
+        """
+        edits = tuple(edits) + self._edits
+        steps = steps if steps is not None else target.shape[1]
+        encoder_record = {} if record is not None else None
+        encoder_outputs, final = self.encoder(
+            self.encoder_embedding(source),
+            lengths=source_lengths,
+            record=encoder_record,
+            edits=[e for e in edits if e.module == "encoder"],
+        )
+        state = self._bridge(final, source.shape[0])
+        decoder_edits = [e for e in edits if e.module == "decoder"]
+        source_mask = source != PAD
+        token = source.new_full((source.shape[0],), SOS)
+        logits, attentions, decoder_sites = [], [], []
+        for step in range(steps):
+            embedded = self.decoder_embedding(token)
+            weights = None
+            if self.attention is not None and self.hparams.attention_placement == "pre_rnn":
+                weights = self.attention(self._hidden_of(state), encoder_outputs, source_mask)
+                context = self._context(weights, encoder_outputs)
+                if self.full_focus is not None:
+                    embedded = context * torch.relu(self.full_focus(torch.cat([context, embedded], -1)))
+                else:
+                    embedded = torch.cat([embedded, context], -1)
+            state, sites = self.decoder.step(embedded, state, step, decoder_edits)
+            readout = sites["hidden"]
+            if self.attention is not None and weights is None:
+                weights = self.attention(readout, encoder_outputs, source_mask)
+                readout = torch.cat([readout, self._context(weights, encoder_outputs)], -1)
+            step_logits = self.output(readout)
+            logits.append(step_logits)
+            attentions.append(weights)
+            decoder_sites.append(sites)
+            token = step_logits.argmax(-1)
+            if target is not None and teacher_forcing_ratio > 0:
+                forced = torch.rand(token.shape, generator=generator) < teacher_forcing_ratio
+                token = torch.where(forced.to(token.device), target[:, step], token)
+        attention = torch.stack(attentions, 1) if self.attention is not None else None
+        if record is not None:
+            record.update({f"encoder.{k}": v for k, v in encoder_record.items()})
+            for name in decoder_sites[0]:
+                record[f"decoder.{name}"] = torch.stack([s[name] for s in decoder_sites], 1)
+            if attention is not None:
+                record["attention"] = attention
+        return torch.stack(logits, 1), attention
+
+    def _bridge(self, final, batch: int):
+        """Decoder start state from the encoder's final state `[directions, batch, hidden]`."""
+        parts = (final,) if self.hparams.cell == "gru" else final
+        if self.hparams.bridge == "last":
+            joined = tuple(p.transpose(0, 1).reshape(batch, -1) for p in parts)
+        else:
+            joined = tuple(torch.zeros_like(p.transpose(0, 1).reshape(batch, -1)) for p in parts)
+        return joined[0] if self.hparams.cell == "gru" else joined
+
+    def _hidden_of(self, state) -> Tensor:
+        return state if self.hparams.cell == "gru" else state[0]
+
+    @staticmethod
+    def _context(weights: Tensor, encoder_outputs: Tensor) -> Tensor:
+        return torch.einsum("bs,bsu->bu", weights, encoder_outputs)
+
+    @contextlib.contextmanager
+    def intervene(self, edits: Sequence[Intervention]) -> Iterator[Seq2Seq]:
+        """Apply `edits` to every forward pass inside the block (e.g. under `trainer.test`)."""
+        previous = self._edits
+        self._edits = previous + tuple(edits)
+        try:
+            yield self
+        finally:
+            self._edits = previous
+
+    @torch.no_grad()
+    def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """What the model computes on `batch` under greedy decoding, by site name.
+
+        Keys: `encoder.<site>` `[batch, source_time, units]`, `decoder.<site>`
+        `[batch, target_time, units]` (sites as in `lightning_modules.recurrent.SITES`),
+        `attention` `[batch, target_time, source_time]`, `prediction` `[batch, target_time]`.
+        """
+        record: dict[str, Tensor] = {}
+        logits, _ = self(batch["source"], batch["source_lengths"], steps=batch["target"].shape[1],
+                         record=record)
+        record["prediction"] = logits.argmax(-1)
+        return record
+
+    # ---- training and evaluation -------------------------------------------------------------
+    def _shared_step(self, batch: dict[str, Tensor], split: str) -> Tensor:
+        target = batch["target"]
+        training = split == "train"
+        generator = None
+        if training and self.hparams.teacher_forcing_ratio < 1:
+            generator = torch.Generator().manual_seed(self.global_step)
+        logits, attention = self(
+            batch["source"],
+            batch["source_lengths"],
+            target,
+            teacher_forcing_ratio=self.hparams.teacher_forcing_ratio if training else 0.0,
+            generator=generator,
+        )
+        if not training:  # the loss is reported under teacher forcing, accuracy under greedy
+            forced_logits, attention = self(
+                batch["source"], batch["source_lengths"], target, teacher_forcing_ratio=1.0
+            )
+        token_loss = F.cross_entropy(
+            (logits if training else forced_logits).flatten(0, 1), target.flatten(),
+            ignore_index=PAD,
+        )
+        loss = token_loss
+        log = {"token_loss": token_loss}
+        if attention is not None and "attention_target" in batch:
+            attention_loss = F.nll_loss(
+                attention.clamp_min(1e-12).log().flatten(0, 1),
+                batch["attention_target"].flatten(),
+                ignore_index=-100,
+            )
+            log["attention_loss"] = attention_loss
+            loss = loss + self.hparams.attention_guidance_weight * attention_loss
+        log["loss"] = loss
+        if split == "val":
+            self.val_loss.update(loss, weight=target.shape[0])
+        self._update_accuracy(logits, target, split)
+        batch_size = target.shape[0]
+        on_step = training
+        for name, value in log.items():
+            self.log(f"{split}/{name}", value, on_step=on_step, on_epoch=True,
+                     batch_size=batch_size, add_dataloader_idx=False)
+        return loss
+
+    def _update_accuracy(self, logits: Tensor, target: Tensor, split: str) -> None:
+        prediction = logits.argmax(-1)
+        valid = target != PAD
+        sequence_correct = ((prediction == target) | ~valid).all(-1).float()
+        self.seq_acc[f"split_{split}"].update(sequence_correct)
+        self.token_acc[f"split_{split}"].update(prediction.flatten(), target.flatten())
+        kwargs = dict(on_step=False, on_epoch=True, add_dataloader_idx=False,
+                      batch_size=target.shape[0])
+        self.log(f"{split}/seq_acc", self.seq_acc[f"split_{split}"], **kwargs)
+        self.log(f"{split}/token_acc", self.token_acc[f"split_{split}"], **kwargs)
+
+    def training_step(self, batch, batch_idx):
+        return self._shared_step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        self._shared_step(batch, "val")
+
+    def on_validation_epoch_end(self) -> None:
+        """Log `val/selection`: held-out sequence accuracy, ties broken by lower held-out loss.
+
+        Paper 1 (section 2.4) selects models "by their best accuracy on a held-out set"; on its
+        16-row validation set accuracy ties often, so the loss (whose share of the score is
+        below 1e-4, less than one row's worth of accuracy) decides between equal accuracies.
+        """
+        loss = self.val_loss.compute()
+        selection = self.seq_acc["split_val"].compute() - 1e-4 * loss / (1 + loss)
+        self.log("val/selection", selection)
+        self.val_loss.reset()
+
+    def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        self._shared_step(batch, self.test_splits[dataloader_idx])
+
+    def configure_optimizers(self):
+        trainable = [p for p in self.parameters() if p.requires_grad]
+        return torch.optim.Adam(trainable, lr=self.hparams.learning_rate)
