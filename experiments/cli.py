@@ -91,8 +91,9 @@ class ExperimentCLI(LightningCLI):
 
     def after_fit(self) -> None:
         if self.trainer.checkpoint_callback and self.trainer.checkpoint_callback.best_model_path:
-            self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path="best",
-                              weights_only=True)
+            self.trainer.test(
+                self.model, datamodule=self.datamodule, ckpt_path="best", weights_only=True
+            )
 
 
 def main(args: list[str] | None = None) -> None:

@@ -195,7 +195,10 @@ class _TracedRecurrent:
         for direction in range(self.directions):
             local_edits = [
                 e
-                for e in (edit.for_direction(direction, self.hidden_size, self.directions) for edit in edits)
+                for e in (
+                    edit.for_direction(direction, self.hidden_size, self.directions)
+                    for edit in edits
+                )
                 if e is not None and e.site_name in self.sites
             ]
             steps = range(time) if direction == 0 else range(time - 1, -1, -1)
@@ -207,14 +210,12 @@ class _TracedRecurrent:
                     projected[:, step], carried, step, direction, local_edits
                 )
                 keep = mask[:, step].unsqueeze(-1)
-                carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried))
+                carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried, strict=True))
                 for name, value in sites.items():
                     per_step[name][step] = value * keep
             direction_sites.append({k: torch.stack(v, dim=1) for k, v in per_step.items()})
             finals.append(carried)
-        sites = {
-            name: torch.cat([d[name] for d in direction_sites], dim=-1) for name in self.sites
-        }
+        sites = {name: torch.cat([d[name] for d in direction_sites], dim=-1) for name in self.sites}
         if record is not None:
             record.update(sites)
         final = tuple(torch.stack([f[i] for f in finals]) for i in range(len(finals[0])))
@@ -261,9 +262,7 @@ class _TracedRecurrent:
     def _fused(self, inputs: Tensor, state, lengths: Tensor | None):
         if lengths is None:
             return super().forward(inputs, state)
-        packed = pack_padded_sequence(
-            inputs, lengths.cpu(), batch_first=True, enforce_sorted=False
-        )
+        packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
         outputs, final = super().forward(packed, state)
         outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])
         return outputs, final

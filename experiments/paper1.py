@@ -1,0 +1,313 @@
+"""`make reproduce-paper1`: Baan et al. 2019, "On the Realization of Compositionality in Neural
+Networks", section 2 and Appendix A (Tables 5-6).
+
+Trains 5 baseline and 5 Attentive-Guidance GRU seq2seq models on the lookup-table task through
+the suite's CLI (`python -m experiments fit --config experiments/configs/paper1/<variant>.yaml`,
+so each run is what a user gets by hand), tests each best checkpoint on the four test sets, and
+writes `reports/paper1/{report.md, results.json, figures/}` with the paper's values beside ours.
+
+Scale (`SCALE` or `--scale`): `paper` = the configs as they are (100 epochs); `default` = the
+same models and data for 40 epochs, because paper scale takes about 75 minutes on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from experiments.report import (  # noqa: E402
+    Claim,
+    Measured,
+    compare_means,
+    current_commit,
+    threshold_claim,
+    write_report,
+)
+
+CONFIGS = Path(__file__).parent / "configs" / "paper1"
+PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper1.json").read_text())
+SPLITS: list[str] = PAPER["splits"]
+ABBREVIATION: dict[str, str] = PAPER["split_abbreviations"]
+VARIANTS = ("baseline", "guided")
+SEEDS = (1, 2, 3, 4, 5)
+SCALES = {
+    "paper": [],
+    "default": ["--trainer.max_epochs", "40"],
+    # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
+    "smoke": [
+        "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "20",
+        "--model.hidden_size", "16", "--model.decoder_embedding_size", "16",
+    ],
+}  # fmt: skip
+
+
+def run_dir(root: Path, variant: str, seed: int) -> Path:
+    return root / "paper1" / variant / f"seed={seed}"
+
+
+def test_accuracies(run: Path) -> dict[str, float]:
+    """Sequence accuracy of the tested best checkpoint per test split, from `metrics.csv`."""
+    metrics = pd.read_csv(run / "metrics.csv")
+    result = {}
+    for split in SPLITS:
+        column = metrics[f"test/{split}/seq_acc"].dropna()
+        result[split] = float(column.iloc[-1])
+    return result
+
+
+def train(variant: str, seed: int, scale: str, root: Path) -> dict[str, float]:
+    """One run through the CLI, its output in `<run>/train.log`; returns its test accuracies."""
+    run = run_dir(root, variant, seed)
+    run.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable, "-m", "experiments", "fit",
+        "--config", str(CONFIGS / f"{variant}.yaml"),
+        "--seed_everything", str(seed),
+        "--run.root", str(root),
+        "--trainer.enable_progress_bar", "false",
+        *SCALES[scale],
+    ]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(run / "train.log", "w") as log:
+        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+    if done.returncode:
+        raise RuntimeError(f"{variant} seed={seed} failed: see {run / 'train.log'}")
+    return test_accuracies(run)
+
+
+def train_all(scale: str, root: Path, jobs: int) -> dict[str, list[dict[str, float]]]:
+    """Every variant and seed, `jobs` at a time, one progress line per finished run."""
+    tasks = [(variant, seed) for variant in VARIANTS for seed in SEEDS]
+    results: dict[tuple[str, int], dict[str, float]] = {}
+    start = time.time()
+
+    def one(task):
+        variant, seed = task
+        began = time.time()
+        accuracies = train(variant, seed, scale, root)
+        results[task] = accuracies
+        scores = " ".join(f"{ABBREVIATION[s]} {accuracies[s]:.2f}" for s in SPLITS)
+        print(
+            f"[{len(results)}/{len(tasks)}] {variant} seed={seed}: {scores} "
+            f"({(time.time() - began) / 60:.1f} min; {(time.time() - start) / 60:.1f} min in all)",
+            flush=True,
+        )
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, tasks))
+    return {variant: [results[(variant, seed)] for seed in SEEDS] for variant in VARIANTS}
+
+
+def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
+    """Tables 5-6: mean sequence accuracy per model type and test split, paper vs ours."""
+    claims = []
+    for variant, table, name in (
+        ("baseline", "table5_baseline", "Table 5"),
+        ("guided", "table6_guided", "Table 6"),
+    ):
+        for index, split in enumerate(SPLITS):
+            paper_values = [row[index] for row in PAPER[table]]
+            ours = [run[split] for run in measured[variant]]
+            claims.append(
+                compare_means(
+                    f"{table.split('_')[0]}.{split}",
+                    f"{name}: {variant} mean sequence accuracy on {split.replace('_', ' ')}",
+                    paper_values,
+                    ours,
+                )
+            )
+    return claims
+
+
+def pattern_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
+    """The qualitative pattern of section 2.3 / Appendix A, each checked by one statistic."""
+    guided = {s: [run[s] for run in measured["guided"]] for s in SPLITS}
+    baseline = {s: [run[s] for run in measured["baseline"]] for s in SPLITS}
+    near_one = guided["heldout_compositions"] + guided["heldout_inputs"]
+    claims = [
+        threshold_claim(
+            "pattern.guided_heldout_near_perfect",
+            "Guided models generalise perfectly to heldout compositions and heldout inputs",
+            "1.0 in all 5 runs",
+            near_one,
+            min(near_one),
+            "lowest guided accuracy on HC and HI",
+            reproduced_at=0.95,
+            partially_at=0.80,
+        ),
+    ]
+    for split in SPLITS:
+        gap = Measured.of(guided[split]).mean - Measured.of(baseline[split]).mean
+        paper_gap = Measured.of([r[SPLITS.index(split)] for r in PAPER["table6_guided"]]).mean
+        paper_gap -= Measured.of([r[SPLITS.index(split)] for r in PAPER["table5_baseline"]]).mean
+        claims.append(
+            threshold_claim(
+                f"pattern.guided_above_baseline.{split}",
+                f"Guided models score far above the baseline on {split.replace('_', ' ')}",
+                round(paper_gap, 3),
+                [g - b for g, b in zip(guided[split], baseline[split], strict=True)],
+                gap / paper_gap,
+                "measured gap (guided - baseline mean) / paper gap",
+                reproduced_at=0.5,
+                partially_at=0.2,
+            )
+        )
+    worst_baseline = max(baseline["new_compositions"])
+    claims.append(
+        threshold_claim(
+            "pattern.baseline_fails_new_compositions",
+            "Baseline models fail on new compositions (paper: at most .06)",
+            0.06,
+            baseline["new_compositions"],
+            1 - worst_baseline,
+            "1 - best baseline accuracy on NC",
+            reproduced_at=0.9,
+            partially_at=0.75,
+        )
+    )
+    return claims
+
+
+def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path) -> Path:
+    """Test accuracy per split (paper vs ours) and validation accuracy over training."""
+    figure, (bars, curves) = plt.subplots(1, 2, figsize=(12, 4))
+    width = 0.2
+    for offset, (variant, table, colour) in enumerate(
+        (("baseline", "table5_baseline", "tab:blue"), ("guided", "table6_guided", "tab:orange"))
+    ):
+        positions = [i + (offset * 2 - 1.5) * width for i in range(len(SPLITS))]
+        paper = [Measured.of([r[i] for r in PAPER[table]]) for i in range(len(SPLITS))]
+        ours = [Measured.of([run[s] for run in measured[variant]]) for s in SPLITS]
+        bars.bar(
+            positions,
+            [m.mean for m in paper],
+            width,
+            yerr=[m.std for m in paper],
+            color=colour,
+            alpha=0.4,
+            label=f"{variant} (paper)",
+        )
+        bars.bar(
+            [p + width for p in positions],
+            [m.mean for m in ours],
+            width,
+            yerr=[m.std for m in ours],
+            color=colour,
+            label=f"{variant} (ours)",
+        )
+        for seed in SEEDS:
+            metrics = pd.read_csv(run_dir(root, variant, seed) / "metrics.csv")
+            validation = metrics.dropna(subset=["val/seq_acc"])
+            curves.plot(
+                validation["epoch"],
+                validation["val/seq_acc"],
+                color=colour,
+                alpha=0.7,
+                label=variant if seed == SEEDS[0] else None,
+            )
+    bars.set_xticks(range(len(SPLITS)), [ABBREVIATION[s] for s in SPLITS])
+    bars.set_ylabel("sequence accuracy")
+    bars.set_title("Tables 5-6: test sets (mean ± std over 5 runs)")
+    bars.legend(fontsize=7)
+    curves.set_xlabel("epoch")
+    curves.set_ylabel("validation sequence accuracy")
+    curves.set_title("Validation accuracy during training")
+    curves.legend()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tables5_6.png"
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
+    parts = []
+    for variant, table, title in (
+        ("baseline", "table5_baseline", "Table 5: baseline GRU models"),
+        ("guided", "table6_guided", "Table 6: Attentive Guidance GRU models"),
+    ):
+        header = " | ".join(f"{ABBREVIATION[s]} paper | {ABBREVIATION[s]} ours" for s in SPLITS)
+        lines = [f"### {title}", "", f"| run | {header} |", "|---" * (1 + 2 * len(SPLITS)) + "|"]
+        for index, run in enumerate(measured[variant]):
+            cells = " | ".join(
+                f"{PAPER[table][index][i]:.2f} | {run[s]:.2f}" for i, s in enumerate(SPLITS)
+            )
+            lines.append(f"| {index + 1} | {cells} |")
+        means = " | ".join(
+            f"{Measured.of([r[i] for r in PAPER[table]]).mean:.2f} | "
+            f"{Measured.of([r[s] for r in measured[variant]]).mean:.2f}"
+            for i, s in enumerate(SPLITS)
+        )
+        lines.append(f"| mean | {means} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def reproduce(scale: str, root: Path, out: Path, jobs: int) -> list[Claim]:
+    start = time.time()
+    measured = train_all(scale, root, jobs)
+    minutes = (time.time() - start) / 60
+    claims = table_claims(measured) + pattern_claims(measured)
+    figure_path = figure(measured, root, out / "figures")
+    epochs = SCALES[scale][1] if SCALES[scale] else "100"  # "--trainer.max_epochs", N
+    markdown = f"""# Paper 1: On the Realization of Compositionality in Neural Networks (Tables 5-6)
+
+Baan et al. 2019, section 2 and Appendix A, regenerated by `make reproduce-paper1`.
+
+- **Scale:** `{scale}` (at most {epochs} epochs per model; the paper trained up to 100).
+- **Commit:** `{current_commit()}`; **wall time:** {minutes:.1f} min on {os.cpu_count()} CPU
+  cores, {jobs} runs at a time.
+- **Data:** lookup tables generated by `datamodules.LookupTableDataModule` (seed 0; the
+  machine-tasks `sample1` split sizes: train 232, validation 16, heldout inputs 40, heldout
+  compositions 64, heldout tables 192, new compositions 32). All 10 runs share the data, as
+  the zoo behind the paper did.
+- **Models:** 5 baseline and 5 guided GRU seq2seq (seeds {", ".join(map(str, SEEDS))}), encoder
+  embedding 16, hidden 512, pre-rnn MLP attention with full focus, batch 1, Adam lr 0.001, no
+  teacher forcing; best checkpoint by validation sequence accuracy (ties: lower validation loss).
+  Configs: `experiments/configs/paper1/{{baseline,guided}}.yaml`; runs in `{root}/paper1/`.
+- **Metric:** sequence accuracy under greedy decoding; a sequence counts when every output token
+  (the copied input and each intermediate result, no EOS) is right.
+
+![Tables 5-6 and training curves](figures/{figure_path.name})
+
+{tables_markdown(measured)}
+"""
+    write_report(out, claims, markdown)
+    return claims
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scale", choices=sorted(SCALES), default=os.environ.get("SCALE") or "default"
+    )
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
+    parser.add_argument("--out", type=Path, default=Path("reports/paper1"))
+    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
+    args = parser.parse_args(argv)
+    claims = reproduce(args.scale, args.runs, args.out, args.jobs)
+    verdicts = [c.verdict for c in claims]
+    print(
+        f"wrote {args.out / 'report.md'}: "
+        + ", ".join(
+            f"{verdicts.count(v)} {v}"
+            for v in ("reproduced", "partially reproduced", "not reproduced")
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
