@@ -65,17 +65,21 @@ class ExperimentCLI(LightningCLI):
         parser.link_arguments("data.test_splits", "model.test_splits", apply_on="instantiate")
 
     def _config(self):
-        return self.config[self.subcommand] if self.subcommand else self.config
+        subcommand = self.config.get("subcommand")
+        return self.config[subcommand] if subcommand else self.config
 
     def run_dir(self) -> Path:
         config = self._config()
         run = config.run
         return Path(run.root) / run.paper / run.variant / f"seed={config.seed_everything}"
 
-    def before_instantiate_classes(self) -> None:
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        """Parse, then check a given `--ckpt_path` before Lightning reads its hyperparameters,
+        so a missing or corrupt checkpoint is one clear error."""
+        super().parse_arguments(parser, args)
         ckpt_path = getattr(self._config(), "ckpt_path", None)
         if ckpt_path not in (None, "best", "last", "hpc", "registry"):
-            load_checkpoint(ckpt_path)  # one clear error for a missing or corrupt file
+            load_checkpoint(ckpt_path)
 
     def instantiate_trainer(self, **kwargs):
         config = self._config()

@@ -128,7 +128,7 @@ class Intervention:
         if directions == 1:
             return self
         low, high = direction * hidden_size, (direction + 1) * hidden_size
-        units = range(low, high) if self.units is None else self.units
+        units = range(hidden_size * directions) if self.units is None else self.units
         positions = [i for i, unit in enumerate(units) if low <= unit < high]
         if not positions:
             return None

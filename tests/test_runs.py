@@ -1,0 +1,144 @@
+"""Run folders, recording callbacks and the CLI, on a tiny lookup-table model.
+
+Checks: the folder layout and metric names, bit-identical reruns, a resumed fit equal to an
+uninterrupted one, and one clear error for bad input.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from experiments.cli import ExperimentCLI
+from lightning_modules.run_files import RunFileError, load_checkpoint, write_text_atomic
+
+TINY = {
+    "seed_everything": 3,
+    "run": {"paper": "paper1", "variant": "tiny"},
+    "trainer": {
+        "max_epochs": 2,
+        "limit_train_batches": 6,
+        "deterministic": True,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "callbacks": [
+            {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+             "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best",
+                           "save_last": True}},
+            {"class_path": "lightning_modules.callbacks.TraceRecorder",
+             "init_args": {"splits": ["validation", "new_compositions"], "every_n_epochs": 1}},
+            {"class_path": "lightning_modules.callbacks.WeightSnapshot",
+             "init_args": {"every_n_epochs": 1}},
+        ],
+    },
+    "model": {"embedding_size": 4, "hidden_size": 8, "attention_guidance_weight": 1.0},
+    "data": {"class_path": "datamodules.LookupTableDataModule",
+             "init_args": {"batch_size": 4, "source_eos": False, "target_eos": False}},
+}  # fmt: skip
+
+
+def fit(tmp_path: Path, root: str, *extra: str) -> Path:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    ExperimentCLI(args=["fit", "--config", str(config), "--run.root", str(tmp_path / root), *extra])
+    return tmp_path / root / "paper1" / "tiny" / "seed=3"
+
+
+def weights(run: Path, name: str = "last.ckpt") -> dict[str, torch.Tensor]:
+    return load_checkpoint(run / "checkpoints" / name)["state_dict"]
+
+
+def test_run_folder_holds_config_checkpoints_metrics_traces_and_weights(tmp_path):
+    run = fit(tmp_path, "runs")
+    assert (run / "config.yaml").is_file()
+    assert yaml.safe_load((run / "config.yaml").read_text())["model"]["hidden_size"] == 8
+    assert {p.name for p in (run / "checkpoints").iterdir()} == {"best.ckpt", "last.ckpt"}
+    header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
+    for name in ("train/loss_epoch", "val/seq_acc", "val/attention_loss",
+                 "test/new_compositions/seq_acc", "test/heldout_inputs/token_acc"):  # fmt: skip
+        assert name in header, name
+    for tag in ("epoch=0", "epoch=1", "best"):
+        traced = load_file(run / "traces" / "new_compositions" / f"{tag}.safetensors")
+        assert traced["encoder.hidden"].shape == (32, 3, 8)
+        assert traced["decoder.update_gate"].shape == (32, 3, 8)
+        assert traced["attention"].shape == (32, 3, 3)
+        assert traced["batch.index"].tolist() == list(range(32))
+    snapshot = load_file(run / "weights" / "epoch=1.safetensors")
+    assert set(snapshot) == set(weights(run))
+    leftovers = [p for p in run.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_same_config_and_seed_give_a_bit_identical_run(tmp_path):
+    first, second = weights(fit(tmp_path, "a")), weights(fit(tmp_path, "b"))
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), name
+
+
+def test_resumed_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
+    uninterrupted = weights(fit(tmp_path, "whole", "--trainer.max_epochs", "4"))
+    interrupted = fit(tmp_path, "parts", "--trainer.max_epochs", "2")
+    resumed = fit(tmp_path, "parts", "--trainer.max_epochs", "4",
+                  "--ckpt_path", str(interrupted / "checkpoints" / "last.ckpt"))  # fmt: skip
+    resumed_weights = weights(resumed)
+    for name in uninterrupted:
+        assert torch.equal(uninterrupted[name], resumed_weights[name]), name
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "experiments", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=300,
+    )  # fmt: skip
+
+
+GUIDED = str(Path(__file__).parents[1] / "experiments" / "configs" / "paper1" / "guided.yaml")
+
+
+def test_print_config_resolves_the_paper1_config():
+    done = cli("fit", "--config", GUIDED, "--model.hidden_size", "64", "--print_config")
+    assert done.returncode == 0, done.stderr
+    printed = yaml.safe_load(done.stdout)
+    assert printed["model"]["hidden_size"] == 64
+    assert printed["model"]["attention_guidance_weight"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "arguments,message",
+    [
+        (["--model.hiden_size", "64"], "hiden_size"),
+        (["--data.init_args.data_dir", "/nowhere/lookup"], "/nowhere/lookup"),
+        (["--ckpt_path", "CORRUPT"], "corrupt"),
+        (["--ckpt_path", "/nowhere/last.ckpt"], "/nowhere/last.ckpt"),
+    ],
+)
+def test_bad_input_is_one_clear_error(tmp_path, arguments, message):
+    corrupt = tmp_path / "broken.ckpt"
+    corrupt.write_bytes(b"not a checkpoint")
+    arguments = [str(corrupt) if a == "CORRUPT" else a for a in arguments]
+    done = cli("fit", "--config", GUIDED, "--run.root", str(tmp_path), *arguments)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert message in done.stderr
+
+
+def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
+    target = tmp_path / "report.md"
+    with pytest.raises(KeyboardInterrupt):
+        from lightning_modules.run_files import write_atomic
+
+        def interrupted(temporary):
+            Path(temporary).write_text("half")
+            raise KeyboardInterrupt
+
+        write_atomic(target, interrupted)
+    assert list(tmp_path.iterdir()) == []
+    write_text_atomic(target, "whole")
+    assert target.read_text() == "whole"
+    with pytest.raises(RunFileError, match="corrupt"):
+        load_checkpoint(target)

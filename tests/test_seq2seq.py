@@ -1,0 +1,89 @@
+"""The seq2seq model: attentive-guidance loss, trace sites, scoped interventions."""
+
+import pytest
+import torch
+
+from datamodules import LookupTableDataModule
+from lightning_modules.recurrent import SITES, Intervention
+from lightning_modules.seq2seq import Attention, Seq2Seq
+
+
+@pytest.fixture(scope="module")
+def data():
+    module = LookupTableDataModule(batch_size=8, source_eos=False, target_eos=False)
+    module.setup()
+    return module
+
+
+def model_for(data, **kwargs):
+    torch.manual_seed(0)
+    arguments = dict(embedding_size=4, hidden_size=6, attention="mlp")
+    arguments.update(kwargs)
+    return Seq2Seq(data.source_vocab_size, data.target_vocab_size, **arguments)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_trace_names_every_site_with_its_shape(data, cell, bidirectional):
+    model = model_for(data, cell=cell, bidirectional=bidirectional)
+    batch = next(iter(data.split_dataloader("heldout_tables")))
+    traced = model.trace(batch)
+    batch_size, source_time = batch["source"].shape
+    target_time = batch["target"].shape[1]
+    width = 6 * (2 if bidirectional else 1)
+    for site in SITES[cell]:
+        assert traced[f"encoder.{site}"].shape == (batch_size, source_time, width)
+        assert traced[f"decoder.{site}"].shape == (batch_size, target_time, width)
+    assert traced["attention"].shape == (batch_size, target_time, source_time)
+    torch.testing.assert_close(traced["attention"].sum(-1), torch.ones(batch_size, target_time))
+    assert traced["prediction"].shape == (batch_size, target_time)
+
+
+def test_attentive_guidance_loss_is_the_papers_cross_entropy(data):
+    """Baan et al. 2.3: L_AG = 1/T sum_t -log a_hat[t, target_t], added with its weight."""
+    model = model_for(data, attention_guidance_weight=0.5)
+    batch = next(iter(data.split_dataloader("train")))
+    logged = {}
+    model.log = lambda name, value, **kw: logged.__setitem__(name, value)
+    loss = model._shared_step(batch, "train")
+    _, attention = model(batch["source"], batch["source_lengths"], batch["target"])
+    target = batch["attention_target"]
+    valid = target != -100
+    picked = attention.gather(-1, target.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+    expected_attention_loss = -(picked.log() * valid).sum() / valid.sum()
+    torch.testing.assert_close(logged["train/attention_loss"], expected_attention_loss)
+    torch.testing.assert_close(loss, logged["train/token_loss"] + 0.5 * expected_attention_loss)
+
+
+def test_full_focus_and_bridge_choices_run(data):
+    model = model_for(data, full_focus=True, decoder_embedding_size=6, bridge="zeros")
+    batch = next(iter(data.split_dataloader("validation")))
+    logits, attention = model(batch["source"], batch["source_lengths"], batch["target"])
+    assert logits.shape[:2] == batch["target"].shape
+
+
+def test_bad_arguments_are_one_clear_error(data):
+    with pytest.raises(ValueError, match="needs an attention"):
+        model_for(data, attention="none", attention_guidance_weight=1.0)
+    with pytest.raises(ValueError, match="full_focus"):
+        model_for(data, full_focus=True)
+    with pytest.raises(ValueError, match="dot attention"):
+        Attention("dot", query_size=6, key_size=12)
+
+
+def test_intervene_is_scoped_and_changes_only_later_decoder_steps(data):
+    model = model_for(data).double()
+    batch = next(iter(data.split_dataloader("heldout_tables")))
+    clean = model.trace(batch)
+    edit = Intervention("decoder.update_gate", (0, 1, 2), (1,), "set", 1.0)
+    with pytest.raises(RuntimeError), model.intervene([edit]):
+        edited = model.trace(batch)
+        raise RuntimeError("leaving the block by an error still removes the edit")
+    assert torch.equal(clean["decoder.hidden"][:, :1], edited["decoder.hidden"][:, :1])
+    assert torch.all(edited["decoder.update_gate"][:, 1, :3] == 1.0)
+    # update gate 1 keeps the previous state: h_1 = h_0 on the edited units
+    torch.testing.assert_close(
+        edited["decoder.hidden"][:, 1, :3], edited["decoder.hidden"][:, 0, :3]
+    )
+    assert torch.equal(model.trace(batch)["decoder.hidden"], clean["decoder.hidden"])
+    assert torch.equal(clean["encoder.hidden"], edited["encoder.hidden"])
