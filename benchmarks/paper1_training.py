@@ -1,0 +1,145 @@
+"""`make bench`: costs of the suite's machinery on paper 1's model, as ratios measured in one run.
+
+1. Lightning fit vs a bare PyTorch loop of the same model, data, optimizer and clipping
+   (target at most 1.15x).
+2. Recording callbacks (`TraceRecorder` and `WeightSnapshot` as the paper 1 configs set them:
+   every 10 epochs and at the best checkpoint) on vs off, over 10 epochs (target at most 1.10x).
+3. The traced core (every gate recorded) vs the fused `torch.nn.GRU`, forward and backward.
+
+Every comparison runs its two sides in the same process, one after the other, so the ratio is
+independent of how fast this machine is. Threads: `torch.get_num_threads()` as set by
+`OMP_NUM_THREADS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import pytorch_lightning as pl  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
+
+from datamodules import LookupTableDataModule  # noqa: E402
+from lightning_modules.callbacks import TraceRecorder, WeightSnapshot  # noqa: E402
+from lightning_modules.recurrent import GRU  # noqa: E402
+from lightning_modules.seq2seq import Seq2Seq  # noqa: E402
+
+PAPER1_MODEL = dict(
+    embedding_size=16, decoder_embedding_size=512, hidden_size=512, attention="mlp",
+    full_focus=True, attention_guidance_weight=1.0, teacher_forcing_ratio=0.0, init_range=0.08,
+)  # fmt: skip
+SPLITS = ["validation", "heldout_inputs", "heldout_compositions", "heldout_tables",
+          "new_compositions"]  # fmt: skip
+
+
+def data() -> LookupTableDataModule:
+    module = LookupTableDataModule(batch_size=1, source_eos=False, target_eos=False)
+    module.setup()
+    return module
+
+
+def model(datamodule: LookupTableDataModule) -> Seq2Seq:
+    pl.seed_everything(0, verbose=False)
+    return Seq2Seq(datamodule.source_vocab_size, datamodule.target_vocab_size, **PAPER1_MODEL)
+
+
+def bare_loop(steps: int) -> float:
+    """The same training steps without Lightning: forward, loss, backward, clip, Adam."""
+    datamodule = data()
+    network = model(datamodule)
+    optimizer = network.configure_optimizers()
+    loader = datamodule.train_dataloader()
+    loader.sampler.set_epoch(0)
+    start = time.perf_counter()
+    for step, batch in enumerate(loader):
+        if step == steps:
+            break
+        logits, attention = network(batch["source"], batch["source_lengths"], batch["target"])
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["target"].flatten(), ignore_index=0)
+        loss = loss + F.nll_loss(
+            attention.clamp_min(1e-12).log().flatten(0, 1),
+            batch["attention_target"].flatten(),
+            ignore_index=-100,
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), 5.0)
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+def lightning_fit(epochs: int, steps: int | None, callbacks: list, folder: str) -> float:
+    datamodule = data()
+    network = model(datamodule)
+    trainer = pl.Trainer(
+        max_epochs=epochs, limit_train_batches=steps, limit_val_batches=None if epochs > 1 else 0,
+        num_sanity_val_steps=0, gradient_clip_val=5.0, logger=False, enable_progress_bar=False,
+        enable_model_summary=False, enable_checkpointing=any(
+            isinstance(c, ModelCheckpoint) for c in callbacks
+        ), callbacks=callbacks, default_root_dir=folder,
+    )  # fmt: skip
+    start = time.perf_counter()
+    trainer.fit(network, datamodule)
+    return time.perf_counter() - start
+
+
+def checkpoint(folder: str) -> ModelCheckpoint:
+    return ModelCheckpoint(dirpath=folder, monitor="val/selection", mode="max", save_last=True)
+
+
+def traced_vs_fused(repeats: int) -> tuple[float, float]:
+    """Forward+backward of a 512-unit GRU over [64, 20, 16] inputs, fused vs every gate traced."""
+    torch.manual_seed(0)
+    layer = GRU(16, 512)
+    inputs = torch.randn(64, 20, 16)
+
+    def run(record: dict | None) -> float:
+        start = time.perf_counter()
+        for _ in range(repeats):
+            layer.zero_grad()
+            outputs, _ = layer(inputs, record=record)
+            outputs.sum().backward()
+        return time.perf_counter() - start
+
+    run(None), run({})  # warm up
+    return run(None), run({})
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=200, help="steps for fit vs bare loop")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs for recording on/off")
+    parser.add_argument("--repeats", type=int, default=20, help="repeats for traced vs fused")
+    args = parser.parse_args(argv)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        bare_loop(20), lightning_fit(1, 20, [], folder)  # warm up
+        bare = bare_loop(args.steps)
+        fitted = lightning_fit(1, args.steps, [], folder)
+        rows.append(("Lightning fit / bare loop", fitted, bare, 1.15, f"{args.steps} steps"))
+        off = lightning_fit(args.epochs, None, [checkpoint(folder + "/off")], folder + "/off")
+        on = lightning_fit(
+            args.epochs, None,
+            [checkpoint(folder + "/on"), TraceRecorder(SPLITS, every_n_epochs=10),
+             WeightSnapshot(every_n_epochs=10)],
+            folder + "/on",
+        )  # fmt: skip
+        rows.append(("recording on / off", on, off, 1.10, f"{args.epochs} epochs"))
+    fused, traced = traced_vs_fused(args.repeats)
+    rows.append(("traced core / fused nn.GRU", traced, fused, None, f"{args.repeats} fwd+bwd"))
+    print(f"{'comparison':32} {'measured s':>11} {'baseline s':>11} {'ratio':>7}  target")
+    for name, measured, baseline, target, what in rows:
+        ratio = measured / baseline
+        verdict = "" if target is None else f"<= {target}: {'met' if ratio <= target else 'MISSED'}"
+        print(f"{name:32} {measured:11.2f} {baseline:11.2f} {ratio:7.2f}  {verdict} ({what})")
+
+
+if __name__ == "__main__":
+    main()
