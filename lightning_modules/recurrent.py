@@ -155,11 +155,14 @@ class _TracedRecurrent:
     hidden_size: int
     bidirectional: bool
 
-    def _check_config(self) -> None:
-        if self.num_layers != 1 or not self.batch_first:
+    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, **kw):
+        super().__init__(
+            input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **kw
+        )
+        if self.num_layers != 1:
             raise ValueError(
-                "The traced recurrent layers are single-layer and batch-first: "
-                "pass num_layers=1, batch_first=True (stack layers in the model instead)."
+                "The traced recurrent layers have one layer: pass num_layers=1 "
+                "(stack layers in the model instead)."
             )
 
     @property
@@ -287,12 +290,6 @@ class GRU(_TracedRecurrent, nn.GRU):
 
     cell_type = "gru"
 
-    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, **kw):
-        super().__init__(
-            input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **kw
-        )
-        self._check_config()
-
     def step_projected(self, projected, carried, step, direction, edits):
         (hidden,) = carried
         weight_hh, bias_hh = self._recurrent_weights(direction)
@@ -322,12 +319,6 @@ class LSTM(_TracedRecurrent, nn.LSTM):
     """`torch.nn.LSTM` (one layer, batch first) that can record and edit its gates and cell."""
 
     cell_type = "lstm"
-
-    def __init__(self, input_size: int, hidden_size: int, bidirectional: bool = False, **kw):
-        super().__init__(
-            input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **kw
-        )
-        self._check_config()
 
     def step_projected(self, projected, carried, step, direction, edits):
         hidden, cell = carried

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from torch.utils.data import RandomSampler, SequentialSampler
+from torch.utils.data import SequentialSampler
 
 from datamodules import LookupTableDataModule
 from datamodules.lookup_tables import (
@@ -212,8 +212,22 @@ def test_batch_layout(datamodule):
     assert datamodule.decode_target(batch["target"][-1]) == [rows[-1][1]]
 
 
+def training_order(module, epoch):
+    loader = module.train_dataloader()
+    loader.sampler.set_epoch(epoch)  # Lightning calls this at the start of every epoch
+    return list(loader.sampler)
+
+
+def test_training_order_depends_on_seed_and_epoch_only(datamodule):
+    first = training_order(datamodule, 0)
+    assert sorted(first) == list(range(232)) and first != list(range(232))
+    assert training_order(datamodule, 1) != first
+    seeded = [LookupTableDataModule(shuffle_seed=7) for _ in range(2)]
+    assert training_order(seeded[0], 3) == training_order(seeded[1], 3)
+    assert training_order(seeded[0], 3) != training_order(LookupTableDataModule(shuffle_seed=8), 3)
+
+
 def test_loaders(datamodule):
-    assert isinstance(datamodule.train_dataloader().sampler, RandomSampler)
     val = datamodule.val_dataloader()
     assert isinstance(val.sampler, SequentialSampler) and len(val.dataset) == 16
     tests = datamodule.test_dataloader()
