@@ -156,6 +156,9 @@ class Seq2Seq(pl.LightningModule):
         splits = ("train", "val", *self.test_splits)
         self.seq_acc = nn.ModuleDict({f"split_{s}": MeanMetric() for s in splits})
         self.val_loss = MeanMetric()
+        self.train_loss_parts = nn.ModuleDict(
+            {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
+        )
         self.token_acc = nn.ModuleDict(
             {
                 f"split_{s}": MulticlassAccuracy(
@@ -310,19 +313,27 @@ class Seq2Seq(pl.LightningModule):
             log["attention_loss"] = attention_loss
             loss = loss + self.hparams.attention_guidance_weight * attention_loss
         log["loss"] = loss
-        if split == "val":
-            self.val_loss.update(loss, weight=target.shape[0])
+        batch_size = target.shape[0]
         self._update_accuracy(logits, target, split)
+        if training:  # per step only the loss; the rest once per epoch (on_train_epoch_end)
+            self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=batch_size)
+            for name, metric in self.train_loss_parts.items():
+                if name in log:
+                    metric.update(log[name], weight=batch_size)
+            return loss
+        if split == "val":
+            self.val_loss.update(loss, weight=batch_size)
         for name, value in log.items():
-            self.log(
-                f"{self._prefix(split)}/{name}",
-                value,
-                on_step=training,
-                on_epoch=True,
-                batch_size=target.shape[0],
-                add_dataloader_idx=False,
-            )
+            self.log(f"{self._prefix(split)}/{name}", value, on_epoch=True,
+                     batch_size=batch_size, add_dataloader_idx=False)  # fmt: skip
+        self._log_accuracy(split)
         return loss
+
+    def on_train_epoch_end(self) -> None:
+        for name, metric in self.train_loss_parts.items():
+            if metric.update_called:
+                self.log(f"train/{name}", metric)
+        self._log_accuracy("train")
 
     def _prefix(self, split: str) -> str:
         """Metric names: `train/...`, `val/...`, `test/<split>/...`."""
@@ -334,9 +345,10 @@ class Seq2Seq(pl.LightningModule):
         sequence_correct = ((prediction == target) | ~valid).all(-1).float()
         self.seq_acc[f"split_{split}"].update(sequence_correct)
         self.token_acc[f"split_{split}"].update(prediction.flatten(), target.flatten())
-        kwargs = dict(
-            on_step=False, on_epoch=True, add_dataloader_idx=False, batch_size=target.shape[0]
-        )
+
+    def _log_accuracy(self, split: str) -> None:
+        """Log the split's accuracy metrics; Lightning computes and resets them per epoch."""
+        kwargs = dict(on_step=False, on_epoch=True, add_dataloader_idx=False)
         self.log(f"{self._prefix(split)}/seq_acc", self.seq_acc[f"split_{split}"], **kwargs)
         self.log(f"{self._prefix(split)}/token_acc", self.token_acc[f"split_{split}"], **kwargs)
 
