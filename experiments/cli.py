@@ -43,10 +43,20 @@ def make_loggers(run_dir: Path, name: str) -> list:
     return loggers
 
 
+class _ArgumentParser(LightningArgumentParser):
+    """On a bad argument, say what is wrong and where the options are listed, without first
+    printing the whole usage (dozens of lines for a LightningCLI)."""
+
+    def print_usage(self, file=None) -> None:
+        pass
+
+
 class ExperimentCLI(LightningCLI):
     """LightningCLI with run folders, loggers, atomic checkpoints and a test after `fit`."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("parser_class", _ArgumentParser)
+        kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments"})
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("subclass_mode_data", True)
