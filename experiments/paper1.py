@@ -7,7 +7,8 @@ so each run is what a user gets by hand), tests each best checkpoint on the four
 writes `reports/paper1/{report.md, results.json, figures/}` with the paper's values beside ours.
 
 Scale (`SCALE` or `--scale`): `paper` = the configs as they are (100 epochs); `default` = the
-same models and data for 40 epochs, because paper scale takes about 75 minutes on 2 CPU cores.
+same models and data for 40 epochs (47 minutes on 2 CPU cores), because paper scale would take
+about 110 minutes (12.8 s per epoch per model with two models training at once).
 """
 
 from __future__ import annotations
