@@ -44,6 +44,10 @@ SPLITS: list[str] = PAPER["splits"]
 ABBREVIATION: dict[str, str] = PAPER["split_abbreviations"]
 VARIANTS = ("baseline", "guided")
 SEEDS = (1, 2, 3, 4, 5)
+TABLES = {  # variant -> (key in paper_values/paper1.json, table name, title, colour)
+    "baseline": ("table5_baseline", "Table 5", "Table 5: baseline GRU models", "tab:blue"),
+    "guided": ("table6_guided", "Table 6", "Table 6: Attentive Guidance GRU models", "tab:orange"),
+}
 SCALES = {
     "paper": [],
     "default": ["--trainer.max_epochs", "40"],
@@ -53,6 +57,19 @@ SCALES = {
         "--model.hidden_size", "16", "--model.decoder_embedding_size", "16",
     ],
 }  # fmt: skip
+
+
+def paper_values(variant: str, split: str) -> list[float]:
+    """The paper's per-run sequence accuracies of `variant` on `split` (Tables 5-6)."""
+    column = SPLITS.index(split)
+    return [row[column] for row in PAPER[TABLES[variant][0]]]
+
+
+def our_values(
+    measured: dict[str, list[dict[str, float]]], variant: str, split: str
+) -> list[float]:
+    """Our per-run sequence accuracies of `variant` on `split`, in seed order."""
+    return [run[split] for run in measured[variant]]
 
 
 def run_dir(root: Path, variant: str, seed: int) -> Path:
@@ -116,19 +133,14 @@ def train_all(scale: str, root: Path, jobs: int) -> dict[str, list[dict[str, flo
 def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
     """Tables 5-6: mean sequence accuracy per model type and test split, paper vs ours."""
     claims = []
-    for variant, table, name in (
-        ("baseline", "table5_baseline", "Table 5"),
-        ("guided", "table6_guided", "Table 6"),
-    ):
-        for index, split in enumerate(SPLITS):
-            paper_values = [row[index] for row in PAPER[table]]
-            ours = [run[split] for run in measured[variant]]
+    for variant, (table, name, _, _) in TABLES.items():
+        for split in SPLITS:
             claims.append(
                 compare_means(
                     f"{table.split('_')[0]}.{split}",
                     f"{name}: {variant} mean sequence accuracy on {split.replace('_', ' ')}",
-                    paper_values,
-                    ours,
+                    paper_values(variant, split),
+                    our_values(measured, variant, split),
                 )
             )
     return claims
@@ -136,8 +148,8 @@ def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
 
 def pattern_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
     """The qualitative pattern of section 2.3 / Appendix A, each checked by one statistic."""
-    guided = {s: [run[s] for run in measured["guided"]] for s in SPLITS}
-    baseline = {s: [run[s] for run in measured["baseline"]] for s in SPLITS}
+    guided = {s: our_values(measured, "guided", s) for s in SPLITS}
+    baseline = {s: our_values(measured, "baseline", s) for s in SPLITS}
     near_one = guided["heldout_compositions"] + guided["heldout_inputs"]
     claims = [
         threshold_claim(
@@ -153,8 +165,8 @@ def pattern_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
     ]
     for split in SPLITS:
         gap = Measured.of(guided[split]).mean - Measured.of(baseline[split]).mean
-        paper_gap = Measured.of([r[SPLITS.index(split)] for r in PAPER["table6_guided"]]).mean
-        paper_gap -= Measured.of([r[SPLITS.index(split)] for r in PAPER["table5_baseline"]]).mean
+        paper_gap = Measured.of(paper_values("guided", split)).mean
+        paper_gap -= Measured.of(paper_values("baseline", split)).mean
         claims.append(
             threshold_claim(
                 f"pattern.guided_above_baseline.{split}",
@@ -187,12 +199,10 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
     """Test accuracy per split (paper vs ours) and validation accuracy over training."""
     figure, (bars, curves) = plt.subplots(1, 2, figsize=(12, 4))
     width = 0.2
-    for offset, (variant, table, colour) in enumerate(
-        (("baseline", "table5_baseline", "tab:blue"), ("guided", "table6_guided", "tab:orange"))
-    ):
+    for offset, (variant, (_, _, _, colour)) in enumerate(TABLES.items()):
         positions = [i + (offset * 2 - 1.5) * width for i in range(len(SPLITS))]
-        paper = [Measured.of([r[i] for r in PAPER[table]]) for i in range(len(SPLITS))]
-        ours = [Measured.of([run[s] for run in measured[variant]]) for s in SPLITS]
+        paper = [Measured.of(paper_values(variant, s)) for s in SPLITS]
+        ours = [Measured.of(our_values(measured, variant, s)) for s in SPLITS]
         bars.bar(
             positions,
             [m.mean for m in paper],
@@ -238,21 +248,16 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
 
 def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
     parts = []
-    for variant, table, title in (
-        ("baseline", "table5_baseline", "Table 5: baseline GRU models"),
-        ("guided", "table6_guided", "Table 6: Attentive Guidance GRU models"),
-    ):
+    for variant, (_, _, title, _) in TABLES.items():
         header = " | ".join(f"{ABBREVIATION[s]} paper | {ABBREVIATION[s]} ours" for s in SPLITS)
         lines = [f"### {title}", "", f"| run | {header} |", "|---" * (1 + 2 * len(SPLITS)) + "|"]
-        for index, run in enumerate(measured[variant]):
-            cells = " | ".join(
-                f"{PAPER[table][index][i]:.2f} | {run[s]:.2f}" for i, s in enumerate(SPLITS)
-            )
+        paper = {s: paper_values(variant, s) for s in SPLITS}
+        ours = {s: our_values(measured, variant, s) for s in SPLITS}
+        for index in range(len(measured[variant])):
+            cells = " | ".join(f"{paper[s][index]:.2f} | {ours[s][index]:.2f}" for s in SPLITS)
             lines.append(f"| {index + 1} | {cells} |")
         means = " | ".join(
-            f"{Measured.of([r[i] for r in PAPER[table]]).mean:.2f} | "
-            f"{Measured.of([r[s] for r in measured[variant]]).mean:.2f}"
-            for i, s in enumerate(SPLITS)
+            f"{Measured.of(paper[s]).mean:.2f} | {Measured.of(ours[s]).mean:.2f}" for s in SPLITS
         )
         lines.append(f"| mean | {means} |")
         parts.append("\n".join(lines))
