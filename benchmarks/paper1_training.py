@@ -22,13 +22,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import pytorch_lightning as pl  # noqa: E402
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 
 from datamodules import LookupTableDataModule  # noqa: E402
 from lightning_modules.callbacks import TraceRecorder, WeightSnapshot  # noqa: E402
 from lightning_modules.recurrent import GRU  # noqa: E402
-from lightning_modules.seq2seq import Seq2Seq  # noqa: E402
+from lightning_modules.seq2seq import Seq2Seq, sequence_losses  # noqa: E402
 
 PAPER1_MODEL = dict(
     embedding_size=16, decoder_embedding_size=512, hidden_size=512, attention="mlp",
@@ -61,12 +60,9 @@ def bare_loop(steps: int) -> float:
         if step == steps:
             break
         logits, attention = network(batch["source"], batch["source_lengths"], batch["target"])
-        loss = F.cross_entropy(logits.flatten(0, 1), batch["target"].flatten(), ignore_index=0)
-        loss = loss + F.nll_loss(
-            attention.clamp_min(1e-12).log().flatten(0, 1),
-            batch["attention_target"].flatten(),
-            ignore_index=-100,
-        )
+        losses = sequence_losses(logits, attention, batch)
+        weight = network.hparams.attention_guidance_weight
+        loss = losses["token_loss"] + weight * losses["attention_loss"]
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(network.parameters(), 5.0)

@@ -29,6 +29,27 @@ PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
 
 
+def sequence_losses(
+    logits: Tensor, attention: Tensor | None, batch: dict[str, Tensor]
+) -> dict[str, Tensor]:
+    """`token_loss`: cross-entropy of `logits` `[batch, time, vocab]` against `batch["target"]`;
+    `attention_loss` (when there is attention and an `attention_target`): Baan et al. section
+    2.3's L_AG = 1/T sum_t -log a_hat[t, target_t], over the attention `[batch, time, source]`.
+    Both are means over the non-padding decoder steps of the batch."""
+    losses = {
+        "token_loss": F.cross_entropy(
+            logits.flatten(0, 1), batch["target"].flatten(), ignore_index=PAD
+        )
+    }
+    if attention is not None and "attention_target" in batch:
+        losses["attention_loss"] = F.nll_loss(
+            attention.clamp_min(1e-12).log().flatten(0, 1),
+            batch["attention_target"].flatten(),
+            ignore_index=-100,
+        )
+    return losses
+
+
 class Attention(nn.Module):
     """Attention weights of a query over keys.
 
@@ -297,21 +318,10 @@ class Seq2Seq(pl.LightningModule):
             forced_logits, attention = self(
                 batch["source"], batch["source_lengths"], target, teacher_forcing_ratio=1.0
             )
-        token_loss = F.cross_entropy(
-            (logits if training else forced_logits).flatten(0, 1),
-            target.flatten(),
-            ignore_index=PAD,
-        )
-        loss = token_loss
-        log = {"token_loss": token_loss}
-        if attention is not None and "attention_target" in batch:
-            attention_loss = F.nll_loss(
-                attention.clamp_min(1e-12).log().flatten(0, 1),
-                batch["attention_target"].flatten(),
-                ignore_index=-100,
-            )
-            log["attention_loss"] = attention_loss
-            loss = loss + self.hparams.attention_guidance_weight * attention_loss
+        log = sequence_losses(logits if training else forced_logits, attention, batch)
+        loss = log["token_loss"]
+        if "attention_loss" in log:
+            loss = loss + self.hparams.attention_guidance_weight * log["attention_loss"]
         log["loss"] = loss
         batch_size = target.shape[0]
         self._update_accuracy(logits, target, split)
