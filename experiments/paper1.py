@@ -14,13 +14,11 @@ about 110 minutes (12.8 s per epoch per model with two models training at once).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import shutil
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -29,6 +27,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from experiments.paper1_ablations import (  # noqa: E402
+    COMPONENTS,
+    Substitution,
+    pruned_accuracy,
+    retrain_pruned,
+)
+from experiments.runner import fit, run_all  # noqa: E402
+from probes.runs import RunFolder  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,
@@ -48,14 +54,31 @@ TABLES = {  # variant -> (key in paper_values/paper1.json, table name, title, co
     "baseline": ("table5_baseline", "Table 5", "Table 5: baseline GRU models", "tab:blue"),
     "guided": ("table6_guided", "Table 6", "Table 6: Attentive Guidance GRU models", "tab:orange"),
 }
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much of the paper a reproduction runs; every fit gets `overrides` too."""
+
+    train_epochs: int | None  # None: the configs' 100
+    substitution_epochs: int  # section 5.1: "a maximum of 100 epochs"
+    pruning_epochs: int  # section 5.2: "re-training the network for 20 epochs"
+    pairs: int  # model pairs in the substitutions (Table 4: "averaged over three models")
+    components: tuple[str, ...] = tuple(COMPONENTS)
+    overrides: tuple[str, ...] = ()
+
+    def epochs(self, count: int | None) -> list[str]:
+        return ["--trainer.max_epochs", str(count)] if count is not None else []
+
+
 SCALES = {
-    "paper": [],
-    "default": ["--trainer.max_epochs", "40"],
+    "paper": Scale(None, 100, 20, 3),
+    "default": Scale(40, 5, 20, 3),
     # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
-    "smoke": [
-        "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "20",
+    "smoke": Scale(1, 1, 1, 1, ("Encoder", "Decoder W_hh"), overrides=(
+        "--trainer.limit_train_batches", "20",
         "--model.hidden_size", "16", "--model.decoder_embedding_size", "16",
-    ],
+    )),
 }  # fmt: skip
 
 
@@ -78,56 +101,78 @@ def run_dir(root: Path, variant: str, seed: int) -> Path:
 
 def test_accuracies(run: Path) -> dict[str, float]:
     """Sequence accuracy of the tested best checkpoint per test split, from `metrics.csv`."""
-    metrics = pd.read_csv(run / "metrics.csv")
-    result = {}
-    for split in SPLITS:
-        column = metrics[f"test/{split}/seq_acc"].dropna()
-        result[split] = float(column.iloc[-1])
-    return result
+    return {split: RunFolder(run).test_accuracy(split) for split in SPLITS}
 
 
-def train(variant: str, seed: int, scale: str, root: Path) -> dict[str, float]:
-    """One run through the CLI, its output in `<run>/train.log`; returns its test accuracies."""
+def train(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
+    """One model of Tables 5-6 through the CLI; returns its run folder."""
     run = run_dir(root, variant, seed)
-    shutil.rmtree(run, ignore_errors=True)  # from scratch: no metrics or checkpoints of old runs
-    run.mkdir(parents=True)
-    command = [
-        sys.executable, "-m", "experiments", "fit",
+    arguments = [
         "--config", str(CONFIGS / f"{variant}.yaml"),
         "--seed_everything", str(seed),
         "--run.root", str(root),
         "--trainer.enable_progress_bar", "false",
-        *SCALES[scale],
+        *scale.epochs(scale.train_epochs),
+        *scale.overrides,
     ]  # fmt: skip
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    with open(run / "train.log", "w") as log:
-        done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-    if done.returncode:
-        raise RuntimeError(f"{variant} seed={seed} failed: see {run / 'train.log'}")
-    return test_accuracies(run)
+    fit(run, arguments, reuse)
+    return run
 
 
-def train_all(scale: str, root: Path, jobs: int) -> dict[str, list[dict[str, float]]]:
-    """Every variant and seed, `jobs` at a time, one progress line per finished run."""
-    tasks = [(variant, seed) for variant in VARIANTS for seed in SEEDS]
-    results: dict[tuple[str, int], dict[str, float]] = {}
-    start = time.time()
+def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[str, list[dict[str, float]]]:
+    """Every variant and seed, `jobs` at a time; their test accuracies by variant, seed order."""
+    tasks = {
+        (variant, seed): functools.partial(train, variant, seed, scale, root, reuse)
+        for variant in VARIANTS
+        for seed in SEEDS
+    }
 
-    def one(task):
-        variant, seed = task
-        began = time.time()
-        accuracies = train(variant, seed, scale, root)
-        results[task] = accuracies
-        scores = " ".join(f"{ABBREVIATION[s]} {accuracies[s]:.2f}" for s in SPLITS)
-        print(
-            f"[{len(results)}/{len(tasks)}] {variant} seed={seed}: {scores} "
-            f"({(time.time() - began) / 60:.1f} min; {(time.time() - start) / 60:.1f} min in all)",
-            flush=True,
+    def describe(key, run):
+        scores = " ".join(f"{ABBREVIATION[s]} {test_accuracies(run)[s]:.2f}" for s in SPLITS)
+        return f"{key[0]} seed={key[1]}: {scores}"
+
+    runs = run_all(tasks, jobs, describe)
+    return {v: [test_accuracies(runs[(v, seed)]) for seed in SEEDS] for v in VARIANTS}
+
+
+def ablations(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict:
+    """Section 5: every substitution of `scale` and the pruning retrains, `jobs` at a time.
+
+    Returns new-composition accuracies: `substitution[(receiver, component)]` per pair seed,
+    and `pruning` with `before`/`after` retraining per guided seed and the units kept."""
+    trained = functools.partial(run_dir, root)
+    base = [*scale.epochs(scale.substitution_epochs), *scale.overrides]
+    tasks = {}
+    for receiver in VARIANTS:
+        for component in scale.components:
+            for seed in SEEDS[: scale.pairs]:
+                job = Substitution(receiver, component, seed)
+                tasks[job] = functools.partial(job.run, root, base, CONFIGS, trained, reuse)
+    pruning_base = [*scale.epochs(scale.pruning_epochs), *scale.overrides]
+    for seed in SEEDS:
+        tasks[("pruned", seed)] = functools.partial(
+            retrain_pruned, root, seed, pruning_base, CONFIGS, trained, reuse
         )
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, tasks))
-    return {variant: [results[(variant, seed)] for seed in SEEDS] for variant in VARIANTS}
+    def describe(key, run):
+        name = key.variant if isinstance(key, Substitution) else "pruned/guided"
+        return f"{name} seed={key[1] if isinstance(key, tuple) else key.seed}: NC " + (
+            f"{RunFolder(run).test_accuracy('new_compositions'):.2f}"
+        )
+
+    runs = run_all(tasks, jobs, describe)
+    substitution: dict[tuple[str, str], list[float]] = {}
+    for key, run in runs.items():
+        if isinstance(key, Substitution):
+            accuracy = RunFolder(run).test_accuracy("new_compositions")
+            substitution.setdefault((key.receiver, key.component), []).append(accuracy)
+    pruning = {"before": [], "after": [], "kept": []}
+    for seed in SEEDS:
+        before, kept = pruned_accuracy(run_dir(root, "guided", seed), "new_compositions")
+        pruning["before"].append(before)
+        pruning["after"].append(RunFolder(runs[("pruned", seed)]).test_accuracy("new_compositions"))
+        pruning["kept"].append(kept)
+    return {"substitution": substitution, "pruning": pruning}
 
 
 def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:

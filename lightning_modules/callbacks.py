@@ -126,3 +126,65 @@ class WeightSnapshot(Callback):
         epoch = trainer.current_epoch
         if self.every_n_epochs and (epoch + 1) % self.every_n_epochs == 0:
             self._save(trainer, pl_module, f"epoch={epoch}")
+
+
+class LoadWeights(Callback):
+    """Start a fit from the weights of a trained run, optionally frozen.
+
+    Paper 1's ablations (Baan et al. 2019, section 5) are fits configured this way: component
+    substitution (5.1) loads a model's own checkpoint, then one component from the opposite
+    model with `freeze: true`; pruning (5.2) loads the pruned model's checkpoint. Weights are
+    loaded in `setup`, before the optimizer is built (so frozen parameters stay out of it); a
+    resumed fit (`--ckpt_path`) then restores its own checkpoint over them.
+
+    Args:
+        checkpoint: a Lightning checkpoint of a model with the same parameter names.
+        parameters: names or dotted prefixes of the parameters to take (e.g. `encoder` for
+            every `encoder.*` parameter, `encoder.weight_ih_l0`); None takes all.
+        freeze: stop training the loaded parameters.
+    """
+
+    def __init__(self, checkpoint: str, parameters: list[str] | None = None, freeze: bool = False):
+        self.checkpoint = checkpoint
+        self.parameters = list(parameters) if parameters is not None else None
+        self.freeze = freeze
+
+    def selected(self, names: list[str]) -> list[str]:
+        """The names among `names` that `parameters` selects (each prefix must select one)."""
+        if self.parameters is None:
+            return list(names)
+        chosen = []
+        for prefix in self.parameters:
+            matches = [n for n in names if n == prefix or n.startswith(prefix + ".")]
+            if not matches:
+                raise ValueError(
+                    f"LoadWeights: {prefix!r} names no parameter of {self.checkpoint}; "
+                    f"its parameters are {sorted(names)}."
+                )
+            chosen += [n for n in matches if n not in chosen]
+        return chosen
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage != "fit":
+            return
+        state = load_checkpoint(self.checkpoint)["state_dict"]
+        own = dict(pl_module.named_parameters())
+        missing = [n for n in own if n not in state]
+        if self.parameters is None and missing:
+            raise ValueError(
+                f"LoadWeights: {self.checkpoint} lacks {missing[:5]}: it is a checkpoint of "
+                "another model; use a run of the same architecture."
+            )
+        names = self.selected([n for n in state if n in own])
+        for name in names:
+            if state[name].shape != own[name].shape:
+                raise ValueError(
+                    f"LoadWeights: {name} is {tuple(state[name].shape)} in {self.checkpoint} "
+                    f"but {tuple(own[name].shape)} in this model: use a checkpoint of the same "
+                    "architecture."
+                )
+        with torch.no_grad():
+            for name in names:
+                own[name].copy_(state[name])
+                if self.freeze:
+                    own[name].requires_grad_(False)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_modules.recurrent import Intervention, recurrent_layer
+from lightning_modules.recurrent import SITES, Intervention, recurrent_layer
 
 PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
@@ -116,6 +116,9 @@ class Seq2Seq(pl.LightningModule):
         learning_rate: Adam's learning rate.
         teacher_forcing_ratio: share of training steps fed the gold previous token.
         test_splits: names of the test dataloaders, in order (linked from the DataModule).
+        removed_units: units held at zero at every step, by site, e.g.
+            `{"encoder.hidden": [3, 17], "decoder.hidden": [5]}`: the units are removed from the
+            network as in paper 1's pruning (section 5.2), in training and evaluation alike.
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class Seq2Seq(pl.LightningModule):
         learning_rate: float = 1e-3,
         teacher_forcing_ratio: float = 1.0,
         test_splits: Sequence[str] = ("test",),
+        removed_units: dict[str, list[int]] | None = None,
     ):
         super().__init__()
         if bridge not in ("last", "zeros"):
@@ -173,7 +177,7 @@ class Seq2Seq(pl.LightningModule):
         if init_range is not None:
             for parameter in self.parameters():
                 nn.init.uniform_(parameter, -init_range, init_range)
-        self._edits: tuple[Intervention, ...] = ()
+        self._edits = self._removal_edits(removed_units or {}, cell, encoder_size, decoder_size)
         splits = ("train", "val", *self.test_splits)
         self.seq_acc = nn.ModuleDict({f"split_{s}": MeanMetric() for s in splits})
         self.val_loss = MeanMetric()
@@ -258,6 +262,26 @@ class Seq2Seq(pl.LightningModule):
             if attention is not None:
                 record["attention"] = attention
         return torch.stack(logits, 1), attention
+
+    @staticmethod
+    def _removal_edits(
+        removed_units: dict[str, list[int]], cell: str, encoder_size: int, decoder_size: int
+    ) -> tuple[Intervention, ...]:
+        """`removed_units` as zeroing interventions at every step, checked against the network."""
+        sizes = {"encoder": encoder_size, "decoder": decoder_size}
+        edits = []
+        for site, units in removed_units.items():
+            module, _, name = site.partition(".")
+            if module not in sizes or name not in SITES[cell]:
+                known = [f"{m}.{n}" for m in sizes for n in SITES[cell]]
+                raise ValueError(f"removed_units: unknown site {site!r}; known sites: {known}.")
+            outside = [u for u in units if not 0 <= u < sizes[module]]
+            if outside:
+                raise ValueError(
+                    f"removed_units[{site!r}]: units {outside} outside 0..{sizes[module] - 1}."
+                )
+            edits.append(Intervention(site, units=tuple(units), operation="zero"))
+        return tuple(edits)
 
     def _bridge(self, final, batch: int):
         """Decoder start state from the encoder's final state `[directions, batch, hidden]`."""

@@ -1,0 +1,74 @@
+"""Training runs of a reproduction, each one `python -m experiments fit ...` in a subprocess.
+
+A reproduction trains exactly what a user gets by hand from the same command; the command is
+kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
+folder holds the same command and a finished test is kept instead of trained again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+
+def finished(run: Path, command: Sequence[str]) -> bool:
+    """`run` was trained by `command` (the arguments after the interpreter) and tested."""
+    try:
+        same = (run / "command.txt").read_text().split("\n") == list(command)
+        metrics = pd.read_csv(run / "metrics.csv")
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return False
+    tested = [c for c in metrics.columns if c.startswith("test/") and c.endswith("/seq_acc")]
+    return same and bool(tested) and (run / "checkpoints" / "best.ckpt").is_file()
+
+
+def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
+    """Train `run` with `python -m experiments fit <arguments>`, from an empty folder.
+
+    Returns False when a finished run of the same command was reused instead.
+    """
+    command = ["-m", "experiments", "fit", *arguments]
+    if reuse and finished(run, command):
+        return False
+    shutil.rmtree(run, ignore_errors=True)  # from scratch: no metrics or checkpoints of old runs
+    run.mkdir(parents=True)
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(run / "train.log", "w") as log:
+        done = subprocess.run(
+            [sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=environment
+        )
+    if done.returncode:
+        raise RuntimeError(f"{run} failed: see {run / 'train.log'}")
+    (run / "command.txt").write_text("\n".join(command))
+    return True
+
+
+def run_all(
+    tasks: dict[Hashable, Callable[[], object]],
+    jobs: int,
+    describe: Callable[[Hashable, object], str] = lambda key, result: str(key),
+) -> dict[Hashable, object]:
+    """Run `tasks` `jobs` at a time; print one progress line per finished task."""
+    results: dict[Hashable, object] = {}
+    start = time.time()
+
+    def one(key):
+        began = time.time()
+        results[key] = tasks[key]()
+        print(
+            f"[{len(results)}/{len(tasks)}] {describe(key, results[key])} "
+            f"({(time.time() - began) / 60:.1f} min; {(time.time() - start) / 60:.1f} min in all)",
+            flush=True,
+        )
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, tasks))
+    return {key: results[key] for key in tasks}

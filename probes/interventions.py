@@ -1,0 +1,41 @@
+"""Accuracy of a model under interventions on its units.
+
+One routine serves paper 1's pruning (Baan et al. 2019, section 5.2: every unit but the
+strongest held at zero) and paper 4's manipulations of neuron values (zero, previous step, k
+steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, applied only inside
+`model.intervene(...)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import Tensor
+
+from lightning_modules.callbacks import record_split
+from lightning_modules.recurrent import Intervention
+from lightning_modules.seq2seq import PAD, Seq2Seq
+
+
+def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
+    """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
+    return ((prediction == target) | (target == PAD)).all(-1)
+
+
+def sequence_accuracy(
+    model: Seq2Seq, batches: Iterable[dict[str, Tensor]], edits: Sequence[Intervention] = ()
+) -> float:
+    """Greedy-decoding sequence accuracy of `model` over `batches` with `edits` applied."""
+    with model.intervene(edits):
+        traced = record_split(model, batches)
+    return float(sequence_correct(traced["prediction"], traced["batch.target"]).double().mean())
+
+
+def removal_edits(removed: dict[str, Tensor | Sequence[int]]) -> list[Intervention]:
+    """Units held at zero at every step, by site (`{"encoder.hidden": units, ...}`): the units
+    are removed from the network."""
+    return [
+        Intervention(site, units=tuple(int(u) for u in torch.as_tensor(units)), operation="zero")
+        for site, units in removed.items()
+    ]

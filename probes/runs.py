@@ -1,0 +1,106 @@
+"""A reader of the run folders that `python -m experiments fit` writes.
+
+`<run>/checkpoints/{best,last}.ckpt` (Lightning, read with `weights_only=True`),
+`<run>/traces/<split>/<tag>.safetensors` (`TraceRecorder`), `<run>/weights/<tag>.safetensors`
+(`WeightSnapshot`) and `<run>/metrics.csv`. A missing or unreadable file is one `RunFileError`
+naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pandas as pd
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+from torch import Tensor
+
+from lightning_modules.run_files import RunFileError, load_checkpoint
+from lightning_modules.seq2seq import Seq2Seq
+
+
+class RunFolder:
+    """One recorded run, e.g. `RunFolder("runs/paper1/guided/seed=1")`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise RunFileError(
+                f"Run folder {self.path} does not exist: train it first "
+                "(python -m experiments fit --config ...) or give the right --runs path."
+            )
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    def checkpoint(self, tag: str = "best") -> dict:
+        """The Lightning checkpoint `checkpoints/<tag>.ckpt` (`best`, `last`, ...)."""
+        return load_checkpoint(self.path / "checkpoints" / f"{tag}.ckpt")
+
+    def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
+        """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`)."""
+        if tag.startswith("epoch="):
+            return self._safetensors(self.path / "weights" / f"{tag}.safetensors", "WeightSnapshot")
+        return self.checkpoint(tag)["state_dict"]
+
+    def model(self, tag: str = "best") -> Seq2Seq:
+        """The run's model with the checkpoint's weights, in evaluation mode."""
+        checkpoint = self.checkpoint(tag)
+        hyperparameters = {
+            k: v for k, v in checkpoint["hyper_parameters"].items() if not k.startswith("_")
+        }
+        model = Seq2Seq(**hyperparameters)
+        model.load_state_dict(checkpoint["state_dict"])
+        return model.eval()
+
+    def datamodule(self, tag: str = "best"):
+        """The run's DataModule, rebuilt from the checkpoint's settings and set up."""
+        settings = self.checkpoint(tag).get("datamodule_hyper_parameters")
+        if not settings or "_class_path" not in settings:
+            raise RunFileError(
+                f"{self.path / 'checkpoints' / f'{tag}.ckpt'} does not say which DataModule "
+                "trained it: train the run through `python -m experiments fit`."
+            )
+        module, _, name = settings["_class_path"].rpartition(".")
+        data_class = getattr(importlib.import_module(module), name)
+        data = data_class(**{k: v for k, v in settings.items() if not k.startswith("_")})
+        data.prepare_data()
+        data.setup("test")
+        return data
+
+    def trace(self, split: str, tag: str = "best") -> dict[str, Tensor]:
+        """What `TraceRecorder` stored for `split` at `tag`: sites `[batch, time, units]` and the
+        batch under `batch.<key>`."""
+        return self._safetensors(self.path / "traces" / split / f"{tag}.safetensors", "TraceRecorder")
+
+    def metrics(self) -> pd.DataFrame:
+        path = self.path / "metrics.csv"
+        if not path.is_file():
+            raise RunFileError(f"{path} does not exist: the run has not logged any metrics yet.")
+        return pd.read_csv(path)
+
+    def test_accuracy(self, split: str) -> float:
+        """Sequence accuracy of the tested best checkpoint on `split` (the last logged value)."""
+        metrics = self.metrics()
+        column = f"test/{split}/seq_acc"
+        if column not in metrics or metrics[column].dropna().empty:
+            raise RunFileError(
+                f"{self.path / 'metrics.csv'} has no {column}: the fit did not finish its test; "
+                "train the run again."
+            )
+        return float(metrics[column].dropna().iloc[-1])
+
+    @staticmethod
+    def _safetensors(path: Path, writer: str) -> dict[str, Tensor]:
+        if not path.is_file():
+            raise RunFileError(
+                f"{path} does not exist: record it with the {writer} callback "
+                "(see experiments/configs/paper1/*.yaml) or pick another split or tag."
+            )
+        try:
+            return load_file(path)
+        except (SafetensorError, OSError, ValueError) as error:
+            raise RunFileError(
+                f"{path} is corrupt ({error}): delete it and record the run again."
+            ) from None

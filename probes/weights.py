@@ -1,0 +1,130 @@
+"""Probes of the parameter space: gate weight matrices, connectivity graphs and unit strength.
+
+Baan et al. 2019 (paper 1), section 3: weight heat maps (3.1) and connectivity graphs in which
+neurons are nodes and weights above a threshold are edges (3.2); the strength of a unit's
+connections ranks units for the functional-group check of 4.1 and for the pruning of 5.2.
+Weight matrices follow torch: `[to_units, from_units]`, rows are the receiving neurons (the
+"top layer" of the paper's Figure 2), columns the sending ones (the "bottom layer").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+GRU_GATES = ("reset_gate", "update_gate", "candidate")
+"""The row blocks of torch's GRU `weight_ih_l0` / `weight_hh_l0`, in torch's order."""
+
+
+def gate_weights(
+    state_dict: dict[str, Tensor],
+    module: str,
+    gate: Literal["reset_gate", "update_gate", "candidate"],
+    kind: Literal["ih", "hh"],
+) -> Tensor:
+    """The `[units, inputs]` block of `<module>.weight_<kind>_l0` that feeds `gate`: the
+    paper's `W_ir`, `W_iz`, `W_ih` (kind `ih`) or `W_hr`, `W_hz`, `W_hh` (kind `hh`).
+
+    Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
+    the paper's keeps the new one; the paper's `W_z` is therefore minus this block.
+    """
+    weight = state_dict[f"{module}.weight_{kind}_l0"]
+    units = weight.shape[0] // 3
+    index = GRU_GATES.index(gate)
+    return weight[index * units : (index + 1) * units]
+
+
+def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:
+    """Summed absolute weight of every connection of each unit of a recurrent layer: its
+    incoming rows of `weight_ih` and `weight_hh` (all gates) and its outgoing column of
+    `weight_hh`. Returns `[units]`. Paper 1 ranks units by this to find "the strongest
+    absolute weight values" (4.1) and "the neurons with the biggest weights" (5.2)."""
+    weight_ih = state_dict[f"{module}.weight_ih_l0"]
+    weight_hh = state_dict[f"{module}.weight_hh_l0"]
+    units = weight_hh.shape[1]
+    incoming = (weight_ih.abs().sum(1) + weight_hh.abs().sum(1)).view(3, units).sum(0)
+    outgoing = weight_hh.abs().sum(0)
+    return incoming + outgoing
+
+
+def strongest_units(strength: Tensor, share: float) -> Tensor:
+    """Indices of the `ceil(share * units)` strongest units, strongest first (ties by index)."""
+    count = math.ceil(share * strength.numel() - 1e-9)
+    order = torch.sort(strength, descending=True, stable=True).indices
+    return order[:count]
+
+
+def strongest_share_threshold(weights: list[Tensor], share: float = 0.01) -> float:
+    """The absolute weight above which the strongest `share` of all `weights` lie (the paper's
+    "strongest one percent of the weights", 3.2)."""
+    values = torch.cat([w.abs().flatten() for w in weights]).double()
+    return float(torch.quantile(values, 1 - share))
+
+
+@dataclass(frozen=True)
+class Connectivity:
+    """The graph of one weight matrix `[to, from]` thresholded at `|w| >= threshold`.
+
+    `degree_to` `[to]` / `degree_from` `[from]`: strong edges per receiving / sending neuron;
+    `polarity_to` / `polarity_from`: mean sign of each neuron's strong edges (+1 all positive,
+    -1 all negative, 0 with none)."""
+
+    threshold: float
+    edges: int
+    edge_share: float
+    degree_to: Tensor
+    degree_from: Tensor
+    polarity_to: Tensor
+    polarity_from: Tensor
+
+    def connected(self, side: Literal["to", "from"]) -> int:
+        """Neurons on `side` with at least one strong edge."""
+        return int((getattr(self, f"degree_{side}") > 0).sum())
+
+    def hub_share(self, side: Literal["to", "from"], share: float = 0.05) -> float:
+        """Share of the strong edges held by the best-connected `share` of neurons on `side`
+        (uniformly spread edges give about `share`; a few hubs give much more)."""
+        degree = getattr(self, f"degree_{side}").double()
+        if self.edges == 0:
+            return 0.0
+        top = torch.sort(degree, descending=True).values[: math.ceil(share * degree.numel())]
+        return float(top.sum() / degree.sum())
+
+    def polar(self, side: Literal["to", "from"], min_edges: int = 3, purity: float = 0.9) -> int:
+        """Neurons on `side` with at least `min_edges` strong edges of which a share of at least
+        `purity` have one sign (the paper's "strongly polar neurons, whose weights are on
+        average negative or positive")."""
+        degree = getattr(self, f"degree_{side}")
+        polarity = getattr(self, f"polarity_{side}")
+        agreeing = (1 + polarity.abs()) / 2  # share of edges with the majority sign
+        return int(((degree >= min_edges) & (agreeing >= purity)).sum())
+
+
+def connectivity(weight: Tensor, threshold: float) -> Connectivity:
+    """Paper 1, section 3.2 (Figure 2): `weight` `[to, from]` as a graph of strong edges."""
+    strong = weight.abs() >= threshold
+    signs = torch.sign(weight) * strong
+    degree_to, degree_from = strong.sum(1), strong.sum(0)
+    return Connectivity(
+        threshold=threshold,
+        edges=int(strong.sum()),
+        edge_share=float(strong.float().mean()),
+        degree_to=degree_to,
+        degree_from=degree_from,
+        polarity_to=signs.sum(1) / degree_to.clamp_min(1),
+        polarity_from=signs.sum(0) / degree_from.clamp_min(1),
+    )
+
+
+def polarity_correlation(first: Tensor, second: Tensor, dim: int = 1) -> float:
+    """Pearson correlation over neurons of the mean weight of each neuron in two matrices of the
+    same shape (`dim=1`: per receiving neuron, `dim=0`: per sending neuron). Paper 1, 3.2: the
+    polarities of update and reset gates are "inversely related" (a negative correlation)."""
+    a = first.double().mean(dim)
+    b = second.double().mean(dim)
+    a, b = a - a.mean(), b - b.mean()
+    return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-300))
