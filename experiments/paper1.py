@@ -30,11 +30,25 @@ import pandas as pd  # noqa: E402
 from experiments.paper1_ablations import (  # noqa: E402
     COMPONENTS,
     Substitution,
+    ablation_figure,
     pruned_accuracy,
+    pruning_claims,
     retrain_pruned,
+    substitution_claims,
+    substitution_table,
 )
-from experiments.runner import fit, run_all  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
+from experiments.paper1_analyses import (  # noqa: E402
+    activation_claims,
+    activation_figure,
+    analyse_runs,
+    connectivity_figure,
+    connectivity_table,
+    heatmap_figure,
+    probe_claims,
+    probe_table,
+    saturation_figure,
+    weight_claims,
+)
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,
@@ -43,6 +57,8 @@ from experiments.report import (  # noqa: E402
     threshold_claim,
     write_report,
 )
+from experiments.runner import fit, run_all  # noqa: E402
+from probes.runs import RunFolder  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper1"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper1.json").read_text())
@@ -119,7 +135,9 @@ def train(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Pat
     return run
 
 
-def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[str, list[dict[str, float]]]:
+def train_all(
+    scale: Scale, root: Path, jobs: int, reuse: bool
+) -> dict[str, list[dict[str, float]]]:
     """Every variant and seed, `jobs` at a time; their test accuracies by variant, seed order."""
     tasks = {
         (variant, seed): functools.partial(train, variant, seed, scale, root, reuse)
@@ -309,37 +327,188 @@ def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
     return "\n\n".join(parts)
 
 
-def reproduce(scale: str, root: Path, out: Path, jobs: int) -> list[Claim]:
+def log_to_wandb(root: Path, figures: dict[str, Path], tables: dict[str, pd.DataFrame]) -> None:
+    """The report's figures and tables as one W&B run (`paper1/report`), offline unless
+    `WANDB_MODE=online`; nothing with `WANDB_MODE=disabled`."""
+    mode = os.environ.get("WANDB_MODE", "offline")
+    if mode == "disabled":
+        return
+    import wandb
+
+    folder = root / "paper1" / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    run = wandb.init(
+        project=os.environ.get("WANDB_PROJECT", "recurrent-probes"),
+        name="paper1/report",
+        group="paper1",
+        dir=str(folder),
+        mode="online" if mode == "online" else "offline",
+    )
+    try:
+        run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
+        run.log({f"tables/{name}": wandb.Table(dataframe=frame) for name, frame in tables.items()})
+    finally:
+        run.finish()
+
+
+def claims_frame(claims: list[Claim]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
+             "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule}
+            for c in claims
+        ]
+    )  # fmt: skip
+
+
+def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
+    scale = SCALES[scale_name]
+    figures_folder = out / "figures"
+    minutes = {}
     start = time.time()
-    measured = train_all(scale, root, jobs)
-    minutes = (time.time() - start) / 60
-    claims = table_claims(measured) + pattern_claims(measured)
-    figure_path = figure(measured, root, out / "figures")
-    epochs = SCALES[scale][1] if SCALES[scale] else "100"  # "--trainer.max_epochs", N
-    markdown = f"""# Paper 1: On the Realization of Compositionality in Neural Networks (Tables 5-6)
+    measured = train_all(scale, root, jobs, reuse)
+    minutes["training"] = (time.time() - start) / 60
+    start = time.time()
+    runs = {v: [run_dir(root, v, seed) for seed in SEEDS] for v in VARIANTS}
+    analysed = dict(zip(VARIANTS, [analyse_runs(runs[v], jobs) for v in VARIANTS], strict=True))
+    minutes["analyses"] = (time.time() - start) / 60
+    start = time.time()
+    ablation = ablations(scale, root, jobs, reuse)
+    minutes["ablations"] = (time.time() - start) / 60
+    original = {
+        v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
+    }
+    original["guided_all"] = our_values(measured, "guided", "new_compositions")
+    claims = (
+        table_claims(measured)
+        + pattern_claims(measured)
+        + weight_claims(analysed)
+        + probe_claims(analysed, PAPER)
+        + activation_claims(analysed)
+        + substitution_claims(ablation["substitution"], original, PAPER)
+        + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
+    )
+    vocabulary = RunFolder(runs["guided"][0]).datamodule().target_vocab
+    first = {v: runs[v][0] for v in VARIANTS}
+    figures = {
+        "tables5_6": figure(measured, root, figures_folder),
+        "fig1_decoder_embedding": heatmap_figure(
+            runs, vocabulary, figures_folder / "fig1_decoder_embedding.png"
+        ),
+        "fig2_connectivity": connectivity_figure(first, figures_folder / "fig2_connectivity.png"),
+        "fig3_activations": activation_figure(first, figures_folder / "fig3_activations.png"),
+        "fig4_gate_saturation": saturation_figure(
+            analysed, figures_folder / "fig4_gate_saturation.png"
+        ),
+        "table4_pruning": ablation_figure(
+            ablation, original, PAPER, figures_folder / "table4_pruning.png"
+        ),
+    }
+    total = sum(minutes.values())
+    stages = ", ".join(f"{name} {value:.1f} min" for name, value in minutes.items())
+    reused = " Finished runs with the same command were reused (`--reuse-runs`)." if reuse else ""
+    pruning = ablation["pruning"]
+    kept_units = "; ".join(
+        f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"
+        for seed, kept in zip(SEEDS, pruning["kept"], strict=True)
+    )
+    markdown = f"""# Paper 1: On the Realization of Compositionality in Neural Networks
 
-Baan et al. 2019, section 2 and Appendix A, regenerated by `make reproduce-paper1`.
+Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regenerated by
+`make reproduce-paper1` (`python -m experiments.paper1`). Units are numbered from 0.
 
-- **Scale:** `{scale}` (at most {epochs} epochs per model; the paper trained up to 100);
-  overrides of the configs: `{" ".join(SCALES[scale]) or "none"}`.
-- **Commit:** `{current_commit()}`; **wall time:** {minutes:.1f} min on {os.cpu_count()} CPU
-  cores, {jobs} runs at a time.
+- **Scale:** `{scale_name}`: training at most {scale.train_epochs or 100} epochs per model (paper:
+  100); substitution retraining {scale.substitution_epochs} epochs (paper: up to 100) on
+  {scale.pairs} model pairs (paper: 3); pruning retraining {scale.pruning_epochs} epochs (paper:
+  20). Extra overrides: `{" ".join(scale.overrides) or "none"}`.
+- **Commit:** `{current_commit()}`; **wall time:** {total:.1f} min on {os.cpu_count()} CPU cores,
+  {jobs} jobs at a time ({stages}).{reused}
 - **Data:** lookup tables generated by `datamodules.LookupTableDataModule` (seed 0; the
   machine-tasks `sample1` split sizes: train 232, validation 16, heldout inputs 40, heldout
-  compositions 64, heldout tables 192, new compositions 32). All 10 runs share the data, as
-  the zoo behind the paper did.
+  compositions 64, heldout tables 192, new compositions 32). All runs share the data, as the zoo
+  behind the paper did.
 - **Models:** 5 baseline and 5 guided GRU seq2seq (seeds {", ".join(map(str, SEEDS))}), encoder
   embedding 16, hidden 512, pre-rnn MLP attention with full focus, batch 1, Adam lr 0.001, no
   teacher forcing; best checkpoint by validation sequence accuracy (ties: lower validation loss).
   Configs: `experiments/configs/paper1/{{baseline,guided}}.yaml`; runs in `{root}/paper1/`.
 - **Metric:** sequence accuracy under greedy decoding; a sequence counts when every output token
   (the copied input and each intermediate result, no EOS) is right.
+- **Analyses** (sections 3-4) use each model's best checkpoint and its activations recorded on the
+  four test sets (328 sequences). The paper writes `h = (1 - z) h_prev + z h~` (section 2.2), so
+  its update gate is 1 - torch's and its `W_z` minus torch's: every update-gate number below is
+  in the paper's convention.
+- **Verdicts** are computed by the rule written beside each claim (table at the end); a
+  qualitative statement is checked by one measured statistic.
 
-![Tables 5-6 and training curves](figures/{figure_path.name})
+## Appendix A: Tables 5-6
+
+![Tables 5-6 and training curves](figures/tables5_6.png)
 
 {tables_markdown(measured)}
+
+## Section 3.1: weight heat maps (Figure 1)
+
+Decoder embedding (rows: output tokens, columns: the 512 decoder input units), each seed's
+baseline beside its guided model, and the mean absolute weight over the 5 seeds.
+
+![Figure 1](figures/fig1_decoder_embedding.png)
+
+## Section 3.2: connectivity graphs (Figure 2)
+
+Edges are weights with |w| >= 0.2 (encoder) or 0.17 (decoder), the paper's thresholds. A neuron is
+*connected* with at least one such edge, *polar* with at least 3 of which at least 90% share a
+sign; the *hub share* is the share of edges on the best-connected 5% of neurons. Counted on the
+receiving ("top") side of encoder W_hh and the sending ("bottom") side of decoder W_ih, where the
+paper sees the strongly connected neurons. r is the Pearson correlation over neurons of the mean
+update-gate and reset-gate weight (paper's sign). Means over the 5 runs; the figure shows seed 1.
+
+![Figure 2](figures/fig2_connectivity.png)
+
+{connectivity_table(analysed)}
+
+## Section 4.1: activations and functional groups (Figure 3, Tables 2-3)
+
+![Figure 3](figures/fig3_activations.png)
+
+Diagnostic classifiers: unregularised multinomial logistic regression (footnote 4) on the
+activations of the test sets, trained on a label-stratified 2/3 of the labelled steps and scored
+on the other 1/3. Labels: the table processed at each encoder step (steps 1-2), at each decoder
+step (the table the target attention points at), or the encoder time step (Table 3). Units are
+added by decreasing summed absolute classifier weight, and the classifier retrained, until it
+reaches 95% of the all-unit accuracy. Means over 5 runs.
+
+{probe_table(analysed, PAPER)}
+
+## Section 4.2: gate saturation (Figure 4)
+
+Every gate unit of every run: the fraction of test steps with activation above 0.9 (x) and below
+0.1 (y).
+
+![Figure 4](figures/fig4_gate_saturation.png)
+
+## Section 5: component substitution (Table 4) and pruning
+
+Each substitution is a fit of the receiving model from its own best checkpoint with the other
+model's component loaded and frozen (`LoadWeights` callbacks), trained by its own procedure (with
+or without Attentive Guidance) at lr 0.001, and tested at its best validation checkpoint on new
+compositions. Pairs are the baseline and guided models of the same seed. Components: encoder =
+encoder embedding + encoder GRU; decoder = decoder embedding + GRU + attention + full-focus layer
++ output layer; W_ih / W_hh include their biases. Pruning keeps the 5% (26) of encoder and of
+decoder units with the largest summed absolute weights and holds every other hidden unit at zero
+(`--model.removed_units`), then retrains {scale.pruning_epochs} epochs the same way.
+
+![Table 4 and pruning](figures/table4_pruning.png)
+
+{substitution_table(ablation, original, PAPER)}
+
+Pruning, per guided seed: NC accuracy before retraining
+{", ".join(f"{v:.2f}" for v in pruning["before"])}; after retraining
+{", ".join(f"{v:.2f}" for v in pruning["after"])}; full network
+{", ".join(f"{v:.2f}" for v in original["guided_all"])}. Units kept: {kept_units}.
 """
     write_report(out, claims, markdown)
+    log_to_wandb(root, figures, {"claims": claims_frame(claims)})
     return claims
 
 
@@ -351,8 +520,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
     parser.add_argument("--out", type=Path, default=Path("reports/paper1"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
+    parser.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="keep finished runs whose command.txt matches instead of training them again",
+    )
     args = parser.parse_args(argv)
-    claims = reproduce(args.scale, args.runs, args.out, args.jobs)
+    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
     verdicts = [c.verdict for c in claims]
     print(
         f"wrote {args.out / 'report.md'}: "

@@ -17,10 +17,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.runner import fit
-from probes.interventions import removal_edits, sequence_accuracy
-from probes.runs import RunFolder
-from probes.weights import strongest_units, unit_strength
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from experiments.report import Measured, compare_means, compare_summaries, threshold_claim  # noqa: E402
+from experiments.runner import fit  # noqa: E402
+from probes.interventions import removal_edits, sequence_accuracy  # noqa: E402
+from probes.runs import RunFolder  # noqa: E402
+from probes.weights import strongest_units, unit_strength  # noqa: E402
 
 COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
     "Encoder": ["encoder_embedding", "encoder"],
@@ -66,14 +72,20 @@ class Substitution:
         own = trained(self.receiver, self.seed) / "checkpoints" / "best.ckpt"
         donor = trained(OPPOSITE[self.receiver], self.seed) / "checkpoints" / "best.ckpt"
         arguments = [
-            "--config", str(configs / f"{self.receiver}.yaml"),
-            "--seed_everything", str(self.seed),
-            "--run.root", str(root), "--run.variant", self.variant,
-            "--trainer.enable_progress_bar", "false",
+            "--config",
+            str(configs / f"{self.receiver}.yaml"),
+            "--seed_everything",
+            str(self.seed),
+            "--run.root",
+            str(root),
+            "--run.variant",
+            self.variant,
+            "--trainer.enable_progress_bar",
+            "false",
             *base,
             load_weights(own),
             load_weights(donor, COMPONENTS[self.component], freeze=True),
-        ]  # fmt: skip
+        ]
         fit(run, arguments, reuse)
         return run
 
@@ -110,13 +122,237 @@ def retrain_pruned(
     _, removed = pruned_units(RunFolder(source).state_dict())
     run = root / "paper1" / "pruned" / "guided" / f"seed={seed}"
     arguments = [
-        "--config", str(configs / "guided.yaml"),
-        "--seed_everything", str(seed),
-        "--run.root", str(root), "--run.variant", "pruned/guided",
-        "--trainer.enable_progress_bar", "false",
+        "--config",
+        str(configs / "guided.yaml"),
+        "--seed_everything",
+        str(seed),
+        "--run.root",
+        str(root),
+        "--run.variant",
+        "pruned/guided",
+        "--trainer.enable_progress_bar",
+        "false",
         *base,
-        "--model.removed_units", json.dumps(removed),
+        "--model.removed_units",
+        json.dumps(removed),
         load_weights(source / "checkpoints" / "best.ckpt"),
-    ]  # fmt: skip
+    ]
     fit(run, arguments, reuse)
     return run
+
+
+# ---- claims, figure and table ------------------------------------------------------------------
+def substitution_claims(substitution: dict, original: dict[str, list[float]], paper: dict):
+    """Table 4 and the statements of section 5.1. `substitution[(receiver, component)]`: NC
+    accuracies per pair; `original[variant]`: NC accuracies of the unmodified models of the same
+    seeds (the rows '-')."""
+    runs = paper["table4_runs"]
+    claims = []
+    for receiver, rows in paper["table4"].items():
+        for component, (mean, std) in rows.items():
+            values = (
+                original[receiver] if component == "-" else substitution.get((receiver, component))
+            )
+            if values is None:
+                continue
+            label = (
+                "no substitution"
+                if component == "-"
+                else f"frozen {OPPOSITE[receiver]} {component}"
+            )
+            claims.append(
+                compare_summaries(
+                    f"table4.{receiver}.{slug(component) if component != '-' else 'original'}",
+                    f"Table 4: {receiver} model with {label}, NC sequence accuracy",
+                    Measured(mean, std, runs),
+                    Measured.of(values),
+                )
+            )
+    reference = sum(original["guided"]) / len(original["guided"])
+
+    def ratio(component: str) -> tuple[list[float], float]:
+        values = substitution[("guided", component)]
+        return values, (sum(values) / len(values)) / max(reference, 1e-9)
+
+    patterns = [  # (component, statement, paper ratio, statistic name, sign, reproduced, partial)
+        ("Encoder Emb", "baseline encoder embeddings barely matter (similar score)", 1, 0.85, 0.7),
+        ("Decoder Emb", "baseline decoder embeddings give a much lower score", -1, 0.4, 0.15),
+        ("Encoder", "the baseline encoder drops accuracy by ~80%", -1, 0.6, 0.3),
+        ("Decoder", "the baseline decoder drops accuracy sharply", -1, 0.6, 0.3),
+        ("Encoder W_hh", "baseline encoder W_hh: a smaller drop", 1, 0.85, 0.7),
+        ("Encoder W_ih", "baseline encoder W_ih improves accuracy", 1, 1.0, 0.9),
+        ("Decoder W_ih", "baseline decoder W_ih drops accuracy (to ~0.6)", -1, 0.15, 0.05),
+        ("Decoder W_hh", "baseline decoder W_hh increases accuracy (to ~0.9)", 1, 1.0, 0.9),
+    ]
+    paper_reference = paper["table4"]["guided"]["-"][0]
+    for component, statement, sign, reproduced_at, partially_at in patterns:
+        if ("guided", component) not in substitution:
+            continue
+        values, measured = ratio(component)
+        paper_ratio = paper["table4"]["guided"][component][0] / paper_reference
+        statistic, name = (measured, "substituted / original guided mean NC accuracy")
+        if sign < 0:
+            statistic, name = 1 - measured, "1 - substituted / original guided mean NC accuracy"
+        claims.append(
+            threshold_claim(
+                f"sec5_1.guided_with_{slug(component)}",
+                f"Section 5.1: in a guided model, {statement}",
+                round(paper_ratio if sign > 0 else 1 - paper_ratio, 2),
+                values,
+                statistic,
+                name,
+                reproduced_at,
+                partially_at,
+            )
+        )
+    gains = [
+        sum(v) / len(v) - sum(original["baseline"]) / len(original["baseline"])
+        for (receiver, _), v in substitution.items()
+        if receiver == "baseline"
+    ]
+    claims.append(
+        threshold_claim(
+            "sec5_1.baseline_not_helped",
+            "Section 5.1: no baseline model given a frozen guided component retrains to a "
+            "significantly higher NC accuracy",
+            "none significantly higher",
+            gains,
+            0.1 - max(gains),
+            "0.1 - largest gain of a substituted baseline over the original baseline mean",
+            reproduced_at=0.0,
+            partially_at=-0.1,
+        )
+    )
+    return claims
+
+
+def pruning_claims(pruning: dict, full: list[float], paper: dict):
+    """Section 5.2: pruned guided models before and after retraining, and the units kept."""
+    values = paper["pruning"]
+    after_minus_full = [a - f for a, f in zip(pruning["after"], full, strict=True)]
+    kept = [len(units) for run in pruning["kept"] for units in run.values()]
+    return [
+        compare_means(
+            "sec5_2.pruned_accuracy",
+            "Guided models keeping only the strongest 5% "
+            "of encoder and decoder units, NC accuracy before retraining",
+            [values["before_retraining"]],
+            pruning["before"],
+        ),
+        compare_means(
+            "sec5_2.pruned_retrained_accuracy",
+            "The pruned models after retraining, NC accuracy",
+            [values["after_retraining"]],
+            pruning["after"],
+        ),
+        threshold_claim(
+            "sec5_2.retrained_beats_full",
+            "Retraining fully restores the pruned models: at least as good as the full network",
+            round(values["after_retraining"] - values["full_network"], 3),
+            after_minus_full,
+            sum(after_minus_full) / len(after_minus_full),
+            "mean(pruned and retrained - full) NC accuracy",
+            reproduced_at=0.0,
+            partially_at=-0.1,
+        ),
+        threshold_claim(
+            "sec5_2.units_kept",
+            "Units kept per layer (follows from keeping 5% of "
+            "512 units; a check of the pruning, not of the paper)",
+            values["kept_neurons"],
+            kept,
+            min(kept) == max(kept) == 26,
+            "1 if every pruned layer kept 26 units",
+            reproduced_at=1,
+            partially_at=1,
+        ),
+    ]
+
+
+def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dict, path: Path):
+    """Table 4 and section 5.2 as bars: paper (light) vs ours (dark), mean ± std."""
+    figure, (table4, pruning_axis) = plt.subplots(
+        1, 2, figsize=(14, 4.5), gridspec_kw={"width_ratios": [3, 1]}
+    )
+    labels, paper_bars, ours_bars = [], [], []
+    for receiver in ("guided", "baseline"):
+        for component in ("-", *COMPONENTS):
+            values = (
+                original[receiver]
+                if component == "-"
+                else ablation["substitution"].get((receiver, component))
+            )
+            if values is None:
+                continue
+            labels.append(f"{'AG' if receiver == 'guided' else 'BL'} {component}")
+            paper_bars.append(paper["table4"][receiver].get(component, [float("nan"), 0]))
+            ours_bars.append(Measured.of(values))
+    positions = range(len(labels))
+    table4.bar(
+        [p - 0.2 for p in positions],
+        [m for m, _ in paper_bars],
+        0.4,
+        yerr=[s for _, s in paper_bars],
+        color="grey",
+        alpha=0.5,
+        label="paper",
+    )
+    table4.bar(
+        [p + 0.2 for p in positions],
+        [m.mean for m in ours_bars],
+        0.4,
+        yerr=[m.std for m in ours_bars],
+        color="tab:orange",
+        label="ours",
+    )
+    table4.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=7)
+    table4.set_ylabel("NC sequence accuracy")
+    table4.set_title("Table 4: frozen component from the other model, retrained")
+    table4.legend()
+    values = paper["pruning"]
+    ours = [ablation["pruning"]["before"], ablation["pruning"]["after"], original["guided_all"]]
+    names = ["pruned", "pruned + retrained", "full network"]
+    paper_values = [values["before_retraining"], values["after_retraining"], values["full_network"]]
+    pruning_axis.bar(
+        [i - 0.2 for i in range(3)], paper_values, 0.4, color="grey", alpha=0.5, label="paper"
+    )
+    pruning_axis.bar(
+        [i + 0.2 for i in range(3)],
+        [Measured.of(v).mean for v in ours],
+        0.4,
+        yerr=[Measured.of(v).std for v in ours],
+        color="tab:orange",
+        label="ours",
+    )
+    pruning_axis.set_xticks(range(3), names, rotation=20, fontsize=8)
+    pruning_axis.set_title("Section 5.2: pruning to 5% of units")
+    pruning_axis.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def substitution_table(ablation: dict, original: dict[str, list[float]], paper: dict) -> str:
+    lines = [
+        "| model | frozen component | paper NC | ours NC (mean ± std) | ours per pair |",
+        "|---|---|---|---|---|",
+    ]
+    for receiver in ("guided", "baseline"):
+        for component in ("-", *COMPONENTS):
+            values = (
+                original[receiver]
+                if component == "-"
+                else ablation["substitution"].get((receiver, component))
+            )
+            if values is None:
+                continue
+            reported = paper["table4"][receiver].get(component)
+            paper_cell = f"{reported[0]:.2f} ± {reported[1]:.2f}" if reported else "(not shown)"
+            m = Measured.of(values)
+            lines.append(
+                f"| {'AG' if receiver == 'guided' else 'BL'} | {component} | {paper_cell} | "
+                f"{m.mean:.2f} ± {m.std:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
+            )
+    return "\n".join(lines)

@@ -64,14 +64,21 @@ def compare_means(
     measured_values: Sequence[float],
     rounding: float = 0.02,
 ) -> Claim:
-    """Paper mean vs measured mean over independent runs.
+    """Paper mean vs measured mean over independent runs (see `compare_summaries`)."""
+    return compare_summaries(
+        id, claim, Measured.of(paper_values), Measured.of(measured_values), rounding
+    )
+
+
+def compare_summaries(
+    id: str, claim: str, paper: Measured, measured: Measured, rounding: float = 0.02
+) -> Claim:
+    """Paper mean vs measured mean, the paper given as mean, std and number of runs.
 
     Rule: with SE = sqrt(s_paper^2/n_paper + s_measured^2/n_measured), reproduced when
     |difference| <= 2 SE + `rounding` (the paper's values are rounded to 2 decimals), partially
     reproduced when <= 4 SE + 2.5 `rounding`, else not reproduced.
     """
-    paper = Measured.of(paper_values)
-    measured = Measured.of(measured_values)
     standard_error = math.sqrt(paper.std**2 / paper.n + measured.std**2 / measured.n)
     difference = abs(measured.mean - paper.mean)
     if difference <= 2 * standard_error + rounding:
@@ -86,6 +93,22 @@ def compare_means(
         f"= {4 * standard_error + 2.5 * rounding:.3f} (SE of the difference of means)"
     )
     return Claim(id, claim, round(paper.mean, 4), measured, rule, verdict)
+
+
+def ratio_claim(
+    id: str, claim: str, paper: float, measured_values: Sequence[float], within: float = 2.0
+) -> Claim:
+    """A count or size (e.g. units in a functional group) vs the paper's: reproduced when the
+    measured mean is within a factor `within` of the paper's value, partially within
+    `within`^2."""
+    measured = Measured.of(measured_values)
+    ratio = measured.mean / paper if paper else math.inf
+    closeness = min(ratio, 1 / ratio) if ratio > 0 else 0.0
+    return threshold_claim(
+        id, claim, paper, measured_values, closeness,
+        "min(measured/paper, paper/measured) of the means",
+        reproduced_at=1 / within, partially_at=1 / within**2,
+    )  # fmt: skip
 
 
 def threshold_claim(

@@ -72,7 +72,9 @@ class RunFolder:
     def trace(self, split: str, tag: str = "best") -> dict[str, Tensor]:
         """What `TraceRecorder` stored for `split` at `tag`: sites `[batch, time, units]` and the
         batch under `batch.<key>`."""
-        return self._safetensors(self.path / "traces" / split / f"{tag}.safetensors", "TraceRecorder")
+        return self._safetensors(
+            self.path / "traces" / split / f"{tag}.safetensors", "TraceRecorder"
+        )
 
     def metrics(self) -> pd.DataFrame:
         path = self.path / "metrics.csv"

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 
-def test_smoke_reproduction_writes_report_claims_and_figure(tmp_path):
+def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "experiments.paper1", "--scale", "smoke",
          "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
@@ -17,12 +17,39 @@ def test_smoke_reproduction_writes_report_claims_and_figure(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("] baseline seed=") == 5
     assert done.stdout.count("] guided seed=") == 5
+    assert done.stdout.count("] substitution/") == 4  # 2 components, both ways, 1 pair
+    assert done.stdout.count("] pruned/guided seed=") == 5
     claims = json.loads((tmp_path / "report" / "results.json").read_text())
     ids = {claim["id"] for claim in claims}
     for split in ("heldout_compositions", "heldout_inputs", "heldout_tables", "new_compositions"):
         assert f"table5.{split}" in ids and f"table6.{split}" in ids
+    for site in ("encoder.hidden", "decoder.update_gate", "decoder.reset_gate"):
+        for variant in ("baseline", "guided"):
+            for number in ("accuracy_group", "accuracy_all", "group_size"):
+                assert f"table2.{site}.{variant}.{number}" in ids
+    for claim in (
+        "table3.encoder.hidden.guided.group_size",
+        "table4.guided.encoder",
+        "table4.baseline.encoder",
+        "sec5_2.pruned_accuracy",
+        "fig1.sos_row_equal",
+        "sec5_2.pruned_retrained_accuracy",
+        "fig4.baseline_gates_rarely_saturated",
+        "fig2.hub_neurons.encoder_W_hz",
+        "sec4_1.group_units_in_top5pct",
+    ):
+        assert claim in ids, claim
     assert all(c["verdict"] in ("reproduced", "partially reproduced", "not reproduced")
                for c in claims)  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Scale:** `smoke`" in report
-    assert (tmp_path / "report" / "figures" / "tables5_6.png").stat().st_size > 10_000
+    for figure in (
+        "tables5_6",
+        "fig1_decoder_embedding",
+        "fig2_connectivity",
+        "fig3_activations",
+        "fig4_gate_saturation",
+        "table4_pruning",
+    ):
+        assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert f"figures/{figure}.png" in report

@@ -1,0 +1,154 @@
+"""Probes on networks whose answers are known: hand-built GRUs with planted units and weight
+matrices with planted neurons (paper 1, sections 3-5)."""
+
+import math
+
+import pytest
+import torch
+
+from experiments.paper1_ablations import pruned_units
+from lightning_modules.recurrent import GRU
+from lightning_modules.run_files import RunFileError
+from probes.activations import gate_saturation, value_quantiles
+from probes.diagnostic import functional_group, labelled_steps
+from probes.runs import RunFolder
+from probes.weights import (
+    connectivity,
+    gate_weights,
+    polarity_correlation,
+    strongest_share_threshold,
+    strongest_units,
+    unit_strength,
+)
+
+TABLES, NOISE, UNITS = 8, 4, 12
+
+
+def planted_gru() -> GRU:
+    """A GRU reading a one-hot table (inputs 0-7) and noise (inputs 8-11). Every update gate is
+    shut (torch's z ~ 0, so h = candidate); units 0 and 1 hold the table as a point on a circle,
+    the other units hold noise. Reset gates: unit 3 always closed, unit 4 always open, the rest
+    at sigmoid(0) = 0.5."""
+    gru = GRU(TABLES + NOISE, UNITS)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in gru.parameters():
+            parameter.zero_()
+        reset, update, candidate = (slice(i * UNITS, (i + 1) * UNITS) for i in range(3))
+        gru.bias_ih_l0[update] = -20.0
+        gru.bias_ih_l0[reset.start + 3] = -20.0
+        gru.bias_ih_l0[reset.start + 4] = 20.0
+        angles = torch.arange(TABLES) * 2 * math.pi / TABLES
+        weight = gru.weight_ih_l0[candidate]
+        weight[0, :TABLES] = 0.5 * torch.cos(angles)
+        weight[1, :TABLES] = 0.5 * torch.sin(angles)
+        weight[2:, TABLES:] = torch.randn(UNITS - 2, NOISE, generator=generator)
+    return gru
+
+
+def planted_inputs(batch: int = 150, time: int = 4):
+    generator = torch.Generator().manual_seed(1)
+    tables = torch.randint(0, TABLES, (batch, time), generator=generator)
+    noise = torch.randn(batch, time, NOISE, generator=generator)
+    return torch.cat([torch.nn.functional.one_hot(tables, TABLES).float(), noise], -1), tables
+
+
+def test_functional_group_of_planted_pair_is_exactly_that_pair():
+    inputs, tables = planted_inputs()
+    record = {}
+    planted_gru()(inputs, record=record)
+    features, labels = labelled_steps(record["hidden"], tables)
+    group = functional_group(features, labels)
+    assert set(group.units.tolist()) == {0, 1}
+    assert group.accuracy_all == 1.0 and group.accuracy == 1.0
+    assert group.majority < 0.2
+
+
+def test_labelled_steps_skips_unlabelled_steps():
+    values = torch.arange(12.0).view(2, 3, 2)
+    labels = torch.tensor([[-100, 1, 2], [3, -100, -100]])
+    features, kept = labelled_steps(values, labels)
+    assert kept.tolist() == [1, 2, 3]
+    assert features.tolist() == [[2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]
+
+
+def test_gate_planted_closed_counts_as_left_saturated_and_open_as_right():
+    inputs, _ = planted_inputs()
+    record = {}
+    planted_gru()(inputs, record=record)
+    mask = torch.ones(inputs.shape[:2], dtype=torch.bool)
+    reset = gate_saturation(record["reset_gate"], mask)
+    assert reset.left[3] == 1.0 and reset.right[3] == 0.0
+    assert reset.right[4] == 1.0 and reset.left[4] == 0.0
+    assert reset.left[0] == 0.0 and reset.right[0] == 0.0  # sigmoid(0) = 0.5: neither side
+    assert reset.rarely_saturated()[0] and not reset.rarely_saturated()[3]
+    assert (gate_saturation(record["update_gate"], mask).left == 1.0).all()
+
+
+def test_saturation_and_quantiles_count_only_valid_steps():
+    values = torch.tensor([[[0.05], [0.95], [0.5]], [[0.0], [0.99], [0.99]]], dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    saturation = gate_saturation(values, mask)
+    assert saturation.left.tolist() == [0.5] and saturation.right.tolist() == [0.25]
+    assert value_quantiles(values, mask)[0, [0, 4]].tolist() == [0.0, 0.95]
+
+
+def test_gate_weights_are_the_blocks_the_gates_use():
+    gru = GRU(3, 5)
+    inputs = torch.randn(2, 1, 3)
+    record = {}
+    gru(inputs, record=record)
+    state = {f"layer.{name}": value for name, value in gru.state_dict().items()}
+    units = slice(5, 10)  # torch's order: reset, update, candidate
+    expected = torch.sigmoid(
+        inputs[:, 0] @ gate_weights(state, "layer", "update_gate", "ih").T
+        + gru.bias_ih_l0[units]
+        + gru.bias_hh_l0[units]
+    )
+    torch.testing.assert_close(record["update_gate"][:, 0], expected)
+
+
+def test_planted_strong_neuron_is_the_graph_hub():
+    weight = torch.empty(16, 16).uniform_(-0.1, 0.1, generator=torch.Generator().manual_seed(0))
+    weight[5] = 0.5
+    graph = connectivity(weight, threshold=0.2)
+    assert graph.edges == 16 and graph.edge_share == 16 / 256
+    assert graph.degree_to.tolist() == [16 if i == 5 else 0 for i in range(16)]
+    assert graph.connected("to") == 1 and graph.connected("from") == 16
+    assert graph.hub_share("to") == 1.0
+    assert graph.polar("to") == 1 and graph.polarity_to[5] == 1.0
+    assert graph.polar("from") == 0  # one edge each: too few to call polar
+    assert 0.1 <= strongest_share_threshold([weight], 1 / 16) <= 0.5
+
+
+def test_planted_strong_neuron_survives_pruning():
+    generator = torch.Generator().manual_seed(0)
+    state = {}
+    for module, planted in (("encoder", 3), ("decoder", 17)):
+        weight_ih = torch.empty(3 * 40, 6).uniform_(-0.1, 0.1, generator=generator)
+        weight_hh = torch.empty(3 * 40, 40).uniform_(-0.1, 0.1, generator=generator)
+        weight_ih[planted::40] = 1.0  # the unit's rows in all three gates
+        state[f"{module}.weight_ih_l0"], state[f"{module}.weight_hh_l0"] = weight_ih, weight_hh
+    assert strongest_units(unit_strength(state, "encoder"), 0.05)[0] == 3
+    kept, removed = pruned_units(state)
+    assert len(kept["encoder.hidden"]) == 2 == len(kept["decoder.hidden"])  # ceil(5% of 40)
+    assert 3 in kept["encoder.hidden"] and 17 in kept["decoder.hidden"]
+    assert 3 not in removed["encoder.hidden"] and len(removed["decoder.hidden"]) == 38
+
+
+def test_polarity_correlation_of_opposite_and_equal_matrices():
+    weight = torch.randn(10, 7, generator=torch.Generator().manual_seed(0))
+    assert polarity_correlation(weight, -weight) == pytest.approx(-1.0)
+    assert polarity_correlation(weight, 2 * weight, dim=0) == pytest.approx(1.0)
+
+
+def test_run_folder_errors_name_the_file_and_the_fix(tmp_path):
+    with pytest.raises(RunFileError, match="does not exist: train it first"):
+        RunFolder(tmp_path / "nowhere")
+    trace = tmp_path / "traces" / "validation" / "best.safetensors"
+    trace.parent.mkdir(parents=True)
+    trace.write_bytes(b"not a safetensors file")
+    with pytest.raises(RunFileError, match="best.safetensors is corrupt"):
+        RunFolder(tmp_path).trace("validation")
+    with pytest.raises(RunFileError, match="record it with the TraceRecorder"):
+        RunFolder(tmp_path).trace("new_compositions")
