@@ -43,6 +43,7 @@ from experiments.paper1_analyses import (  # noqa: E402
     analyse_runs,
     connectivity_figure,
     connectivity_table,
+    convention_table,
     heatmap_figure,
     probe_claims,
     probe_table,
@@ -487,6 +488,13 @@ Every gate unit of every run: the fraction of test steps with activation above 0
 
 ![Figure 4](figures/fig4_gate_saturation.png)
 
+The update-gate findings depend on which way the gate is read. The paper's equation (section 2.2)
+makes `z` the share of the new candidate; torch's GRU, which i-machine-think's models use, makes
+`z` the share of the old state. The verdicts use the paper's equation; the same statistics under
+torch's reading (left and right saturation swapped, `W_z` negated) are:
+
+{convention_table(analysed)}
+
 ## Section 5: component substitution (Table 4) and pruning
 
 Each substitution is a fit of the receiving model from its own best checkpoint with the other
@@ -508,7 +516,25 @@ Pruning, per guided seed: NC accuracy before retraining
 {", ".join(f"{v:.2f}" for v in original["guided_all"])}. Units kept: {kept_units}.
 """
     write_report(out, claims, markdown)
-    log_to_wandb(root, figures, {"claims": claims_frame(claims)})
+    probe_rows = [
+        {"variant": variant, "seed": seed, "probe": name, **{k: v for k, v in stats.items()
+                                                             if k != "units"}}
+        for variant in VARIANTS
+        for seed, result in zip(SEEDS, analysed[variant], strict=True)
+        for name, stats in result["probes"].items()
+    ]  # fmt: skip
+    substitution_rows = [
+        {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value}
+        for (receiver, component), values in ablation["substitution"].items()
+        for i, value in enumerate(values)
+    ]
+    tables = {
+        "claims": claims_frame(claims),
+        "functional_groups": pd.DataFrame(probe_rows),
+        "substitution": pd.DataFrame(substitution_rows),
+        "pruning": pd.DataFrame({k: v for k, v in pruning.items() if k != "kept"}),
+    }
+    log_to_wandb(root, figures, tables)
     return claims
 
 

@@ -269,12 +269,8 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
     ]
 
 
-def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dict, path: Path):
-    """Table 4 and section 5.2 as bars: paper (light) vs ours (dark), mean ± std."""
-    figure, (table4, pruning_axis) = plt.subplots(
-        1, 2, figsize=(14, 4.5), gridspec_kw={"width_ratios": [3, 1]}
-    )
-    labels, paper_bars, ours_bars = [], [], []
+def table4_rows(ablation: dict, original: dict[str, list[float]]):
+    """(receiver, component, NC accuracies) in Table 4's order, '-' = no substitution."""
     for receiver in ("guided", "baseline"):
         for component in ("-", *COMPONENTS):
             values = (
@@ -282,11 +278,20 @@ def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dic
                 if component == "-"
                 else ablation["substitution"].get((receiver, component))
             )
-            if values is None:
-                continue
-            labels.append(f"{'AG' if receiver == 'guided' else 'BL'} {component}")
-            paper_bars.append(paper["table4"][receiver].get(component, [float("nan"), 0]))
-            ours_bars.append(Measured.of(values))
+            if values is not None:
+                yield receiver, component, values
+
+
+def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dict, path: Path):
+    """Table 4 and section 5.2 as bars: paper (light) vs ours (dark), mean ± std."""
+    figure, (table4, pruning_axis) = plt.subplots(
+        1, 2, figsize=(14, 4.5), gridspec_kw={"width_ratios": [3, 1]}
+    )
+    labels, paper_bars, ours_bars = [], [], []
+    for receiver, component, values in table4_rows(ablation, original):
+        labels.append(f"{'AG' if receiver == 'guided' else 'BL'} {component}")
+        paper_bars.append(paper["table4"][receiver].get(component, [float("nan"), 0]))
+        ours_bars.append(Measured.of(values))
     positions = range(len(labels))
     table4.bar(
         [p - 0.2 for p in positions],
@@ -339,20 +344,12 @@ def substitution_table(ablation: dict, original: dict[str, list[float]], paper: 
         "| model | frozen component | paper NC | ours NC (mean ± std) | ours per pair |",
         "|---|---|---|---|---|",
     ]
-    for receiver in ("guided", "baseline"):
-        for component in ("-", *COMPONENTS):
-            values = (
-                original[receiver]
-                if component == "-"
-                else ablation["substitution"].get((receiver, component))
-            )
-            if values is None:
-                continue
-            reported = paper["table4"][receiver].get(component)
-            paper_cell = f"{reported[0]:.2f} ± {reported[1]:.2f}" if reported else "(not shown)"
-            m = Measured.of(values)
-            lines.append(
-                f"| {'AG' if receiver == 'guided' else 'BL'} | {component} | {paper_cell} | "
-                f"{m.mean:.2f} ± {m.std:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
-            )
+    for receiver, component, values in table4_rows(ablation, original):
+        reported = paper["table4"][receiver].get(component)
+        paper_cell = f"{reported[0]:.2f} ± {reported[1]:.2f}" if reported else "(not shown)"
+        m = Measured.of(values)
+        lines.append(
+            f"| {'AG' if receiver == 'guided' else 'BL'} | {component} | {paper_cell} | "
+            f"{m.mean:.2f} ± {m.std:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
+        )
     return "\n".join(lines)

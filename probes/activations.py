@@ -28,10 +28,11 @@ class Saturation:
     left: Tensor
     right: Tensor
 
-    def rarely_saturated(self, below: float = 0.5) -> Tensor:
-        """Units saturated (either side) at fewer than `below` of the steps `[units]`: the
-        points between the axes of the paper's Figure 4."""
-        return (self.left + self.right) < below
+    def off_axes(self, at_least: float = 0.01) -> Tensor:
+        """Units `[units]` saturated on both sides, each at `at_least` of the steps: the points
+        of Figure 4 that lie between its axes rather than on one ("values in between ...
+        indicate gates that are rarely saturated", section 4.2)."""
+        return (self.left >= at_least) & (self.right >= at_least)
 
 
 def gate_saturation(gate: Tensor, mask: Tensor, low: float = 0.1, high: float = 0.9) -> Saturation:

@@ -34,7 +34,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         "sec5_2.pruned_accuracy",
         "fig1.sos_row_equal",
         "sec5_2.pruned_retrained_accuracy",
-        "fig4.baseline_gates_rarely_saturated",
+        "fig4.baseline_gates_between_axes",
         "fig2.hub_neurons.encoder_W_hz",
         "sec4_1.group_units_in_top5pct",
     ):

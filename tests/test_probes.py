@@ -81,7 +81,7 @@ def test_gate_planted_closed_counts_as_left_saturated_and_open_as_right():
     assert reset.left[3] == 1.0 and reset.right[3] == 0.0
     assert reset.right[4] == 1.0 and reset.left[4] == 0.0
     assert reset.left[0] == 0.0 and reset.right[0] == 0.0  # sigmoid(0) = 0.5: neither side
-    assert reset.rarely_saturated()[0] and not reset.rarely_saturated()[3]
+    assert not reset.off_axes().any()  # each unit is saturated on one side at most
     assert (gate_saturation(record["update_gate"], mask).left == 1.0).all()
 
 
@@ -90,6 +90,8 @@ def test_saturation_and_quantiles_count_only_valid_steps():
     mask = torch.tensor([[True, True, True], [True, False, False]])
     saturation = gate_saturation(values, mask)
     assert saturation.left.tolist() == [0.5] and saturation.right.tolist() == [0.25]
+    assert saturation.off_axes(0.25).tolist() == [True]
+    assert saturation.off_axes(0.3).tolist() == [False]
     assert value_quantiles(values, mask)[0, [0, 4]].tolist() == [0.0, 0.95]
 
 
