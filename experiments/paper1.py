@@ -191,7 +191,7 @@ def ablations(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict:
         pruning["before"].append(before)
         pruning["after"].append(RunFolder(runs[("pruned", seed)]).test_accuracy("new_compositions"))
         pruning["kept"].append(kept)
-    return {"substitution": substitution, "pruning": pruning}
+    return {"substitution": substitution, "pruning": pruning, "runs": list(runs.values())}
 
 
 def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
@@ -365,6 +365,7 @@ def claims_frame(claims: list[Claim]) -> pd.DataFrame:
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
     """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
     scale = SCALES[scale_name]
+    began = time.time()
     figures_folder = out / "figures"
     minutes = {}
     start = time.time()
@@ -408,7 +409,14 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     }
     total = sum(minutes.values())
     stages = ", ".join(f"{name} {value:.1f} min" for name, value in minutes.items())
-    reused = " Finished runs with the same command were reused (`--reuse-runs`)." if reuse else ""
+    every_run = [run for variant in VARIANTS for run in runs[variant]] + ablation["runs"]
+    earlier = [r for r in every_run if (r / "command.txt").stat().st_mtime < began]
+    reused = (
+        f" {len(earlier)} of the {len(every_run)} runs were finished runs of the same command "
+        "kept from an earlier invocation (`--reuse-runs`); their training time is not included."
+        if earlier
+        else ""
+    )
     pruning = ablation["pruning"]
     kept_units = "; ".join(
         f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"

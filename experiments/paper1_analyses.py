@@ -586,10 +586,10 @@ def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
                 for t, f in zip(to_units.tolist(), from_units.tolist(), strict=True)
             ]
             colours = ["tab:red" if v > 0 else "tab:blue" for v in values.tolist()]
-            widths = (values.abs() / values.abs().max()).tolist() if len(values) else []
+            widths = (0.6 * values.abs() / values.abs().max()).tolist() if len(values) else []
             axis = axes[row][column]
             axis.add_collection(
-                LineCollection(segments, colors=colours, linewidths=widths, alpha=0.5)
+                LineCollection(segments, colors=colours, linewidths=widths, alpha=0.25)
             )
             axis.set_xlim(0, 1)
             axis.set_ylim(-0.05, 1.05)
