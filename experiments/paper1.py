@@ -418,6 +418,15 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         else ""
     )
     pruning = ablation["pruning"]
+    pruning_table = "\n".join(
+        ["| seed | pruned | pruned + retrained | full network |", "|---|---|---|---|"]
+        + [
+            f"| {seed} | {before:.2f} | {after:.2f} | {full:.2f} |"
+            for seed, before, after, full in zip(
+                SEEDS, pruning["before"], pruning["after"], original["guided_all"], strict=True
+            )
+        ]
+    )
     kept_units = "; ".join(
         f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"
         for seed, kept in zip(SEEDS, pruning["kept"], strict=True)
@@ -518,10 +527,11 @@ decoder units with the largest summed absolute weights and holds every other hid
 
 {substitution_table(ablation, original, PAPER)}
 
-Pruning, per guided seed: NC accuracy before retraining
-{", ".join(f"{v:.2f}" for v in pruning["before"])}; after retraining
-{", ".join(f"{v:.2f}" for v in pruning["after"])}; full network
-{", ".join(f"{v:.2f}" for v in original["guided_all"])}. Units kept: {kept_units}.
+Pruning (section 5.2), NC sequence accuracy per guided seed:
+
+{pruning_table}
+
+Units kept: {kept_units}.
 """
     write_report(out, claims, markdown)
     probe_rows = [
