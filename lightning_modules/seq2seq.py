@@ -29,6 +29,11 @@ PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
 
 
+def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
+    """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
+    return ((prediction == target) | (target == PAD)).all(-1)
+
+
 def sequence_losses(
     logits: Tensor, attention: Tensor | None, batch: dict[str, Tensor]
 ) -> dict[str, Tensor]:
@@ -375,9 +380,7 @@ class Seq2Seq(pl.LightningModule):
 
     def _update_accuracy(self, logits: Tensor, target: Tensor, split: str) -> None:
         prediction = logits.argmax(-1)
-        valid = target != PAD
-        sequence_correct = ((prediction == target) | ~valid).all(-1).float()
-        self.seq_acc[f"split_{split}"].update(sequence_correct)
+        self.seq_acc[f"split_{split}"].update(sequence_correct(prediction, target).float())
         self.token_acc[f"split_{split}"].update(prediction.flatten(), target.flatten())
 
     def _log_accuracy(self, split: str) -> None:

@@ -15,12 +15,7 @@ from torch import Tensor
 
 from lightning_modules.callbacks import record_split
 from lightning_modules.recurrent import Intervention
-from lightning_modules.seq2seq import PAD, Seq2Seq
-
-
-def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
-    """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
-    return ((prediction == target) | (target == PAD)).all(-1)
+from lightning_modules.seq2seq import Seq2Seq, sequence_correct
 
 
 def sequence_accuracy(
