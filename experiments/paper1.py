@@ -59,6 +59,7 @@ from experiments.report import (  # noqa: E402
     Measured,
     compare_means,
     current_commit,
+    save_figure,
     threshold_claim,
     write_report,
 )
@@ -304,12 +305,7 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
     curves.set_ylabel("validation sequence accuracy")
     curves.set_title("Validation accuracy during training")
     curves.legend()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "tables5_6.png"
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, folder / "tables5_6.png", dpi=120)
 
 
 def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:

@@ -22,7 +22,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from experiments.report import Measured, compare_means, compare_summaries, threshold_claim  # noqa: E402
+from experiments.report import (  # noqa: E402
+    Measured,
+    compare_means,
+    compare_summaries,
+    save_figure,
+    threshold_claim,
+)
 from experiments.runner import fit  # noqa: E402
 from probes.interventions import removal_edits, sequence_accuracy  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
@@ -332,11 +338,7 @@ def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dic
     pruning_axis.set_xticks(range(3), names, rotation=20, fontsize=8)
     pruning_axis.set_title("Section 5.2: pruning to 5% of units")
     pruning_axis.legend()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def substitution_table(ablation: dict, original: dict[str, list[float]], paper: dict) -> str:

@@ -25,7 +25,13 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-from experiments.report import Claim, compare_means, ratio_claim, threshold_claim  # noqa: E402
+from experiments.report import (  # noqa: E402
+    Claim,
+    compare_means,
+    ratio_claim,
+    save_figure,
+    threshold_claim,
+)
 from lightning_modules.callbacks import pad_and_concatenate
 from lightning_modules.seq2seq import PAD, SOS
 from probes.activations import Saturation, gate_saturation, value_quantiles
@@ -534,14 +540,6 @@ def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
 COLOURS = {"baseline": "tab:blue", "guided": "tab:orange"}
 
 
-def _save(figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
-
-
 def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path: Path) -> Path:
     """Figure 1: the decoder embedding `[tokens, units]` of each baseline/guided pair (rows =
     seeds) and the mean absolute weight over the seeds (last row)."""
@@ -575,7 +573,7 @@ def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path:
             if last:
                 axis.set_xlabel("decoder input unit (outgoing weights of a token)")
         figure.colorbar(image, ax=axes[-1][column], fraction=0.03)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
@@ -608,7 +606,7 @@ def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
                 f"{variant} {matrix}: {len(values)} edges with |w| >= {THRESHOLDS[module]}",
                 fontsize=9,
             )
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def activation_figure(runs: dict[str, Path], path: Path, sampled: int = 50) -> Path:
@@ -635,7 +633,7 @@ def activation_figure(runs: dict[str, Path], path: Path, sampled: int = 50) -> P
         axes[row].set_xlabel("unit")
         axes[row].set_ylabel(f"{module} activation")
         axes[row].set_title(f"{module}: {sampled} random units (baseline blue, guided orange)")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def saturation_figure(results: dict[str, list[dict]], path: Path) -> Path:
@@ -654,7 +652,7 @@ def saturation_figure(results: dict[str, list[dict]], path: Path) -> Path:
         axis.set_ylabel("fraction left-saturated")
         axis.set_title(site)
         axis.legend(markerscale=4, fontsize=8)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def probe_table(results: dict[str, list[dict]], paper: dict) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lightning_modules.run_files import write_text_atomic
+from lightning_modules.run_files import write_atomic, write_text_atomic
 
 VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 
@@ -134,6 +134,17 @@ def threshold_claim(
         f"partially if >= {partially_at}"
     )
     return Claim(id, claim, paper, Measured.of(values), rule, verdict)
+
+
+def save_figure(figure, path: Path, dpi: int = 110) -> Path:
+    """Lay out a matplotlib `figure`, write it to `path` atomically (format from the suffix),
+    and close it."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=path.suffix[1:]))
+    plt.close(figure)
+    return path
 
 
 def summary_counts(claims: Sequence[Claim]) -> dict[str, int]:
