@@ -30,7 +30,8 @@ from experiments.report import (  # noqa: E402
     threshold_claim,
 )
 from experiments.runner import fit  # noqa: E402
-from probes.interventions import removal_edits, sequence_accuracy  # noqa: E402
+from lightning_modules.recurrent import removal_edits  # noqa: E402
+from probes.interventions import sequence_accuracy  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
 from probes.weights import strongest_units, unit_strength  # noqa: E402
 

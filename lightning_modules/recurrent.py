@@ -139,6 +139,14 @@ class Intervention:
         return Intervention(self.site, local_units, self.steps, self.operation, value)
 
 
+def removal_edits(removed: dict[str, Sequence[int]]) -> tuple[Intervention, ...]:
+    """Units held at zero at every step, by site (`{"encoder.hidden": units, ...}`): the units
+    are removed from the network (paper 1's pruning, section 5.2)."""
+    return tuple(
+        Intervention(site, units=tuple(units), operation="zero") for site, units in removed.items()
+    )
+
+
 def values_at(recorded: Tensor, units: Sequence[int], source_steps: Sequence[int]) -> Tensor:
     """Values of `units` at `source_steps` from a recording `[batch, time, units]`.
 

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_modules.recurrent import SITES, Intervention, recurrent_layer
+from lightning_modules.recurrent import SITES, Intervention, recurrent_layer, removal_edits
 
 PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
@@ -274,7 +274,6 @@ class Seq2Seq(pl.LightningModule):
     ) -> tuple[Intervention, ...]:
         """`removed_units` as zeroing interventions at every step, checked against the network."""
         sizes = {"encoder": encoder_size, "decoder": decoder_size}
-        edits = []
         for site, units in removed_units.items():
             module, _, name = site.partition(".")
             if module not in sizes or name not in SITES[cell]:
@@ -285,8 +284,7 @@ class Seq2Seq(pl.LightningModule):
                 raise ValueError(
                     f"removed_units[{site!r}]: units {outside} outside 0..{sizes[module] - 1}."
                 )
-            edits.append(Intervention(site, units=tuple(units), operation="zero"))
-        return tuple(edits)
+        return removal_edits(removed_units)
 
     def _bridge(self, final, batch: int):
         """Decoder start state from the encoder's final state `[directions, batch, hidden]`."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import torch
 from torch import Tensor
 
 from lightning_modules.callbacks import record_split
@@ -25,12 +24,3 @@ def sequence_accuracy(
     with model.intervene(edits):
         traced = record_split(model, batches)
     return float(sequence_correct(traced["prediction"], traced["batch.target"]).double().mean())
-
-
-def removal_edits(removed: dict[str, Tensor | Sequence[int]]) -> list[Intervention]:
-    """Units held at zero at every step, by site (`{"encoder.hidden": units, ...}`): the units
-    are removed from the network."""
-    return [
-        Intervention(site, units=tuple(int(u) for u in torch.as_tensor(units)), operation="zero")
-        for site, units in removed.items()
-    ]

@@ -12,9 +12,9 @@ from experiments import runner
 from experiments.cli import main as cli_main
 from experiments.paper1_ablations import COMPONENTS, load_weights
 from lightning_modules.callbacks import LoadWeights, record_split
-from lightning_modules.recurrent import Intervention
+from lightning_modules.recurrent import Intervention, removal_edits
 from lightning_modules.seq2seq import Seq2Seq
-from probes.interventions import removal_edits, sequence_accuracy
+from probes.interventions import sequence_accuracy
 from tests.test_runs import fit, weights
 
 SIZES = {"source_vocab_size": 18, "target_vocab_size": 11, "embedding_size": 4,
