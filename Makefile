@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export WANDB_MODE ?= offline
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 
-.PHONY: venv test reproduce-paper1 bench lint clean
+.PHONY: venv test reproduce-paper1 reproduce-paper2 bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,12 @@ test: $(STAMP)
 reproduce-paper1: $(STAMP)
 	$(BIN)/python -m experiments.paper1
 
+reproduce-paper2: $(STAMP)
+	$(BIN)/python -m experiments.paper2
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training
+	$(BIN)/python -m benchmarks.contextual_decomposition
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

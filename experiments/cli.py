@@ -15,12 +15,11 @@ import os
 import sys
 from pathlib import Path
 
-from pytorch_lightning import LightningDataModule
+from pytorch_lightning import LightningDataModule, LightningModule
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.loggers import CSVLogger, WandbLogger
 
 from lightning_modules.run_files import AtomicCheckpointIO, RunFileError, load_checkpoint
-from lightning_modules.seq2seq import Seq2Seq
 
 
 def make_loggers(run_dir: Path, name: str) -> list:
@@ -59,20 +58,20 @@ class ExperimentCLI(LightningCLI):
         kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments"})
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)
+        kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
-        super().__init__(Seq2Seq, LightningDataModule, *args, **kwargs)
+        super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run.root", type=str, default="runs", help="Folder of all runs.")
         parser.add_argument("--run.paper", type=str, default="scratch", help="e.g. paper1.")
         parser.add_argument("--run.variant", type=str, default="default", help="e.g. guided.")
-        parser.link_arguments(
-            "data.source_vocab_size", "model.source_vocab_size", apply_on="instantiate"
-        )
-        parser.link_arguments(
-            "data.target_vocab_size", "model.target_vocab_size", apply_on="instantiate"
-        )
-        parser.link_arguments("data.test_splits", "model.test_splits", apply_on="instantiate")
+        # A config that gives the model's arguments without a class_path means the seq2seq model.
+        parser.set_defaults({"model": {"class_path": "lightning_modules.seq2seq.Seq2Seq"}})
+        # Sizes the model takes from its data; a link whose model lacks the argument is skipped
+        # (the seq2seq models take the first three, the language model the last).
+        for name in ("source_vocab_size", "target_vocab_size", "test_splits", "vocab_size"):
+            parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
     def _config(self):
         subcommand = self.config.get("subcommand")

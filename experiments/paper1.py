@@ -57,8 +57,10 @@ from experiments.paper1_analyses import (  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,
+    claims_frame,
     compare_means,
     current_commit,
+    log_to_wandb,
     save_figure,
     threshold_claim,
     write_report,
@@ -326,40 +328,6 @@ def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
     return "\n\n".join(parts)
 
 
-def log_to_wandb(root: Path, figures: dict[str, Path], tables: dict[str, pd.DataFrame]) -> None:
-    """The report's figures and tables as one W&B run (`paper1/report`), offline unless
-    `WANDB_MODE=online`; nothing with `WANDB_MODE=disabled`."""
-    mode = os.environ.get("WANDB_MODE", "offline")
-    if mode == "disabled":
-        return
-    import wandb
-
-    folder = root / "paper1" / "report"
-    folder.mkdir(parents=True, exist_ok=True)
-    run = wandb.init(
-        project=os.environ.get("WANDB_PROJECT", "recurrent-probes"),
-        name="paper1/report",
-        group="paper1",
-        dir=str(folder),
-        mode="online" if mode == "online" else "offline",
-    )
-    try:
-        run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
-        run.log({f"tables/{name}": wandb.Table(dataframe=frame) for name, frame in tables.items()})
-    finally:
-        run.finish()
-
-
-def claims_frame(claims: list[Claim]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
-             "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule}
-            for c in claims
-        ]
-    )  # fmt: skip
-
-
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
     """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
     scale = SCALES[scale_name]
@@ -550,7 +518,7 @@ Units kept: {kept_units}.
         "substitution": pd.DataFrame(substitution_rows),
         "pruning": pd.DataFrame({k: v for k, v in pruning.items() if k != "kept"}),
     }
-    log_to_wandb(root, figures, tables)
+    log_to_wandb(root, "paper1", figures, tables)
     return claims
 
 

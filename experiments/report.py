@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from lightning_modules.run_files import write_atomic, write_text_atomic
 
@@ -136,6 +139,13 @@ def threshold_claim(
     return Claim(id, claim, paper, Measured.of(values), rule, verdict)
 
 
+def graded(reproduced: bool, partially: bool) -> str:
+    """The verdict of a rule with a reproduced and a weaker, partially-reproduced condition."""
+    if reproduced:
+        return "reproduced"
+    return "partially reproduced" if partially else "not reproduced"
+
+
 def save_figure(figure, path: Path, dpi: int = 110) -> Path:
     """Lay out a matplotlib `figure`, write it to `path` atomically (format from the suffix),
     and close it."""
@@ -161,6 +171,26 @@ def current_commit() -> str:
         return "unknown"
 
 
+def escape_cell(text: str) -> str:
+    """`text` safe inside a Markdown table cell (a bare `|` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 4, index: bool = True) -> str:
+    """`frame` as a Markdown table, floats to `digits` decimals (pandas' `to_markdown` needs the
+    optional tabulate package)."""
+    if index:
+        frame = frame.reset_index()
+
+    def cell(value) -> str:
+        return escape_cell(f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+    header = "| " + " | ".join(escape_cell(str(c)) for c in frame.columns) + " |"
+    lines = [header, "|---" * len(frame.columns) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join(lines)
+
+
 def claims_table(claims: Sequence[Claim]) -> str:
     lines = [
         "| id | claim | paper | measured mean ± std (n) | verdict | rule |",
@@ -170,8 +200,8 @@ def claims_table(claims: Sequence[Claim]) -> str:
         m = c.measured
         paper = f"{c.paper:.3f}" if isinstance(c.paper, float) else str(c.paper)
         lines.append(
-            f"| `{c.id}` | {c.claim} | {paper} | {m.mean:.3f} ± {m.std:.3f} ({m.n}) "
-            f"| **{c.verdict}** | {c.rule} |"
+            f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "
+            f"{m.std:.3f} ({m.n}) | **{c.verdict}** | {escape_cell(c.rule)} |"
         )
     return "\n".join(lines)
 
@@ -192,3 +222,41 @@ def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> 
     )
     write_text_atomic(folder / "report.md", text)
     return folder / "report.md"
+
+
+def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
+    """The claims as a table (for W&B)."""
+    return pd.DataFrame(
+        [
+            {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
+             "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule}
+            for c in claims
+        ]
+    )  # fmt: skip
+
+
+def log_to_wandb(
+    root: Path, paper: str, figures: dict[str, Path], tables: dict[str, pd.DataFrame]
+) -> None:
+    """A reproduction's figures and tables as one W&B run, `<paper>/report`, in
+    `<root>/<paper>/report/`: offline unless `WANDB_MODE=online`; nothing with
+    `WANDB_MODE=disabled`."""
+    mode = os.environ.get("WANDB_MODE", "offline")
+    if mode == "disabled":
+        return
+    import wandb
+
+    folder = root / paper / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    run = wandb.init(
+        project=os.environ.get("WANDB_PROJECT", "recurrent-probes"),
+        name=f"{paper}/report",
+        group=paper,
+        dir=str(folder),
+        mode="online" if mode == "online" else "offline",
+    )
+    try:
+        run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
+        run.log({f"tables/{name}": wandb.Table(dataframe=frame) for name, frame in tables.items()})
+    finally:
+        run.finish()

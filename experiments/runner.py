@@ -26,8 +26,8 @@ def finished(run: Path, command: Sequence[str]) -> bool:
         metrics = pd.read_csv(run / "metrics.csv")
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
-    tested = [c for c in metrics.columns if c.startswith("test/") and c.endswith("/seq_acc")]
-    return same and bool(tested) and (run / "checkpoints" / "best.ckpt").is_file()
+    tested = any(c.startswith("test/") and metrics[c].notna().any() for c in metrics.columns)
+    return same and tested and (run / "checkpoints" / "best.ckpt").is_file()
 
 
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:

@@ -20,7 +20,7 @@ sequences, or one sequence with many different phrases, at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -62,12 +62,16 @@ class Decomposition:
         return self.relevant @ output.weight.T, output(self.irrelevant)
 
 
-def contextual_decomposition(lstm: nn.LSTM, inputs: Tensor, relevant: Tensor) -> Decomposition:
+def contextual_decomposition(
+    lstm: nn.LSTM, inputs: Tensor, relevant: Tensor, sequence_of_row: Tensor | None = None
+) -> Decomposition:
     """Decompose a one-layer, unidirectional, batch-first LSTM (`torch.nn.LSTM` parameters, as
     the suite's `lightning_modules.recurrent.LSTM`) started from zeros.
 
     `inputs` `[batch, time, features]`; `relevant` `[batch, time]` bool marks the phrase of each
     row (a row per sequence, or the same sequence repeated with different phrases).
+    `sequence_of_row` `[batch]` (optional): rows with the same number have the same `inputs`, so
+    the part before the first phrase token is computed once per sequence.
     """
     if lstm.num_layers != 1 or lstm.bidirectional or not lstm.batch_first:
         raise ValueError(
@@ -75,15 +79,31 @@ def contextual_decomposition(lstm: nn.LSTM, inputs: Tensor, relevant: Tensor) ->
         )
     batch, time, _ = inputs.shape
     units = lstm.hidden_size
-    projected = inputs @ lstm.weight_ih_l0.T  # [batch, time, 4 units], torch's order i, f, g, o
     bias = lstm.bias_ih_l0 + lstm.bias_hh_l0
     in_phrase = relevant.to(inputs.dtype).unsqueeze(-1)
     zeros = inputs.new_zeros(batch, units)
     relevant_hidden, irrelevant_hidden = zeros, zeros
     relevant_cell, irrelevant_cell = zeros, zeros
     relevant_states, irrelevant_states = [], []
-    for step in range(time):
-        from_input = projected[:, step]
+    # Before the first phrase token of the batch the relevant part is exactly 0 and the
+    # irrelevant part is the LSTM itself: run torch's fused layer there, decompose from there on.
+    phrase_steps = relevant.any(0).nonzero()
+    first = int(phrase_steps[0]) if len(phrase_steps) else time
+    if first:
+        representative, row_of = torch.arange(batch), torch.arange(batch)
+        if sequence_of_row is not None:
+            _, row_of = torch.unique(sequence_of_row, return_inverse=True)
+            representative = torch.empty(int(row_of.max()) + 1, dtype=torch.long)
+            representative[row_of] = torch.arange(batch)
+        before, (last_hidden, last_cell) = nn.LSTM.forward(lstm, inputs[representative, :first])
+        before = before[row_of]
+        irrelevant_hidden, irrelevant_cell = last_hidden[0, row_of], last_cell[0, row_of]
+        relevant_states += [zeros] * first
+        irrelevant_states += list(before.unbind(1))
+    # [batch, steps from `first`, 4 units], torch's gate order i, f, g, o
+    projected = inputs[:, first:] @ lstm.weight_ih_l0.T
+    for step in range(first, time):
+        from_input = projected[:, step - first]
         relevant_pre = from_input * in_phrase[:, step] + relevant_hidden @ lstm.weight_hh_l0.T
         irrelevant_pre = (
             from_input * (1 - in_phrase[:, step]) + irrelevant_hidden @ lstm.weight_hh_l0.T
@@ -113,3 +133,42 @@ def contextual_decomposition(lstm: nn.LSTM, inputs: Tensor, relevant: Tensor) ->
         relevant_states.append(relevant_hidden)
         irrelevant_states.append(irrelevant_hidden)
     return Decomposition(torch.stack(relevant_states, 1), torch.stack(irrelevant_states, 1))
+
+
+@dataclass(frozen=True)
+class DecomposedLogits:
+    """Logits `[batch, time, vocabulary]` of a language model, split by CD (paper 2, 3.1)."""
+
+    relevant: Tensor
+    irrelevant: Tensor
+    full: Tensor
+    """The model's own logits, for the approximation error."""
+
+    def relevant_probabilities(self) -> Tensor:
+        """Paper 2's `P(x | x_phrase) = softmax(v_relevant)`, `[batch, time, vocabulary]`."""
+        return self.relevant.softmax(-1)
+
+    def approximation_error(self) -> Tensor:
+        """`||(v_relevant + v_irrelevant) - v|| / ||v||` per position, `[batch, time]` (paper 2,
+        section 4: below 1e-5 in all its analyses)."""
+        return (self.relevant + self.irrelevant - self.full).norm(dim=-1) / self.full.norm(dim=-1)
+
+
+@torch.no_grad()
+def decompose_language_model(
+    model: nn.Module, tokens: Tensor, relevant: Tensor, steps: Sequence[int] | None = None
+) -> DecomposedLogits:
+    """CD of a language model with `embedding`, `lstm` and `output` modules (the suite's
+    `LanguageModel`), run from a zero state over `tokens` `[batch, time]`; `relevant`
+    `[batch, time]` bool marks the phrase. The logits are `[batch, len(steps), vocabulary]`, at
+    the time `steps` only (None: every step). Dropout is not applied (evaluation)."""
+    sequences, sequence_of_row = torch.unique(tokens, dim=0, return_inverse=True)
+    embedded = model.embedding(tokens)
+    parts = contextual_decomposition(model.lstm, embedded, relevant, sequence_of_row)
+    hidden = nn.LSTM.forward(model.lstm, model.embedding(sequences))[0][sequence_of_row]
+    if steps is not None:
+        steps = list(steps)
+        parts = Decomposition(parts.relevant[:, steps], parts.irrelevant[:, steps])
+        hidden = hidden[:, steps]
+    relevant_logits, irrelevant_logits = parts.logits(model.output)
+    return DecomposedLogits(relevant_logits, irrelevant_logits, model.output(hidden))

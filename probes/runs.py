@@ -9,15 +9,16 @@ naming the file and the fix.
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 
 import pandas as pd
+from pytorch_lightning import LightningModule
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import Tensor
 
 from lightning_modules.run_files import RunFileError, load_checkpoint
-from lightning_modules.seq2seq import Seq2Seq
 
 
 class RunFolder:
@@ -44,13 +45,14 @@ class RunFolder:
             return self._safetensors(self.path / "weights" / f"{tag}.safetensors", "WeightSnapshot")
         return self.checkpoint(tag)["state_dict"]
 
-    def model(self, tag: str = "best") -> Seq2Seq:
-        """The run's model with the checkpoint's weights, in evaluation mode."""
+    def model(self, tag: str = "best") -> LightningModule:
+        """The run's model with the checkpoint's weights, in evaluation mode (its class from the
+        checkpoint's `_class_path`; runs from before the CLI recorded it are `Seq2Seq`)."""
         checkpoint = self.checkpoint(tag)
-        hyperparameters = {
-            k: v for k, v in checkpoint["hyper_parameters"].items() if not k.startswith("_")
-        }
-        model = Seq2Seq(**hyperparameters)
+        settings = checkpoint["hyper_parameters"]
+        model_class = _imported(settings.get("_class_path", "lightning_modules.seq2seq.Seq2Seq"))
+        accepted = inspect.signature(model_class).parameters  # the CLI may store linked extras
+        model = model_class(**{k: v for k, v in settings.items() if k in accepted})
         model.load_state_dict(checkpoint["state_dict"])
         return model.eval()
 
@@ -62,9 +64,9 @@ class RunFolder:
                 f"{self.path / 'checkpoints' / f'{tag}.ckpt'} does not say which DataModule "
                 "trained it: train the run through `python -m experiments fit`."
             )
-        module, _, name = settings["_class_path"].rpartition(".")
-        data_class = getattr(importlib.import_module(module), name)
-        data = data_class(**{k: v for k, v in settings.items() if not k.startswith("_")})
+        data = _imported(settings["_class_path"])(
+            **{k: v for k, v in settings.items() if not k.startswith("_")}
+        )
         data.prepare_data()
         data.setup("test")
         return data
@@ -106,3 +108,8 @@ class RunFolder:
             raise RunFileError(
                 f"{path} is corrupt ({error}): delete it and record the run again."
             ) from None
+
+
+def _imported(class_path: str) -> type:
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module), name)

@@ -55,7 +55,9 @@ def weights(run: Path, name: str = "last.ckpt") -> dict[str, torch.Tensor]:
 def test_run_folder_holds_config_checkpoints_metrics_traces_and_weights(tmp_path):
     run = fit(tmp_path, "runs")
     assert (run / "config.yaml").is_file()
-    assert yaml.safe_load((run / "config.yaml").read_text())["model"]["hidden_size"] == 8
+    assert (
+        yaml.safe_load((run / "config.yaml").read_text())["model"]["init_args"]["hidden_size"] == 8
+    )
     assert {p.name for p in (run / "checkpoints").iterdir()} == {"best.ckpt", "last.ckpt"}
     header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
     for name in ("train/loss_epoch", "val/seq_acc", "val/attention_loss",
@@ -104,8 +106,9 @@ def test_print_config_resolves_the_paper1_config():
     done = cli("fit", "--config", GUIDED, "--model.hidden_size", "64", "--print_config")
     assert done.returncode == 0, done.stderr
     printed = yaml.safe_load(done.stdout)
-    assert printed["model"]["hidden_size"] == 64
-    assert printed["model"]["attention_guidance_weight"] == 1.0
+    assert printed["model"]["class_path"] == "lightning_modules.seq2seq.Seq2Seq"
+    assert printed["model"]["init_args"]["hidden_size"] == 64
+    assert printed["model"]["init_args"]["attention_guidance_weight"] == 1.0
 
 
 @pytest.mark.parametrize(

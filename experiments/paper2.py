@@ -1,0 +1,572 @@
+"""`make reproduce-paper2`: "Do LSTMs Learn Compositionally?", Figures 1-3 and every finding of
+sections 4.1, 4.2 and 5, with contextual decomposition (CD) over training.
+
+Three stages, each fit going through the suite's CLI (`python -m experiments fit ...`):
+1. train one LSTM language model per corpus setting: conduit length k x rule count n with fresh
+   conduits (4.1, Figures 1-2), and conduits from a pool of 100, unpredictable or predictable
+   (4.2, Figure 3); weights are snapshot after every epoch;
+2. decompose each snapshot's logits on held-out rule instances (`probes.contextual_decomposition`)
+   and read `P(omega | phrase) = softmax(v_phrase)[omega]` at the close symbol;
+3. write `reports/paper2/{report.md, results.json, figures/}` and log them to W&B.
+
+Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tokens) and epochs;
+`default` = a 100k-token corpus, sized for 2 CPU cores; `smoke` = a minute-long check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import time
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from experiments.report import (  # noqa: E402
+    Claim,
+    Measured,
+    claims_frame,
+    current_commit,
+    graded,
+    log_to_wandb,
+    markdown_table,
+    save_figure,
+    write_report,
+)
+from experiments.runner import fit, run_all  # noqa: E402
+from probes.contextual_decomposition import decompose_language_model  # noqa: E402
+from probes.runs import RunFolder  # noqa: E402
+
+CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
+PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())
+FINDINGS: dict[str, str] = PAPER["findings"]
+LEARNED = 0.5
+"""P(omega | alpha) at which a rule counts as learned ("a high probability", section 3.1)."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much of the paper a reproduction runs; every fit also gets `overrides`."""
+
+    corpus_length: int  # section 4: 1M tokens
+    epochs: int  # Figure 2 is at 50 epochs, so every run trains 50
+    figure1_epoch: int  # Figure 1: 40 epochs
+    rule_counts: tuple[int, ...]  # n of Figure 1
+    conduit_lengths: tuple[int, ...]  # k of Figure 1; the largest is Figure 2's (paper: 8)
+    predictability_lengths: tuple[int, ...]  # k of Figure 3 (not given in the paper)
+    conduit_copies: int  # m of 4.2's predictable setting
+    predictability_rules: int = 1000  # 4.2: n = 1000
+    conduit_pool: int = 100  # 4.2: conduits from a set of 100
+    probe_rules: int = 200
+    seed: int = 0
+    overrides: tuple[str, ...] = ()
+
+
+SCALES = {
+    "paper": Scale(1_000_000, 50, 40, (10, 100, 1000), (1, 2, 4, 8), (4, 8), 1000),
+    # 10x fewer tokens; m = 100 copies keeps the share of the corpus that the paper's m = 1000
+    # copies fill at 1M tokens.
+    "default": Scale(100_000, 50, 40, (10, 100, 1000), (2, 4, 8), (4, 8), 100),
+    # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
+    "smoke": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), 2, predictability_rules=100,
+                   probe_rules=8, overrides=("--model.embedding_size", "8",
+                                             "--model.hidden_size", "8")),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One corpus: `pool` None = fresh conduits (4.1); else 4.2's pooled conduits, with
+    `copies` copies of each elsewhere (0 = unpredictable)."""
+
+    conduit_length: int
+    rules: int
+    pool: int | None = None
+    copies: int = 0
+
+    @property
+    def variant(self) -> str:
+        if self.pool is None:
+            return f"k={self.conduit_length}_n={self.rules}"
+        kind = f"predictable_m={self.copies}" if self.copies else "unpredictable"
+        return f"pooled_k={self.conduit_length}_{kind}"
+
+    def arguments(self) -> list[str]:
+        arguments = ["--data.conduit_length", str(self.conduit_length),
+                     "--data.rules", str(self.rules)]  # fmt: skip
+        if self.pool is not None:
+            arguments += ["--data.conduit_pool", str(self.pool),
+                          "--data.conduit_copies", str(self.copies)]  # fmt: skip
+        return arguments
+
+
+def figure1_settings(scale: Scale) -> list[Setting]:
+    return [Setting(k, n) for k in scale.conduit_lengths for n in scale.rule_counts]
+
+
+def figure3_settings(scale: Scale) -> dict[tuple[int, bool], Setting]:
+    """(k, predictable) -> setting."""
+    return {
+        (k, predictable): Setting(k, scale.predictability_rules, scale.conduit_pool,
+                                  scale.conduit_copies if predictable else 0)
+        for k in scale.predictability_lengths
+        for predictable in (False, True)
+    }  # fmt: skip
+
+
+def run_dir(root: Path, setting: Setting, seed: int) -> Path:
+    return root / "paper2" / setting.variant / f"seed={seed}"
+
+
+def train(setting: Setting, scale: Scale, root: Path, reuse: bool) -> Path:
+    """One language model through the CLI; returns its run folder."""
+    run = run_dir(root, setting, scale.seed)
+    arguments = [
+        "--config", str(CONFIG),
+        "--seed_everything", str(scale.seed),
+        "--run.root", str(root),
+        "--run.variant", setting.variant,
+        "--trainer.max_epochs", str(scale.epochs),
+        "--trainer.enable_progress_bar", "false",
+        "--data.corpus_length", str(scale.corpus_length),
+        "--data.probe_rules", str(scale.probe_rules),
+        *setting.arguments(),
+        *scale.overrides,
+    ]  # fmt: skip
+    fit(run, arguments, reuse)
+    return run
+
+
+# ---- contextual decomposition over the probe rules --------------------------------------------
+def phrases(open_position: int, conduit_length: int) -> dict[str, list[int]]:
+    """The phrases whose contribution to P(omega) the paper reads, as input positions: the open
+    symbol (Figure 1), the whole conduit (Figure 1), and the open symbol with the first i
+    conduit tokens, `prefix=i` (Figure 2; `prefix=0` is the open symbol alone)."""
+    conduit = list(range(open_position + 1, open_position + conduit_length + 1))
+    named = {"open": [open_position], "conduit": conduit}
+    for i in range(conduit_length + 1):
+        named[f"prefix={i}"] = [open_position, *conduit[:i]]
+    return named
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over the probe rules and its standard error."""
+
+    mean: float
+    standard_error: float
+
+    def above(self, other: Estimate) -> bool:
+        """Higher than `other` by more than twice the standard error of the difference and by
+        more than a tenth of the larger mean (near chance, 1/|V|, tiny differences can be
+        many standard errors apart and still mean nothing)."""
+        spread = (self.standard_error**2 + other.standard_error**2) ** 0.5
+        margin = max(2 * spread, 0.1 * max(self.mean, other.mean))
+        return self.mean - other.mean > margin
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """CD at one weight snapshot: P(omega | phrase) by phrase name, the full model's P(omega),
+    and the largest approximation error over every position of every decomposition."""
+
+    phrase: dict[str, Estimate]
+    full: Estimate
+    error: float
+
+
+def estimate(values: torch.Tensor) -> Estimate:
+    return Estimate(float(values.mean()), float(values.std() / len(values) ** 0.5))
+
+
+@torch.no_grad()
+def close_probabilities(run: Path, tags: list[str]) -> dict[str, Snapshot]:
+    """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
+    rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
+    `phrases`, decomposed in one batch."""
+    folder = RunFolder(run)
+    data = folder.datamodule("last")
+    model = folder.model("last")
+    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
+    tokens = batch["input"]
+    open_position = int(batch["open_position"][0])
+    close_position = int(batch["close_position"][0])
+    named = phrases(open_position, data.hparams.conduit_length)
+    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool)
+    for row, positions in enumerate(named.values()):
+        masks[row, :, positions] = True
+    repeated = tokens.repeat(len(named), 1)
+    close_symbol = data.vocab_size - 1
+    results = {}
+    for tag in tags:
+        model.load_state_dict(folder.state_dict(tag))
+        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
+        probability = parts.relevant_probabilities()[:, close_position, close_symbol]
+        per_phrase = probability.view(len(named), -1)
+        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol]
+        results[tag] = Snapshot(
+            {name: estimate(values) for name, values in zip(named, per_phrase, strict=True)},
+            estimate(full),
+            float(parts.approximation_error().max()),
+        )
+    return results
+
+
+def epoch_tag(epochs: int) -> str:
+    """The snapshot taken after `epochs` training epochs."""
+    return f"epoch={epochs - 1}"
+
+
+# ---- claims ----------------------------------------------------------------------------------
+def share_claim(id: str, claim: str, finding: str, flags: list[bool], values: list[float],
+                what: str, partially_at: float = 0.5) -> Claim:  # fmt: skip
+    """A finding checked on several comparisons: reproduced when all hold, partially when at
+    least `partially_at` of them do."""
+    statistic = sum(flags) / len(flags)
+    verdict = graded(statistic >= 1.0, statistic >= partially_at)
+    rule = (f"{what}: {sum(flags)} of {len(flags)} hold ({statistic:.2f}); reproduced if all, "
+            f"partially if >= {partially_at:.0%}")  # fmt: skip
+    return Claim(id, claim, FINDINGS[finding], Measured.of(values), rule, verdict)
+
+
+SIGNIFICANT = (
+    "by more than 2 standard errors of the difference (over the probe rules) and more than 10% "
+    "of the larger value"
+)
+
+
+def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> list[Claim]:
+    """Section 4.1 (Figure 1) and its restatement in section 5."""
+    lengths, counts = scale.conduit_lengths, scale.rule_counts
+    opened = {key: value.phrase["open"] for key, value in figure1.items()}
+    conduit = {key: value.phrase["conduit"] for key, value in figure1.items()}
+    claims = []
+    needed = []  # the smallest n at which the rule is learned, per k (inf: at none)
+    for k in lengths:
+        learned = [n for n in counts if opened[(k, n)].mean >= LEARNED]
+        needed.append(min(learned) if learned else float("inf"))
+    non_decreasing = all(a <= b for a, b in pairwise(needed))
+    some_learned = needed[0] != float("inf")
+    rule = (f"smallest n with P(omega | alpha) >= {LEARNED} at k = {list(lengths)}: "
+            f"{[n if n != float('inf') else 'none' for n in needed]}; reproduced if some rule is "
+            "learned and that n never falls as k grows and is larger at the longest k than at "
+            "the shortest; partially if some rule is learned and it never falls")  # fmt: skip
+    verdict = graded(non_decreasing and some_learned and needed[-1] > needed[0],
+                     non_decreasing and some_learned)  # fmt: skip
+    claims.append(Claim(
+        "fig1.longer_k_needs_more_rules",
+        f"rule counts n needed to learn the rule (P(omega | alpha) >= {LEARNED}), by k",
+        FINDINGS["longer_k_needs_more_rules"],
+        Measured.of([opened[key].mean for key in sorted(opened)]), rule, verdict,
+    ))  # fmt: skip
+    pairs = [(n, a, b) for n in counts for a, b in pairwise(lengths)]
+    claims.append(share_claim(
+        "fig1.open_falls_with_k", "P(omega | alpha) is lower at a longer k, at each n",
+        "open_falls_with_k",
+        [opened[(a, n)].above(opened[(b, n)]) for n, a, b in pairs],
+        [opened[(a, n)].mean - opened[(b, n)].mean for n, a, b in pairs],
+        f"P(omega | alpha) at each k above that at the next longer k {SIGNIFICANT}, each n",
+        partially_at=0.75,
+    ))  # fmt: skip
+    highest = max(value.mean for value in conduit.values())
+    below = all(opened[key].above(conduit[key]) for key in opened if opened[key].mean >= LEARNED)
+    claims.append(Claim(
+        "fig1.conduit_very_low", "P(omega | conduit) is very low at every k and n",
+        FINDINGS["conduit_very_low"], Measured.of([value.mean for value in conduit.values()]),
+        f"largest P(omega | conduit) over all k and n = {highest:.4f}; reproduced if < 0.01 "
+        "(10x the uniform 1/|V|) and below P(omega | alpha) wherever the rule is learned, "
+        "partially if < 0.05",
+        graded(highest < 0.01 and below, highest < 0.05),
+    ))  # fmt: skip
+    rarest = min(counts)
+    rare_open = [opened[(k, rarest)].mean for k in lengths]
+    steadiness = min(rare_open) / max(rare_open)
+    low = max(rare_open) < LEARNED
+    claims.append(Claim(
+        "fig1.rare_open_steady", f"at the rarest rule (n = {rarest}), P(omega | alpha) is low "
+        "and about the same at every k", FINDINGS["rare_open_steady"], Measured.of(rare_open),
+        f"largest P(omega | alpha) over k = {max(rare_open):.4f}, smallest / largest = "
+        f"{steadiness:.2f}; reproduced if low (< {LEARNED}) and steady (ratio >= 0.5), partially "
+        "if low and ratio >= 0.25",
+        graded(low and steadiness >= 0.5, low and steadiness >= 0.25),
+    ))  # fmt: skip
+    rare_conduit = [conduit[(k, rarest)] for k in lengths]
+    claims.append(share_claim(
+        "fig1.rare_conduit_declines",
+        f"at the rarest rule (n = {rarest}), P(omega | conduit) falls as k grows",
+        "rare_conduit_declines", [a.above(b) for a, b in pairwise(rare_conduit)],
+        [value.mean for value in rare_conduit],
+        f"P(omega | conduit) at each k above that at the next longer k {SIGNIFICANT}",
+    ))  # fmt: skip
+    return claims
+
+
+def figure2_claims(prefixes: list[Estimate], rules: int) -> list[Claim]:
+    """Section 4.1, Figure 2: P(omega | alpha and the first i conduit tokens)."""
+    whole, alone = prefixes[-1], prefixes[0]
+    rule = (f"P(omega | alpha + whole conduit) = {whole.mean:.4f} vs P(omega | alpha) = "
+            f"{alone.mean:.4f}; reproduced if higher {SIGNIFICANT}, partially if some shorter "
+            "prefix is")  # fmt: skip
+    verdict = graded(whole.above(alone), any(p.above(alone) for p in prefixes[1:]))
+    return [Claim(
+        "fig2.conduit_interacts",
+        f"with the conduit, alpha's P(omega) is higher than alone (k = {len(prefixes) - 1}, "
+        f"n = {rules})", FINDINGS["conduit_interacts"],
+        Measured.of([p.mean for p in prefixes]), rule, verdict,
+    )]  # fmt: skip
+
+
+def figure3_claims(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale) -> list[Claim]:
+    """Section 4.2 (Figure 3) and its restatement in section 5: predictable minus unpredictable
+    P(omega | alpha), averaged over the first and over the last quarter of training; a gap
+    counts when it exceeds twice the mean standard error of the per-epoch differences."""
+    quarter = max(scale.epochs // 4, 1)
+    early, late, early_flags, late_flags = [], [], [], []
+    for k in scale.predictability_lengths:
+        pairs = list(zip(curves[(k, True)], curves[(k, False)], strict=True))
+        gaps = [p.mean - u.mean for p, u in pairs]
+        spreads = [(p.standard_error**2 + u.standard_error**2) ** 0.5 for p, u in pairs]
+        larger = [max(p.mean, u.mean) for p, u in pairs]
+        windows = ((slice(None, quarter), early, early_flags, 1),
+                   (slice(-quarter, None), late, late_flags, -1))  # fmt: skip
+        for window, values, flags, sign in windows:
+            gap = sum(gaps[window]) / quarter
+            margin = max(2 * sum(spreads[window]), 0.1 * sum(larger[window])) / quarter
+            values.append(gap)
+            flags.append(sign * gap > margin)
+    what = (
+        "mean predictable - unpredictable P(omega | alpha) over {} {} the larger of 2 mean "
+        "standard errors and 10% of the mean larger value"
+    )
+    return [
+        share_claim("fig3.predictable_early", "predictable conduits give a higher P(omega | "
+                    "alpha) in the first quarter of training, at each k", "predictable_early",
+                    early_flags, early, what.format(f"epochs 1-{quarter}", "above")),
+        share_claim("fig3.predictable_late", "predictable conduits give a lower P(omega | "
+                    "alpha) in the last quarter of training, at each k", "predictable_late",
+                    late_flags, late, what.format(f"the last {quarter} epochs", "below minus")),
+    ]  # fmt: skip
+
+
+def error_claim(errors: list[float]) -> Claim:
+    highest = max(errors)
+    return Claim(
+        "cd.approximation_error", "largest relative CD error ||(v_phrase + v_rest) - v|| / ||v|| "
+        "per analysed snapshot", FINDINGS["cd_error"], Measured.of(errors),
+        f"largest relative error over every decomposed position of every analysis = "
+        f"{highest:.2e}; reproduced if < 1e-5, partially if < 1e-4",
+        graded(highest < 1e-5, highest < 1e-4),
+    )  # fmt: skip
+
+
+# ---- figures ---------------------------------------------------------------------------------
+def figure1(figure1: dict[tuple[int, int], Snapshot], scale: Scale, path: Path) -> Path:
+    """Figure 1: P(omega) from the open symbol and from the conduit against k, a line per n."""
+    fig, axis = plt.subplots(figsize=(6, 4))
+    colours = plt.cm.viridis([i / max(len(scale.rule_counts) - 1, 1)
+                              for i in range(len(scale.rule_counts))])  # fmt: skip
+    for colour, n in zip(colours, scale.rule_counts, strict=True):
+        for phrase, style in (("open", "-"), ("conduit", "--")):
+            values = [figure1[(k, n)].phrase[phrase].mean for k in scale.conduit_lengths]
+            axis.plot(scale.conduit_lengths, values, style, marker="o", color=colour,
+                      label=f"n={n}, {phrase}")  # fmt: skip
+    axis.set_yscale("log")
+    axis.set_xlabel("conduit length k")
+    axis.set_ylabel("P(x_t = omega) from the phrase (CD)")
+    axis.set_title(f"Figure 1: open symbol (solid) vs conduit (dashed), "
+                   f"{scale.figure1_epoch} epochs", fontsize=9)  # fmt: skip
+    axis.legend(fontsize=7, ncol=2)
+    return save_figure(fig, path)
+
+
+def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path) -> Path:
+    """Figure 2: P(omega | alpha and the first i conduit tokens) against i, a line per n."""
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for n, values in prefixes.items():
+        axis.plot(range(len(values)), [v.mean for v in values], marker="o", label=f"n={n}")
+    axis.set_xlabel("i (alpha and the first i conduit tokens)")
+    axis.set_ylabel("P(x_t = omega | x_{t-k} .. x_{t-k+i}) (CD)")
+    axis.set_title(f"Figure 2: k = {k}, {epochs} epochs", fontsize=9)
+    axis.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def figure3(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale, path: Path) -> Path:
+    """Figure 3: P(omega | alpha) over training, unpredictable (solid) vs predictable (dashed)."""
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for index, k in enumerate(scale.predictability_lengths):
+        for predictable, style in ((False, "-"), (True, "--")):
+            values = [v.mean for v in curves[(k, predictable)]]
+            kind = "predictable" if predictable else "unpredictable"
+            axis.plot(range(1, len(values) + 1), values, style, color=f"C{index}",
+                      label=f"k={k}, {kind}")  # fmt: skip
+    axis.set_xlabel("epoch")
+    axis.set_ylabel("P(x_t = omega | x_{t-k} = alpha) (CD)")
+    axis.set_title(f"Figure 3: unpredictable (solid) vs predictable conduits (dashed, "
+                   f"m = {scale.conduit_copies})", fontsize=9)  # fmt: skip
+    axis.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+# ---- the reproduction ------------------------------------------------------------------------
+def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    scale = SCALES[scale_name]
+    began = time.time()
+    settings = figure1_settings(scale)
+    predictability = figure3_settings(scale)
+    every = settings + list(predictability.values())
+    tasks = {s: functools.partial(train, s, scale, root, reuse) for s in every}
+    start = time.time()
+    runs = run_all(tasks, jobs, lambda setting, run: f"{setting.variant}")
+    training_minutes = (time.time() - start) / 60
+
+    start = time.time()
+    figure1_tag, figure2_tag = epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)
+    analysed = {s: close_probabilities(runs[s], [figure1_tag, figure2_tag]) for s in settings}
+    curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
+    over_training = {key: close_probabilities(runs[s], curve_tags)
+                     for key, s in predictability.items()}  # fmt: skip
+    analysis_minutes = (time.time() - start) / 60
+
+    fig1 = {(s.conduit_length, s.rules): analysed[s][figure1_tag] for s in settings}
+    longest = max(scale.conduit_lengths)
+    prefix_names = [f"prefix={i}" for i in range(longest + 1)]
+    fig2 = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
+            for s in settings if s.conduit_length == longest}  # fmt: skip
+    curves = {key: [result[tag].phrase["open"] for tag in curve_tags]
+              for key, result in over_training.items()}  # fmt: skip
+    errors = [r.error for a in [*analysed.values(), *over_training.values()] for r in a.values()]
+    claims = (
+        figure1_claims(fig1, scale)
+        + figure2_claims(fig2[max(scale.rule_counts)], max(scale.rule_counts))
+        + figure3_claims(curves, scale)
+        + [error_claim(errors)]
+    )
+    folder = out / "figures"
+    figures = {
+        "fig1_rule_frequency": figure1(fig1, scale, folder / "fig1_rule_frequency.png"),
+        "fig2_conduit_prefixes": figure2(fig2, longest, scale.epochs,
+                                         folder / "fig2_conduit_prefixes.png"),
+        "fig3_predictability": figure3(curves, scale, folder / "fig3_predictability.png"),
+    }  # fmt: skip
+    fig1_frame = pd.DataFrame(
+        [{"k": k, "n": n, "P(omega|alpha)": v.phrase["open"].mean,
+          "SE alpha": v.phrase["open"].standard_error, "P(omega|conduit)": v.phrase["conduit"].mean,
+          "SE conduit": v.phrase["conduit"].standard_error, "P(omega) full model": v.full.mean}
+         for (k, n), v in fig1.items()]
+    )  # fmt: skip
+    fig2_frame = pd.DataFrame(
+        {f"n={n}": [v.mean for v in values] for n, values in fig2.items()},
+        index=pd.Index(range(longest + 1), name="i"),
+    )
+    fig3_frame = pd.DataFrame(
+        {f"k={k} {'predictable' if p else 'unpredictable'}": [v.mean for v in values]
+         for (k, p), values in curves.items()},
+        index=pd.Index(range(1, scale.epochs + 1), name="epoch"),
+    )  # fmt: skip
+    reused = [r for r in runs.values() if (r / "command.txt").stat().st_mtime < began]
+    reused_note = (
+        f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept from "
+        "an earlier invocation (`--reuse-runs`); their training time is not included."
+        if reused
+        else ""
+    )
+    total = training_minutes + analysis_minutes
+    epochs = len(fig3_frame)
+    rows_shown = sorted({0, epochs // 4 - 1, epochs // 2 - 1, epochs - 1} - {-1})
+    markdown = f"""# Paper 2: Do LSTMs Learn Compositionally?
+
+Figures 1-3 and the findings of sections 4.1, 4.2 and 5, regenerated by `make reproduce-paper2`
+(`python -m experiments.paper2`). The paper gives its results as figures only; each finding is
+checked by a measured statistic and the rule written beside it.
+
+- **Scale:** `{scale_name}`: corpus of {scale.corpus_length:,} tokens (paper: 1,000,000),
+  |Sigma| = 1000, {scale.epochs} epochs per model (Figure 1 read at {scale.figure1_epoch}, Figure 2
+  at {scale.epochs}); Figure 1 at k = {list(scale.conduit_lengths)} x n =
+  {list(scale.rule_counts)}; Figure 3 at k = {list(scale.predictability_lengths)} with n =
+  {scale.predictability_rules} rules whose conduits come from a pool of {scale.conduit_pool}, and
+  in the predictable setting **m = {scale.conduit_copies} copies of each conduit** elsewhere (the
+  paper says both "m = 1000" and "copying each conduit 100 times"; `--conduit-copies` picks).
+  Seed {scale.seed}, one model per setting. Extra overrides: `{
+        " ".join(scale.overrides) or "none"
+    }`.
+- **Commit:** `{current_commit()}`; **wall time:** {total:.1f} min on {os.cpu_count()} CPU cores,
+  {jobs} jobs at a time (training {training_minutes:.1f} min, CD analyses
+  {analysis_minutes:.1f} min).{reused_note}
+- **Model** (section 3): embedding, one LSTM layer, linear softmax layer, all 200 wide; SGD lr 1
+  throughout, gradient norm clipped at 0.25, no momentum, weight decay or dropout; 20 streams in
+  BPTT windows of 35 (the PyTorch word-language-model example's, which the paper's clip and epochs
+  match). Config: `experiments/configs/paper2/language_model.yaml`; runs in `{root}/paper2/`.
+- **Measurement** (section 3.1): {scale.probe_rules} held-out rule instances per model, each 20
+  random tokens then `alpha q omega` (q fresh in 4.1, from the training pool in 4.2). CD splits
+  the logits at the step before omega into the phrase's part and the rest; the number shown is
+  the mean over instances of softmax(phrase part)[omega]. A rule counts as learned when
+  P(omega | alpha) >= {LEARNED}. Uniform guessing gives 1/1002 = 0.001.
+
+## Figure 1: rule frequency and conduit length ({scale.figure1_epoch} epochs)
+
+![Figure 1](figures/fig1_rule_frequency.png)
+
+{markdown_table(fig1_frame, index=False)}
+
+## Figure 2: the open symbol with the first i conduit tokens (k = {longest}, {scale.epochs} epochs)
+
+![Figure 2](figures/fig2_conduit_prefixes.png)
+
+{markdown_table(fig2_frame)}
+
+## Figure 3: predictable vs unpredictable conduits over training
+
+![Figure 3](figures/fig3_predictability.png)
+
+{markdown_table(fig3_frame.iloc[rows_shown])}
+"""
+    write_report(out, claims, markdown)
+    tables = {"claims": claims_frame(claims), "figure1": fig1_frame,
+              "figure2": fig2_frame.reset_index(), "figure3": fig3_frame.reset_index()}  # fmt: skip
+    log_to_wandb(root, "paper2", figures, tables)
+    return claims
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scale", choices=sorted(SCALES), default=os.environ.get("SCALE") or "default"
+    )
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
+    parser.add_argument("--out", type=Path, default=Path("reports/paper2"))
+    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
+    parser.add_argument(
+        "--conduit-copies", type=int, default=None,
+        help="m of 4.2's predictable setting (default: the scale's; paper scale: 1000)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="keep finished runs whose command.txt matches instead of training them again",
+    )
+    args = parser.parse_args(argv)
+    if args.conduit_copies is not None:
+        SCALES[args.scale] = replace(SCALES[args.scale], conduit_copies=args.conduit_copies)
+    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
+    verdicts = [c.verdict for c in claims]
+    print(
+        f"wrote {args.out / 'report.md'}: "
+        + ", ".join(
+            f"{verdicts.count(v)} {v}"
+            for v in ("reproduced", "partially reproduced", "not reproduced")
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""LSTM language model of paper 2 ("Do LSTMs Learn Compositionally?", section 3).
+
+An embedding layer, one LSTM layer and a softmax output layer, all 200 wide in the paper,
+trained by plain SGD (learning rate 1 throughout, no momentum or weight decay) with gradient
+norms clipped at 0.25 (the trainer's `gradient_clip_val`). Training reads the corpus in BPTT
+windows and carries the LSTM state from one window to the next, detached (truncated
+backpropagation through time, as the PyTorch word-language-model example the paper's settings
+come from); the state is reset at each epoch's first window. Dropout on the embeddings and on
+the LSTM output follows that example and is 0 unless configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from lightning_modules.recurrent import Intervention, recurrent_layer
+
+
+class LanguageModel(pl.LightningModule):
+    """Embedding -> LSTM -> linear output over the vocabulary.
+
+    Args:
+        vocab_size: output and input vocabulary (linked from the DataModule).
+        embedding_size, hidden_size: 200 in paper 2.
+        dropout: on the embeddings and the LSTM output, in training only.
+        learning_rate: SGD's learning rate (paper 2: 1, constant).
+        init_range: embedding and output weights start uniform in [-init_range, init_range],
+            the output bias at 0 (the word-language-model example's 0.1).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int = 200,
+        hidden_size: int = 200,
+        dropout: float = 0.0,
+        learning_rate: float = 1.0,
+        init_range: float = 0.1,
+    ):
+        super().__init__()
+        self.save_hyperparameters()
+        self.embedding = nn.Embedding(vocab_size, embedding_size)
+        self.lstm = recurrent_layer("lstm", embedding_size, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(hidden_size, vocab_size)
+        nn.init.uniform_(self.embedding.weight, -init_range, init_range)
+        nn.init.uniform_(self.output.weight, -init_range, init_range)
+        nn.init.zeros_(self.output.bias)
+        self._carried: dict[str, tuple[Tensor, Tensor] | None] = {}
+
+    def forward(
+        self,
+        tokens: Tensor,
+        state: tuple[Tensor, Tensor] | None = None,
+        record: dict[str, Tensor] | None = None,
+        edits: Sequence[Intervention] = (),
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """`tokens` `[batch, time]` -> logits `[batch, time, vocab]` and the final LSTM state
+        (torch's `([1, batch, hidden], [1, batch, hidden])`). With `record`, every LSTM site
+        is stored as `lstm.<site>` `[batch, time, units]`; `edits` name sites `lstm.<site>`."""
+        inner = {} if record is not None else None
+        hidden, state = self.lstm(
+            self.dropout(self.embedding(tokens)), state, record=inner, edits=edits
+        )
+        if record is not None:
+            record.update({f"lstm.{site}": value for site, value in inner.items()})
+        return self.output(self.dropout(hidden)), state
+
+    @torch.no_grad()
+    def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The LSTM's hidden state and cell from a zero state, `lstm.hidden`/`lstm.cell`
+        `[batch, time, units]`, and the greedy next-token `prediction` `[batch, time]`."""
+        record: dict[str, Tensor] = {}
+        logits, _ = self(batch["input"], record=record)
+        kept = {key: record[key] for key in ("lstm.hidden", "lstm.cell")}
+        kept["prediction"] = logits.argmax(-1)
+        return kept
+
+    def _window_loss(self, batch: dict[str, Tensor], stream: str) -> Tensor:
+        """Cross-entropy of one BPTT window, continuing the `stream`'s carried state."""
+        state = None if int(batch["window"]) == 0 else self._carried.get(stream)
+        logits, state = self(batch["input"], state)
+        self._carried[stream] = tuple(s.detach() for s in state)
+        return F.cross_entropy(logits.flatten(0, 1), batch["target"].flatten())
+
+    def training_step(self, batch, batch_idx):
+        loss = self._window_loss(batch, "train")
+        self.log("train/loss", loss, on_step=True, on_epoch=True,
+                 batch_size=batch["target"].numel())  # fmt: skip
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        loss = self._window_loss(batch, "val")
+        self.log("val/loss", loss, on_epoch=True, batch_size=batch["target"].numel())
+
+    def on_validation_epoch_end(self) -> None:
+        if "val/loss" in self.trainer.callback_metrics:
+            self.log("val/perplexity", self.trainer.callback_metrics["val/loss"].exp())
+
+    def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        loss = self._window_loss(batch, "test")
+        self.log("test/test/loss", loss, on_epoch=True, batch_size=batch["target"].numel(),
+                 add_dataloader_idx=False)  # fmt: skip
+
+    def on_test_epoch_end(self) -> None:
+        if "test/test/loss" in self.trainer.callback_metrics:
+            self.log("test/test/perplexity", self.trainer.callback_metrics["test/test/loss"].exp())
+
+    def configure_optimizers(self):
+        """Plain SGD, constant learning rate (paper 2, section 3)."""
+        return torch.optim.SGD(
+            [p for p in self.parameters() if p.requires_grad], lr=self.hparams.learning_rate
+        )
