@@ -17,7 +17,6 @@ analyses 8 min on 2 CPU cores); `smoke` = a minute-long check of the pipeline.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -63,9 +62,10 @@ from experiments.report import (  # noqa: E402
     log_to_wandb,
     save_figure,
     threshold_claim,
+    verdict_line,
     write_report,
 )
-from experiments.runner import fit, run_all  # noqa: E402
+from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper1"
@@ -523,28 +523,10 @@ Units kept: {kept_units}.
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--scale", choices=sorted(SCALES), default=os.environ.get("SCALE") or "default"
-    )
-    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
-    parser.add_argument("--out", type=Path, default=Path("reports/paper1"))
-    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
-    parser.add_argument(
-        "--reuse-runs",
-        action="store_true",
-        help="keep finished runs whose command.txt matches instead of training them again",
-    )
+    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper1")
     args = parser.parse_args(argv)
     claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
-    verdicts = [c.verdict for c in claims]
-    print(
-        f"wrote {args.out / 'report.md'}: "
-        + ", ".join(
-            f"{verdicts.count(v)} {v}"
-            for v in ("reproduced", "partially reproduced", "not reproduced")
-        )
-    )
+    print(verdict_line(args.out / "report.md", claims))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tok
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
@@ -40,9 +39,10 @@ from experiments.report import (  # noqa: E402
     log_to_wandb,
     markdown_table,
     save_figure,
+    verdict_line,
     write_report,
 )
-from experiments.runner import fit, run_all  # noqa: E402
+from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
 from probes.contextual_decomposition import decompose_language_model  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
 
@@ -538,34 +538,16 @@ checked by a measured statistic and the rule written beside it.
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--scale", choices=sorted(SCALES), default=os.environ.get("SCALE") or "default"
-    )
-    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
-    parser.add_argument("--out", type=Path, default=Path("reports/paper2"))
-    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
+    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper2")
     parser.add_argument(
         "--conduit-copies", type=int, default=None,
         help="m of 4.2's predictable setting (default: the scale's; paper scale: 1000)",
     )  # fmt: skip
-    parser.add_argument(
-        "--reuse-runs",
-        action="store_true",
-        help="keep finished runs whose command.txt matches instead of training them again",
-    )
     args = parser.parse_args(argv)
     if args.conduit_copies is not None:
         SCALES[args.scale] = replace(SCALES[args.scale], conduit_copies=args.conduit_copies)
     claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
-    verdicts = [c.verdict for c in claims]
-    print(
-        f"wrote {args.out / 'report.md'}: "
-        + ", ".join(
-            f"{verdicts.count(v)} {v}"
-            for v in ("reproduced", "partially reproduced", "not reproduced")
-        )
-    )
+    print(verdict_line(args.out / "report.md", claims))
 
 
 if __name__ == "__main__":

@@ -162,6 +162,12 @@ def summary_counts(claims: Sequence[Claim]) -> dict[str, int]:
     return {verdict: counts.get(verdict, 0) for verdict in VERDICTS}
 
 
+def verdict_line(report: Path, claims: Sequence[Claim]) -> str:
+    """`wrote <report>: N reproduced, N partially reproduced, N not reproduced`."""
+    counts = summary_counts(claims)
+    return f"wrote {report}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+
+
 def current_commit() -> str:
     try:
         return subprocess.run(

@@ -7,6 +7,7 @@ folder holds the same command and a finished test is kept instead of trained aga
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -72,3 +73,22 @@ def run_all(
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, tasks))
     return {key: results[key] for key in tasks}
+
+
+def reproduction_parser(
+    description: str, scales: Sequence[str], out: str
+) -> argparse.ArgumentParser:
+    """The options every `python -m experiments.paperN` takes."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--scale", choices=sorted(scales), default=os.environ.get("SCALE") or "default"
+    )
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
+    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
+    parser.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="keep finished runs whose command.txt matches instead of training them again",
+    )
+    return parser
