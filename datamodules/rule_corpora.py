@@ -193,8 +193,6 @@ class RuleCorpusDataModule(pl.LightningDataModule):
         context: random tokens before alpha in each probe instance.
     """
 
-    test_splits = ("test",)
-
     def __init__(
         self,
         corpus_length: int = 1_000_000,
@@ -275,5 +273,5 @@ class RuleCorpusDataModule(pl.LightningDataModule):
     def val_dataloader(self) -> DataLoader:
         return self.split_dataloader("validation")
 
-    def test_dataloader(self) -> list[DataLoader]:
-        return [self.split_dataloader(name) for name in self.test_splits]
+    def test_dataloader(self) -> DataLoader:
+        return self.split_dataloader("test")

@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
@@ -189,10 +190,12 @@ def estimate(values: torch.Tensor) -> Estimate:
 
 
 @torch.no_grad()
-def close_probabilities(run: Path, tags: list[str]) -> dict[str, Snapshot]:
+def close_probabilities(
+    run: Path, tags: list[str], only: Sequence[str] | None = None
+) -> dict[str, Snapshot]:
     """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
     rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
-    `phrases`, decomposed in one batch."""
+    `phrases` (or the phrases named in `only`), decomposed in one batch."""
     folder = RunFolder(run)
     data = folder.datamodule("last")
     model = folder.model("last")
@@ -201,6 +204,7 @@ def close_probabilities(run: Path, tags: list[str]) -> dict[str, Snapshot]:
     open_position = int(batch["open_position"][0])
     close_position = int(batch["close_position"][0])
     named = phrases(open_position, data.hparams.conduit_length)
+    named = {name: steps for name, steps in named.items() if only is None or name in only}
     masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool)
     for row, positions in enumerate(named.values()):
         masks[row, :, positions] = True
@@ -433,7 +437,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     figure1_tag, figure2_tag = epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)
     analysed = {s: close_probabilities(runs[s], [figure1_tag, figure2_tag]) for s in settings}
     curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
-    over_training = {key: close_probabilities(runs[s], curve_tags)
+    over_training = {key: close_probabilities(runs[s], curve_tags, only=["open"])
                      for key, s in predictability.items()}  # fmt: skip
     analysis_minutes = (time.time() - start) / 60
 

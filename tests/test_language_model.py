@@ -15,6 +15,7 @@ from benchmarks.contextual_decomposition import reference_cd, reference_weights
 from datamodules import RuleCorpusDataModule
 from lightning_modules.language_model import LanguageModel
 from probes.contextual_decomposition import decompose_language_model
+from probes.runs import RunFolder
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "configs" / "paper2" / "language_model.yaml"
 SMALL = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
@@ -130,18 +131,20 @@ def cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
-def test_the_paper2_config_fits_through_the_cli_and_records_its_run(tmp_path):
-    done = cli("fit", "--config", str(CONFIG), "--run.root", str(tmp_path),
-               "--trainer.max_epochs", "2", "--trainer.enable_progress_bar", "false",
+def fit_language_model(root: Path, epochs: int, *extra: str) -> Path:
+    done = cli("fit", "--config", str(CONFIG), "--run.root", str(root),
+               "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false",
                "--model.embedding_size", "8", "--model.hidden_size", "8",
-               *[f"--data.{k}={v}" for k, v in SMALL.items()])  # fmt: skip
+               *[f"--data.{k}={v}" for k, v in SMALL.items()], *extra)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    run = tmp_path / "paper2" / "default" / "seed=0"
+    return root / "paper2" / "default" / "seed=0"
+
+
+def test_the_paper2_config_fits_through_the_cli_and_records_its_run(tmp_path):
+    run = fit_language_model(tmp_path, 2)
     for path in ("checkpoints/best.ckpt", "checkpoints/last.ckpt", "weights/epoch=init.safetensors",
                  "weights/epoch=1.safetensors", "metrics.csv"):  # fmt: skip
         assert (run / path).is_file(), path
-    from probes.runs import RunFolder
-
     folder = RunFolder(run)
     assert isinstance(folder.model(), LanguageModel)
     assert folder.datamodule().hparams.conduit_length == SMALL["conduit_length"]
@@ -154,3 +157,13 @@ def test_bad_corpus_settings_are_one_clear_error(tmp_path):
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "do not fit in 50 tokens" in done.stderr
+
+
+def test_a_resumed_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
+    whole = fit_language_model(tmp_path / "whole", 3)
+    first = fit_language_model(tmp_path / "parts", 1)
+    resumed = fit_language_model(tmp_path / "parts", 3, "--ckpt_path",
+                                 str(first / "checkpoints" / "last.ckpt"))  # fmt: skip
+    expected, got = RunFolder(whole).state_dict("last"), RunFolder(resumed).state_dict("last")
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name

@@ -27,8 +27,9 @@ TINY = {
         "enable_model_summary": False,
         "callbacks": [
             {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-             "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best",
-                           "save_last": True}},
+             "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best"}},
+            {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
+             "init_args": {"filename": "last", "enable_version_counter": False}},
             {"class_path": "lightning_modules.callbacks.TraceRecorder",
              "init_args": {"splits": ["validation", "new_compositions"], "every_n_epochs": 1}},
             {"class_path": "lightning_modules.callbacks.WeightSnapshot",
