@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> None:
         f"CD of {result['rows']} (sequence, phrase) rows, float32, {torch.get_num_threads()} "
         f"threads, fastest of {args.repeats}: per-example loop {result['loop_seconds']:.2f} s, "
         f"batched {result['batched_seconds']:.3f} s -> {result['speedup']:.0f}x faster "
-        f"(target >= 50x); largest difference {result['relative_difference']:.1e} of the largest logit "
-        "(target <= 1e-5)"
+        f"(target >= 50x); largest difference {result['relative_difference']:.1e} of the "
+        "largest logit (target <= 1e-5)"
     )
 
 
