@@ -98,9 +98,14 @@ class LanguageModel(pl.LightningModule):
         loss = self._window_loss(batch, "val")
         self.log("val/loss", loss, on_epoch=True, batch_size=batch["target"].numel())
 
+    def _log_perplexity(self, prefix: str) -> None:
+        """`<prefix>/perplexity` = exp of the epoch's `<prefix>/loss`."""
+        loss = self.trainer.callback_metrics.get(f"{prefix}/loss")
+        if loss is not None:
+            self.log(f"{prefix}/perplexity", loss.exp())
+
     def on_validation_epoch_end(self) -> None:
-        if "val/loss" in self.trainer.callback_metrics:
-            self.log("val/perplexity", self.trainer.callback_metrics["val/loss"].exp())
+        self._log_perplexity("val")
 
     def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
         loss = self._window_loss(batch, "test")
@@ -108,8 +113,7 @@ class LanguageModel(pl.LightningModule):
                  add_dataloader_idx=False)  # fmt: skip
 
     def on_test_epoch_end(self) -> None:
-        if "test/test/loss" in self.trainer.callback_metrics:
-            self.log("test/test/perplexity", self.trainer.callback_metrics["test/test/loss"].exp())
+        self._log_perplexity("test/test")
 
     def configure_optimizers(self):
         """Plain SGD, constant learning rate (paper 2, section 3)."""
