@@ -1,4 +1,13 @@
 from datamodules.lookup_tables import LookupTableDataModule
 from datamodules.rule_corpora import RuleCorpusDataModule
+from datamodules.scan import ScanDataModule
+from datamodules.toy_2d import Toy2DDataModule
+from datamodules.two_digit_images import TwoDigitImagesDataModule
 
-__all__ = ["LookupTableDataModule", "RuleCorpusDataModule"]
+__all__ = [
+    "LookupTableDataModule",
+    "RuleCorpusDataModule",
+    "ScanDataModule",
+    "Toy2DDataModule",
+    "TwoDigitImagesDataModule",
+]

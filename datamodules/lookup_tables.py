@@ -161,11 +161,15 @@ def _table_index(token: str) -> int:
 
 
 def collate_lookup_batch(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Pad encoded rows into ``[batch, time]`` tensors (see :class:`LookupTableDataModule`)."""
+    """Pad encoded rows into ``[batch, time]`` tensors (see :class:`LookupTableDataModule`).
+
+    Keys the rows lack (SCAN rows have no ``attention_target`` or ``source_table``) are skipped.
+    """
     pad = {"source": 0, "target": 0, "attention_target": IGNORE_INDEX, "source_table": IGNORE_INDEX}
     batch = {
         key: pad_sequence([item[key] for item in items], batch_first=True, padding_value=value)
         for key, value in pad.items()
+        if key in items[0]
     }
     batch["source_lengths"] = torch.stack([i["source_lengths"] for i in items])
     batch["index"] = torch.stack([i["index"] for i in items])

@@ -68,11 +68,19 @@ class ExperimentCLI(LightningCLI):
         parser.add_argument("--run.variant", type=str, default="default", help="e.g. guided.")
         # A config that gives the model's arguments without a class_path means the seq2seq model.
         parser.set_defaults({"model": {"class_path": "lightning_modules.seq2seq.Seq2Seq"}})
-        # Sizes the model takes from its data (the seq2seq models take the first three, the
-        # language model the last). A link whose source the DataModule lacks is skipped, but one
-        # whose target the model lacks stores the value as an extra hyperparameter, which breaks
-        # `--ckpt_path`: a DataModule exposes only the names its models take.
-        for name in ("source_vocab_size", "target_vocab_size", "test_splits", "vocab_size"):
+        # What the model takes from its data (the seq2seq models the vocabulary sizes, the
+        # language model `vocab_size`, the seq2seq models and classifiers the split names). A
+        # link whose source the DataModule lacks is skipped, but one whose target the model lacks
+        # stores the value as an extra hyperparameter, which breaks `--ckpt_path`: a DataModule
+        # exposes only the names its models take.
+        links = (
+            "source_vocab_size",
+            "target_vocab_size",
+            "val_splits",
+            "test_splits",
+            "vocab_size",
+        )
+        for name in links:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
     def _config(self):

@@ -28,7 +28,8 @@ def finished(run: Path, command: Sequence[str]) -> bool:
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
     tested = any(c.startswith("test/") and metrics[c].notna().any() for c in metrics.columns)
-    return same and tested and (run / "checkpoints" / "best.ckpt").is_file()
+    checkpoints = [run / "checkpoints" / f"{tag}.ckpt" for tag in ("best", "last")]
+    return same and tested and any(path.is_file() for path in checkpoints)
 
 
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:

@@ -103,15 +103,20 @@ class TraceRecorder(Callback):
 
 
 class WeightSnapshot(Callback):
-    """Save the model's weights to `<run>/weights/epoch=<e>.safetensors` every N epochs.
+    """Save the model's weights to `<run>/weights/<tag>.safetensors`.
+
+    Tags: `epoch=init` before training, `epoch=<e>` after every `every_n_epochs` epochs, and
+    `step=<n>` after each training step `n` in `at_steps` (`step=0` = before training), for
+    analyses that follow the first steps of training (paper 3, Figure 5).
 
     Args:
-        every_n_epochs: snapshot after every this many training epochs (and before training
-            as `epoch=init`).
+        every_n_epochs: snapshot after every this many training epochs (0: never).
+        at_steps: global steps after which to snapshot.
     """
 
-    def __init__(self, every_n_epochs: int = 10):
+    def __init__(self, every_n_epochs: int = 10, at_steps: list[int] | None = None):
         self.every_n_epochs = every_n_epochs
+        self.at_steps = set(at_steps or [])
 
     def _save(self, trainer: pl.Trainer, pl_module: pl.LightningModule, tag: str) -> None:
         if trainer.is_global_zero:
@@ -119,8 +124,14 @@ class WeightSnapshot(Callback):
             save_tensors_atomic(dict(pl_module.state_dict()), path)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.current_epoch == 0:
+        if trainer.current_epoch == 0 and trainer.global_step == 0:
             self._save(trainer, pl_module, "epoch=init")
+            if 0 in self.at_steps:
+                self._save(trainer, pl_module, "step=0")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.global_step in self.at_steps:
+            self._save(trainer, pl_module, f"step={trainer.global_step}")
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         epoch = trainer.current_epoch

@@ -6,8 +6,9 @@ Hupkes et al. (2019) added (section 2.3):
 
     L = CE(tokens) + attention_guidance_weight * (1/T) sum_t -log a_hat[t, target_position_t]
 
-The same class serves paper 3 (SCAN: LSTM, bidirectional encoder) and paper 4 (GRU, no
-attention, the encoder's last state passed to the decoder).
+The same class serves paper 3 (SCAN, Appendix B: LSTM, bidirectional encoder, the encoder's first
+and last states concatenated as the decoder's initial state, Adam with exponential learning-rate
+decay) and paper 4 (GRU, no attention, the encoder's last state passed to the decoder).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_modules.recurrent import SITES, Intervention, recurrent_layer, removal_edits
+from lightning_modules.splits import metric_key, metric_prefix
 
 PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
@@ -116,10 +118,19 @@ class Seq2Seq(pl.LightningModule):
             (i-machine-think: 0.08); else torch's defaults.
         bidirectional: bidirectional encoder (the decoder is as wide as both directions).
         bridge: `last` passes the encoder's final state (directions concatenated) to the decoder;
-            `zeros` starts the decoder from zeros.
+            `zeros` starts the decoder from zeros; `first_last` concatenates the encoder's states
+            (hidden and, for an LSTM, cell) at the first and the last source position (paper 3,
+            Appendix B), so the decoder is twice as wide as the encoder.
         attention_guidance_weight: weight of the attentive-guidance loss (0 = baseline).
-        learning_rate: Adam's learning rate.
+        learning_rate: Adam's (initial) learning rate.
+        learning_rate_decay: factor the learning rate is multiplied by every
+            `learning_rate_decay_steps` training steps, continuously (TensorFlow's
+            `exponential_decay`, paper 3 Appendix B: 0.96 every 100 steps); 1 = constant.
+        learning_rate_decay_steps: see `learning_rate_decay`.
         teacher_forcing_ratio: share of training steps fed the gold previous token.
+        val_splits: names of the validation dataloaders, in order (linked from the DataModule).
+            Metrics of the split `val` are logged as `val/<metric>`, of any other as
+            `val/<split>/<metric>`.
         test_splits: names of the test dataloaders, in order (linked from the DataModule).
         removed_units: units held at zero at every step, by site, e.g.
             `{"encoder.hidden": [3, 17], "decoder.hidden": [5]}`: the units are removed from the
@@ -139,24 +150,29 @@ class Seq2Seq(pl.LightningModule):
         decoder_embedding_size: int | None = None,
         init_range: float | None = None,
         bidirectional: bool = False,
-        bridge: Literal["last", "zeros"] = "last",
+        bridge: Literal["last", "zeros", "first_last"] = "last",
         attention_guidance_weight: float = 0.0,
         learning_rate: float = 1e-3,
+        learning_rate_decay: float = 1.0,
+        learning_rate_decay_steps: int = 100,
         teacher_forcing_ratio: float = 1.0,
+        val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
         removed_units: dict[str, list[int]] | None = None,
     ):
         super().__init__()
-        if bridge not in ("last", "zeros"):
-            raise ValueError(f"Unknown bridge {bridge!r}: use 'last' or 'zeros'.")
+        if bridge not in ("last", "zeros", "first_last"):
+            raise ValueError(f"Unknown bridge {bridge!r}: use 'last', 'zeros' or 'first_last'.")
         if attention_placement not in ("pre_rnn", "post_rnn"):
             raise ValueError(f"Unknown attention_placement {attention_placement!r}.")
         if attention_guidance_weight and attention == "none":
             raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
         self.save_hyperparameters()
+        self.val_splits = tuple(val_splits)
         self.test_splits = tuple(test_splits)
         directions = 2 if bidirectional else 1
-        encoder_size = decoder_size = hidden_size * directions
+        encoder_size = hidden_size * directions
+        decoder_size = encoder_size * (2 if bridge == "first_last" else 1)
         decoder_embedding_size = decoder_embedding_size or embedding_size
         pre_rnn = attention != "none" and attention_placement == "pre_rnn"
         if full_focus and not (pre_rnn and decoder_embedding_size == decoder_size):
@@ -183,15 +199,16 @@ class Seq2Seq(pl.LightningModule):
             for parameter in self.parameters():
                 nn.init.uniform_(parameter, -init_range, init_range)
         self._edits = self._removal_edits(removed_units or {}, cell, encoder_size, decoder_size)
-        splits = ("train", "val", *self.test_splits)
-        self.seq_acc = nn.ModuleDict({f"split_{s}": MeanMetric() for s in splits})
+        splits = [("train", "train")]
+        splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
+        self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
         self.val_loss = MeanMetric()
         self.train_loss_parts = nn.ModuleDict(
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
         )
         self.token_acc = nn.ModuleDict(
             {
-                f"split_{s}": MulticlassAccuracy(
+                metric_key(*s): MulticlassAccuracy(
                     target_vocab_size, average="micro", ignore_index=PAD
                 )
                 for s in splits
@@ -220,14 +237,18 @@ class Seq2Seq(pl.LightningModule):
         """
         edits = tuple(edits) + self._edits
         steps = steps if steps is not None else target.shape[1]
-        encoder_record = {} if record is not None else None
+        first_last = self.hparams.bridge == "first_last"  # needs every position's cell state
+        encoder_record = {} if record is not None or first_last else None
         encoder_outputs, final = self.encoder(
             self.encoder_embedding(source),
             lengths=source_lengths,
             record=encoder_record,
             edits=[e for e in edits if e.module == "encoder"],
         )
-        state = self._bridge(final, source.shape[0])
+        if first_last:
+            state = self._first_last_state(encoder_record, source_lengths)
+        else:
+            state = self._bridge(final, source.shape[0])
         decoder_edits = [e for e in edits if e.module == "decoder"]
         source_mask = source != PAD
         if self.attention is not None:
@@ -295,6 +316,17 @@ class Seq2Seq(pl.LightningModule):
             joined = tuple(torch.zeros_like(p.transpose(0, 1).reshape(batch, -1)) for p in parts)
         return joined[0] if self.hparams.cell == "gru" else joined
 
+    def _first_last_state(self, encoder_record: dict[str, Tensor], lengths: Tensor):
+        """Paper 3, Appendix B: the decoder starts from the encoder's states at the first and the
+        last source position, concatenated (hidden, and cell for an LSTM), `[batch, 2 * units]`."""
+        rows = torch.arange(lengths.shape[0], device=lengths.device)
+        last = (lengths - 1).to(rows.device)
+        parts = tuple(
+            torch.cat([encoder_record[site][:, 0], encoder_record[site][rows, last]], -1)
+            for site in ("hidden", "cell")[: 1 if self.hparams.cell == "gru" else 2]
+        )
+        return parts[0] if self.hparams.cell == "gru" else parts
+
     def _hidden_of(self, state) -> Tensor:
         return state if self.hparams.cell == "gru" else state[0]
 
@@ -328,9 +360,10 @@ class Seq2Seq(pl.LightningModule):
         return record
 
     # ---- training and evaluation -------------------------------------------------------------
-    def _shared_step(self, batch: dict[str, Tensor], split: str) -> Tensor:
+    def _shared_step(self, batch: dict[str, Tensor], stage: str, split: str) -> Tensor:
+        """One batch of `split` in `stage` (`train`, `val` or `test`)."""
         target = batch["target"]
-        training = split == "train"
+        training = stage == "train"
         generator = None
         if training and self.hparams.teacher_forcing_ratio < 1:
             generator = torch.Generator().manual_seed(self.global_step)
@@ -351,47 +384,46 @@ class Seq2Seq(pl.LightningModule):
             loss = loss + self.hparams.attention_guidance_weight * log["attention_loss"]
         log["loss"] = loss
         batch_size = target.shape[0]
-        self._update_accuracy(logits, target, split)
-        if training:  # per step only the loss; the rest once per epoch (on_train_epoch_end)
+        prediction = logits.argmax(-1)
+        correct = sequence_correct(prediction, target).float()
+        self.seq_acc[metric_key(stage, split)].update(correct)
+        self.token_acc[metric_key(stage, split)].update(prediction.flatten(), target.flatten())
+        if training:  # per step the loss and the batch's accuracy; the rest once per epoch
             self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=batch_size)
+            # Before this step's update. With full teacher forcing a sequence is right exactly
+            # when greedy decoding gets it right (each greedy input is then the gold token).
+            self.log("train/batch_seq_acc", correct.mean(), on_step=True, on_epoch=False,
+                     batch_size=batch_size)  # fmt: skip
             for name, metric in self.train_loss_parts.items():
                 if name in log:
                     metric.update(log[name], weight=batch_size)
             return loss
-        if split == "val":
+        if (stage, split) == ("val", "val"):
             self.val_loss.update(loss, weight=batch_size)
         for name, value in log.items():
-            self.log(f"{self._prefix(split)}/{name}", value, on_epoch=True,
+            self.log(f"{metric_prefix(stage, split)}/{name}", value, on_epoch=True,
                      batch_size=batch_size, add_dataloader_idx=False)  # fmt: skip
-        self._log_accuracy(split)
+        self._log_accuracy(stage, split)
         return loss
 
     def on_train_epoch_end(self) -> None:
         for name, metric in self.train_loss_parts.items():
             if metric.update_called:
                 self.log(f"train/{name}", metric)
-        self._log_accuracy("train")
+        self._log_accuracy("train", "train")
 
-    def _prefix(self, split: str) -> str:
-        """Metric names: `train/...`, `val/...`, `test/<split>/...`."""
-        return split if split in ("train", "val") else f"test/{split}"
-
-    def _update_accuracy(self, logits: Tensor, target: Tensor, split: str) -> None:
-        prediction = logits.argmax(-1)
-        self.seq_acc[f"split_{split}"].update(sequence_correct(prediction, target).float())
-        self.token_acc[f"split_{split}"].update(prediction.flatten(), target.flatten())
-
-    def _log_accuracy(self, split: str) -> None:
+    def _log_accuracy(self, stage: str, split: str) -> None:
         """Log the split's accuracy metrics; Lightning computes and resets them per epoch."""
         kwargs = dict(on_step=False, on_epoch=True, add_dataloader_idx=False)
-        self.log(f"{self._prefix(split)}/seq_acc", self.seq_acc[f"split_{split}"], **kwargs)
-        self.log(f"{self._prefix(split)}/token_acc", self.token_acc[f"split_{split}"], **kwargs)
+        prefix, key = metric_prefix(stage, split), metric_key(stage, split)
+        self.log(f"{prefix}/seq_acc", self.seq_acc[key], **kwargs)
+        self.log(f"{prefix}/token_acc", self.token_acc[key], **kwargs)
 
     def training_step(self, batch, batch_idx):
-        return self._shared_step(batch, "train")
+        return self._shared_step(batch, "train", "train")
 
-    def validation_step(self, batch, batch_idx):
-        self._shared_step(batch, "val")
+    def validation_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        self._shared_step(batch, "val", self.val_splits[dataloader_idx])
 
     def on_validation_epoch_end(self) -> None:
         """Log `val/selection`: held-out sequence accuracy, ties broken by lower held-out loss.
@@ -399,16 +431,25 @@ class Seq2Seq(pl.LightningModule):
         Paper 1 (section 2.4) selects models "by their best accuracy on a held-out set"; on its
         16-row validation set accuracy ties often, so the loss (whose share of the score is
         below 1e-4, less than one row's worth of accuracy) decides between equal accuracies.
+        Only logged when there is a validation split named `val`.
         """
+        if "val" not in self.val_splits:
+            return
         loss = self.val_loss.compute()
-        selection = self.seq_acc["split_val"].compute() - 1e-4 * loss / (1 + loss)
+        selection = self.seq_acc[metric_key("val", "val")].compute() - 1e-4 * loss / (1 + loss)
         self.log("val/selection", selection)
         self.val_loss.reset()
 
     def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        self._shared_step(batch, self.test_splits[dataloader_idx])
+        self._shared_step(batch, "test", self.test_splits[dataloader_idx])
 
     def configure_optimizers(self):
         trainable = [p for p in self.parameters() if p.requires_grad]
         # torch's fused Adam kernel: 5x faster than the default on CPU at batch size 1.
-        return torch.optim.Adam(trainable, lr=self.hparams.learning_rate, fused=True)
+        optimizer = torch.optim.Adam(trainable, lr=self.hparams.learning_rate, fused=True)
+        if self.hparams.learning_rate_decay == 1.0:
+            return optimizer
+        per_step = self.hparams.learning_rate_decay ** (1 / self.hparams.learning_rate_decay_steps)
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=per_step)
+        schedule = {"scheduler": scheduler, "interval": "step"}
+        return {"optimizer": optimizer, "lr_scheduler": schedule}

@@ -40,8 +40,9 @@ class RunFolder:
         return load_checkpoint(self.path / "checkpoints" / f"{tag}.ckpt")
 
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
-        """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`)."""
-        if tag.startswith("epoch="):
+        """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
+        `epoch=<e>`, `step=<n>`)."""
+        if tag.startswith(("epoch=", "step=")):
             return self._safetensors(self.path / "weights" / f"{tag}.safetensors", "WeightSnapshot")
         return self.checkpoint(tag)["state_dict"]
 

@@ -1,0 +1,164 @@
+"""Training batches drawn with replacement, as paper 3 trains (Appendix B: "Each step has a
+mini-batch of 256 samples randomly and uniformly selected from training data with
+replacement"); its image and toy experiments are trained the same way here.
+
+An "epoch" is `steps_per_epoch` batches: a fit of `max_steps` steps is `max_steps /
+steps_per_epoch` epochs, which is what the recording callbacks count in.
+
+`TrainTestDataModule` is the DataModule shared by the two-digit image (section 5.1) and toy 2-D
+(section 6) experiments: a training and a test set of `TensorRows`, trained on with replacement
+and evaluated as samples of both and as both in full.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sized
+
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler, default_collate
+
+
+class WithReplacementSampler(Sampler[int]):
+    """`num_samples` indices drawn uniformly with replacement from `range(len(data))`.
+
+    The draw of epoch `e` comes from `torch.Generator().manual_seed(seed + e)`; Lightning calls
+    `set_epoch` before each epoch, so a resumed fit draws exactly what an uninterrupted one would.
+    """
+
+    def __init__(self, data: Sized, num_samples: int, seed: int):
+        if len(data) == 0:
+            raise ValueError("cannot sample training batches from an empty training set.")
+        self.size = len(data)
+        self.num_samples = num_samples
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        yield from torch.randint(self.size, (self.num_samples,), generator=generator).tolist()
+
+
+class TensorRows(Dataset):
+    """Rows of equally long tensors (`columns`), each row a dict with its `index` in the set.
+
+    `__getitems__` (which DataLoader prefers to `__getitem__`) gathers a whole batch with one
+    indexing per tensor; pass `collate_rows` as the loader's `collate_fn`. Subclasses derive
+    more fields in `rows`.
+    """
+
+    def __init__(self, **columns: torch.Tensor):
+        lengths = {name: len(column) for name, column in columns.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"TensorRows needs columns of one length, got {lengths}")
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+    def rows(self, indices: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {name: column[indices] for name, column in self.columns.items()} | {"index": indices}
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return self.rows(torch.tensor(index))
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        return self.rows(torch.tensor(indices, dtype=torch.long))
+
+    def head(self, count: int) -> TensorRows:
+        """The first `count` rows (same indices), sharing everything else with this set."""
+        first = copy.copy(self)
+        first.columns = {name: column[:count] for name, column in self.columns.items()}
+        return first
+
+
+def collate_rows(batch: dict[str, torch.Tensor] | list) -> dict[str, torch.Tensor]:
+    """A batch from `TensorRows.__getitems__` is already collated; anything else is stacked."""
+    return batch if isinstance(batch, dict) else default_collate(batch)
+
+
+class TrainTestDataModule(pl.LightningDataModule):
+    """A generated training set and test set, served as paper 3 evaluates them (sections 5-6).
+
+    Subclasses build the two `TensorRows` sets in `make_datasets`. Splits:
+
+    - `train_dataloader()`: `steps_per_epoch` batches of `batch_size` rows drawn uniformly with
+      replacement from the training set (`WithReplacementSampler`, seeded by `data_seed`).
+    - `val_splits` = ("train_sample", "test_sample"): the first `eval_size` training / test rows.
+    - `test_splits` = ("train", "test"): all training / test rows.
+
+    Evaluation loaders keep the split's order and use batches of `eval_batch_size` rows unless
+    told otherwise.
+    """
+
+    val_splits = ("train_sample", "test_sample")
+    test_splits = ("train", "test")
+    eval_batch_size = 1000
+
+    def __init__(
+        self,
+        batch_size: int,
+        steps_per_epoch: int,
+        eval_size: int,
+        data_seed: int,
+        num_workers: int,
+    ) -> None:
+        super().__init__()
+        self.batch_size = batch_size
+        self.steps_per_epoch = steps_per_epoch
+        self.eval_size = eval_size
+        self.data_seed = data_seed
+        self.num_workers = num_workers
+        self.datasets: dict[str, TensorRows] | None = None
+
+    def make_datasets(self) -> tuple[TensorRows, TensorRows]:
+        """The (training, test) sets."""
+        raise NotImplementedError
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.datasets is not None:
+            return
+        train, test = self.make_datasets()
+        self.datasets = {
+            "train": train,
+            "test": test,
+            "train_sample": train.head(self.eval_size),
+            "test_sample": test.head(self.eval_size),
+        }
+
+    def split_dataloader(self, name: str, batch_size: int | None = None) -> DataLoader:
+        """A loader over any of the four splits, in order."""
+        self.setup()
+        if name not in self.datasets:
+            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(self.datasets)}")
+        return DataLoader(
+            self.datasets[name],
+            batch_size=batch_size or self.eval_batch_size,
+            num_workers=self.num_workers,
+            collate_fn=collate_rows,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        self.setup()
+        train = self.datasets["train"]
+        draws = self.steps_per_epoch * self.batch_size
+        return DataLoader(
+            train,
+            batch_size=self.batch_size,
+            sampler=WithReplacementSampler(train, draws, seed=self.data_seed),
+            num_workers=self.num_workers,
+            collate_fn=collate_rows,
+        )
+
+    def val_dataloader(self) -> list[DataLoader]:
+        return [self.split_dataloader(name) for name in self.val_splits]
+
+    def test_dataloader(self) -> list[DataLoader]:
+        return [self.split_dataloader(name) for name in self.test_splits]

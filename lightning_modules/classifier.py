@@ -1,0 +1,151 @@
+"""The small classifiers of paper 3 (*Gradient Descent Resists Compositionality*).
+
+- `two_digit_cnn` (section 5.1, Appendix A), on 28 x 56 images of two digits: conv 3x3x32 ReLU,
+  max-pool 2x2, conv 3x3x64 ReLU, flatten, dense 64 ReLU, dense `num_classes` (linear). Section
+  5.1 speaks of "three convolution layers and two fully-connected layers"; Appendix A lists the
+  two convolutions above, which is what is built. Trained with Adam and the multi-class hinge
+  loss ("We use hinge loss": torch's `MultiMarginLoss`, Weston & Watkins' form).
+- `mlp` (section 6, Appendix C), on 2-d points: `hidden_sizes` fully connected ReLU layers (three
+  of 8) and `num_classes` linear outputs, trained with plain SGD (the TensorFlow Playground's
+  optimizer) and cross-entropy.
+
+`trace(batch)` records each fully connected hidden layer after its ReLU (`hidden.<i>`,
+`[batch, units]`, units from 0), the `logits` and the `prediction`; convolution maps are not
+recorded (45k values per image).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Literal
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MeanMetric
+from torchmetrics.classification import MulticlassAccuracy
+
+from lightning_modules.splits import metric_key, metric_prefix
+
+IMAGE_SHAPE = (1, 28, 56)
+"""Channels, height, width of a two-digit image (section 5.1)."""
+
+
+def build_network(
+    architecture: str, input_size: int, hidden_sizes: Sequence[int], num_classes: int
+) -> nn.Sequential:
+    """The layers, named so that `hidden<i>`/`relu<i>` are the fully connected hidden layers."""
+    layers: OrderedDict[str, nn.Module] = OrderedDict()
+    if architecture == "two_digit_cnn":
+        channels, height, width = IMAGE_SHAPE
+        layers.update(
+            conv0=nn.Conv2d(channels, 32, 3), conv_relu0=nn.ReLU(), pool=nn.MaxPool2d(2),
+            conv1=nn.Conv2d(32, 64, 3), conv_relu1=nn.ReLU(), flatten=nn.Flatten(),
+        )  # fmt: skip
+        input_size = 64 * ((height - 2) // 2 - 2) * ((width - 2) // 2 - 2)
+    elif architecture != "mlp":
+        raise ValueError(f"Unknown architecture {architecture!r}: use 'two_digit_cnn' or 'mlp'.")
+    for index, size in enumerate(hidden_sizes):
+        layers[f"hidden{index}"] = nn.Linear(input_size, size)
+        layers[f"relu{index}"] = nn.ReLU()
+        input_size = size
+    layers["output"] = nn.Linear(input_size, num_classes)
+    return nn.Sequential(layers)
+
+
+class Classifier(pl.LightningModule):
+    """A feed-forward classifier over `batch["image"]` or `batch["inputs"]` and `batch["label"]`.
+
+    Args:
+        architecture: `two_digit_cnn` (Appendix A) or `mlp` (Appendix C).
+        input_size: input features of the `mlp` (ignored by the CNN).
+        hidden_sizes: widths of the fully connected hidden layers.
+        num_classes: output classes.
+        loss: `multi_margin` (multi-class hinge, Appendix A) or `cross_entropy`.
+        optimizer: `adam` (Appendix A) or `sgd` (Appendix C).
+        learning_rate: the optimizer's learning rate.
+        val_splits, test_splits: names of the validation / test dataloaders, in order (linked
+            from the DataModule); metrics are `val/<split>/accuracy`, `test/<split>/accuracy`.
+    """
+
+    def __init__(
+        self,
+        architecture: Literal["two_digit_cnn", "mlp"] = "mlp",
+        input_size: int = 2,
+        hidden_sizes: Sequence[int] = (8, 8, 8),
+        num_classes: int = 2,
+        loss: Literal["multi_margin", "cross_entropy"] = "cross_entropy",
+        optimizer: Literal["adam", "sgd"] = "sgd",
+        learning_rate: float = 0.1,
+        val_splits: Sequence[str] = ("val",),
+        test_splits: Sequence[str] = ("test",),
+    ):
+        super().__init__()
+        if loss not in ("multi_margin", "cross_entropy"):
+            raise ValueError(f"Unknown loss {loss!r}: use 'multi_margin' or 'cross_entropy'.")
+        if optimizer not in ("adam", "sgd"):
+            raise ValueError(f"Unknown optimizer {optimizer!r}: use 'adam' or 'sgd'.")
+        self.save_hyperparameters()
+        self.val_splits, self.test_splits = tuple(val_splits), tuple(test_splits)
+        self.network = build_network(architecture, input_size, hidden_sizes, num_classes)
+        splits = [("train", "train")]
+        splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
+        self.accuracy = nn.ModuleDict(
+            {metric_key(*s): MulticlassAccuracy(num_classes, average="micro") for s in splits}
+        )
+        self.mean_loss = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
+
+    @staticmethod
+    def inputs_of(batch: dict[str, Tensor]) -> Tensor:
+        return batch["image"] if "image" in batch else batch["inputs"]
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        """Logits `[batch, num_classes]`."""
+        return self.network(inputs)
+
+    def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
+        if self.hparams.loss == "multi_margin":
+            return F.multi_margin_loss(logits, labels)
+        return F.cross_entropy(logits, labels)
+
+    @torch.no_grad()
+    def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Hidden layers after their ReLU (`hidden.<i>` `[batch, units]`), logits, prediction."""
+        record: dict[str, Tensor] = {}
+        values = self.inputs_of(batch)
+        for name, layer in self.network.named_children():
+            values = layer(values)
+            if name.startswith("relu"):
+                record[f"hidden.{name[4:]}"] = values
+        record["logits"] = values
+        record["prediction"] = values.argmax(-1)
+        return record
+
+    def _step(self, batch: dict[str, Tensor], stage: str, split: str) -> Tensor:
+        logits = self(self.inputs_of(batch))
+        labels = batch["label"]
+        loss = self.loss(logits, labels)
+        key, prefix = metric_key(stage, split), metric_prefix(stage, split)
+        self.accuracy[key](logits.argmax(-1), labels)  # forward: update, and the batch's value
+        self.mean_loss[key](loss, weight=labels.shape[0])
+        on_step = stage == "train"  # the training batch's own metrics every step
+        kwargs = dict(on_step=on_step, on_epoch=True, add_dataloader_idx=False)
+        self.log(f"{prefix}/loss", self.mean_loss[key], **kwargs)
+        self.log(f"{prefix}/accuracy", self.accuracy[key], **kwargs)
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, "train", "train")
+
+    def validation_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        self._step(batch, "val", self.val_splits[dataloader_idx])
+
+    def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        self._step(batch, "test", self.test_splits[dataloader_idx])
+
+    def configure_optimizers(self):
+        if self.hparams.optimizer == "adam":
+            return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.learning_rate)

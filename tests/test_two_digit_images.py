@@ -1,0 +1,148 @@
+"""Two-digit MNIST images of paper 3, section 5.1, on a tiny fake MNIST whose pixels say which
+image they are and its label."""
+
+import pytest
+import torch
+
+from datamodules import TwoDigitImagesDataModule
+from datamodules.mnist import IMAGE_MAGIC, LABEL_MAGIC
+
+
+def fake_images(count: int, first_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Image i: label i % 10, pixel [0, 0] = its id (first_id + i), other pixels 10 * label."""
+    labels = torch.arange(count) % 10
+    images = (10 * labels).view(-1, 1, 1).repeat(1, 28, 28)
+    images[:, 0, 0] = first_id + torch.arange(count)
+    return images.to(torch.uint8), labels
+
+
+@pytest.fixture(scope="module")
+def fake_mnist_dir(tmp_path_factory):
+    """100 training images (ids 0..99) and 50 test images (ids 100..149) as MNIST IDX files."""
+    folder = tmp_path_factory.mktemp("fake_mnist")
+    train, test = fake_images(100, 0), fake_images(50, 100)
+    for prefix, (images, labels) in (("train", train), ("t10k", test)):
+        for kind, tensor, magic in (
+            ("images-idx3", images, IMAGE_MAGIC),
+            ("labels-idx1", labels, LABEL_MAGIC),
+        ):
+            header = magic.to_bytes(4, "big") + b"".join(n.to_bytes(4, "big") for n in tensor.shape)
+            (folder / f"{prefix}-{kind}-ubyte").write_bytes(
+                header + tensor.to(torch.uint8).numpy().tobytes()
+            )
+    return str(folder)
+
+
+def datamodule(fake_mnist_dir, setting="A", **kwargs):
+    settings = dict(train_pairs=2000, test_pairs=1000, eval_size=300) | kwargs
+    data = TwoDigitImagesDataModule(data_dir=fake_mnist_dir, setting=setting, **settings)
+    data.setup()
+    return data
+
+
+def decode(image: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Image ids and labels of the left and right halves of images [batch, 1, 28, 56]."""
+    pixels = (image[:, 0] * 255).round().long()
+    return {
+        "left_id": pixels[:, 0, 0],
+        "right_id": pixels[:, 0, 28],
+        "left_label": pixels[:, 5, 5] // 10,
+        "right_label": pixels[:, 5, 33] // 10,
+    }
+
+
+def whole_split(data, name):
+    batches = list(data.split_dataloader(name))
+    return {key: torch.cat([batch[key] for batch in batches]) for key in batches[0]}
+
+
+@pytest.mark.parametrize("setting", ["A", "B"])
+def test_training_pairs_follow_the_setting(fake_mnist_dir, setting):
+    data = datamodule(fake_mnist_dir, setting)
+    batch = whole_split(data, "train")
+    shift = (batch["right_label"] - batch["label"]) % 10
+    counts = torch.bincount(shift, minlength=10)
+    if setting == "A":  # right digit Y or Y+1, about half each
+        assert set(shift.tolist()) == {0, 1} and 900 < counts[0] < 1100
+    else:  # right digit uniform on all ten labels
+        assert (counts > 100).all()
+    assert set(batch["label"].tolist()) == set(range(10))
+    assert batch["index"].tolist() == list(range(2000))
+
+
+@pytest.mark.parametrize("setting", ["A", "B"])
+def test_test_pairs_never_repeat_the_training_right_digits(fake_mnist_dir, setting):
+    data = datamodule(fake_mnist_dir, setting)
+    batch = whole_split(data, "test")
+    shift = (batch["right_label"] - batch["label"]) % 10
+    assert set(shift.tolist()) == set(range(2, 10))  # never Y or Y+1
+    decoded = decode(batch["image"])
+    assert ((decoded["left_id"] >= 100) & (decoded["right_id"] >= 100)).all()  # test images only
+
+
+@pytest.mark.parametrize("split", ["train", "test_sample"])
+def test_images_are_the_indexed_mnist_images_side_by_side(fake_mnist_dir, split):
+    data = datamodule(fake_mnist_dir, "B")
+    batch = whole_split(data, split)
+    assert batch["image"].shape == (len(batch["label"]), 1, 28, 56)
+    assert batch["image"].dtype == torch.float32
+    assert batch["image"].min() >= 0 and batch["image"].max() <= 1
+    decoded = decode(batch["image"])
+    assert torch.equal(decoded["left_label"], batch["label"])
+    assert torch.equal(decoded["right_label"], batch["right_label"])
+    pairs = data.datasets[split].columns
+    offset = 100 if split.startswith("test") else 0
+    assert torch.equal(decoded["left_id"], pairs["left_index"] + offset)
+    assert torch.equal(decoded["right_id"], pairs["right_index"] + offset)
+
+
+def test_splits_sizes_and_loaders(fake_mnist_dir):
+    data = datamodule(fake_mnist_dir, batch_size=16, steps_per_epoch=7)
+    assert data.val_splits == ("train_sample", "test_sample")
+    assert data.test_splits == ("train", "test")
+    assert data.num_classes == 10
+    assert data.data_source == f"MNIST IDX files from {fake_mnist_dir}"
+    sizes = {
+        name: len(data.datasets[name]) for name in ("train_sample", "test_sample", "train", "test")
+    }
+    assert sizes == {"train_sample": 300, "test_sample": 300, "train": 2000, "test": 1000}
+    sample, full = whole_split(data, "train_sample"), whole_split(data, "train")
+    assert torch.equal(sample["image"], full["image"][:300])  # the first eval_size pairs
+    assert [len(loader.dataset) for loader in data.val_dataloader()] == [300, 300]
+    assert [len(loader.dataset) for loader in data.test_dataloader()] == [2000, 1000]
+    assert next(iter(data.split_dataloader("test")))["label"].shape == (data.eval_batch_size,)
+    assert next(iter(data.split_dataloader("test", batch_size=8)))["label"].shape == (8,)
+    batches = list(data.train_dataloader())
+    assert len(batches) == 7
+    assert all(b["image"].shape == (16, 1, 28, 56) and b["label"].shape == (16,) for b in batches)
+    assert set(batches[0]) == {"image", "label", "right_label", "index"}
+    with pytest.raises(ValueError, match="valid splits: train, test, train_sample, test_sample"):
+        data.split_dataloader("validation")
+
+
+def test_pairs_are_deterministic_for_a_data_seed(fake_mnist_dir):
+    first, again = datamodule(fake_mnist_dir), datamodule(fake_mnist_dir)
+    other_seed, setting_b = datamodule(fake_mnist_dir, data_seed=1), datamodule(fake_mnist_dir, "B")
+    for name in ("train", "test"):
+        for key in ("left_index", "right_index", "label", "right_label"):
+            assert torch.equal(first.datasets[name].columns[key], again.datasets[name].columns[key])
+    assert not torch.equal(
+        first.datasets["train"].columns["left_index"],
+        other_seed.datasets["train"].columns["left_index"],
+    )
+    # Both settings share the test pairs and the left digits of the training pairs.
+    assert torch.equal(
+        first.datasets["test"].columns["right_index"],
+        setting_b.datasets["test"].columns["right_index"],
+    )
+    assert torch.equal(
+        first.datasets["train"].columns["left_index"],
+        setting_b.datasets["train"].columns["left_index"],
+    )
+    draws = [torch.cat([b["index"] for b in d.train_dataloader()]) for d in (first, again)]
+    assert torch.equal(*draws)
+
+
+def test_unknown_setting_is_refused():
+    with pytest.raises(ValueError, match="unknown setting 'C'"):
+        TwoDigitImagesDataModule(setting="C")
