@@ -85,10 +85,11 @@ class RunFolder:
             raise RunFileError(f"{path} does not exist: the run has not logged any metrics yet.")
         return pd.read_csv(path)
 
-    def test_accuracy(self, split: str) -> float:
-        """Sequence accuracy of the tested best checkpoint on `split` (the last logged value)."""
+    def test_accuracy(self, split: str, metric: str = "seq_acc") -> float:
+        """`metric` (sequence accuracy unless told, e.g. `accuracy` for a classifier) of the tested
+        checkpoint on `split` (the last logged value)."""
         metrics = self.metrics()
-        column = f"test/{split}/seq_acc"
+        column = f"test/{split}/{metric}"
         if column not in metrics or metrics[column].dropna().empty:
             raise RunFileError(
                 f"{self.path / 'metrics.csv'} has no {column}: the fit did not finish its test; "

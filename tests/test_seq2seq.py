@@ -88,3 +88,54 @@ def test_intervene_is_scoped_and_changes_only_later_decoder_steps(data):
     )
     assert torch.equal(model.trace(batch)["decoder.hidden"], clean["decoder.hidden"])
     assert torch.equal(clean["encoder.hidden"], edited["encoder.hidden"])
+
+
+def test_first_last_bridge_starts_the_decoder_from_the_first_and_last_encoder_states(data):
+    """Paper 3, Appendix B: the decoder's initial state is the encoder's states at the first and
+    the last source position (of each sequence), concatenated; hidden and cell for an LSTM."""
+    model = model_for(
+        data, cell="lstm", bidirectional=True, bridge="first_last", attention_placement="post_rnn"
+    )
+    assert model.decoder.hidden_size == 2 * 2 * 6
+    batch = next(iter(data.split_dataloader("heldout_tables")))
+    batch["source_lengths"][0] -= 1  # one shorter row: its last position is not the padded end
+    batch["source"][0, batch["source_lengths"][0] :] = 0
+    record = {}
+    model(batch["source"], batch["source_lengths"], steps=1, record=record)
+    rows = torch.arange(len(batch["source_lengths"]))
+    last = batch["source_lengths"] - 1
+    encoder_hidden, encoder_cell = record["encoder.hidden"], record["encoder.cell"]
+    expected_hidden = torch.cat([encoder_hidden[:, 0], encoder_hidden[rows, last]], -1)
+    expected_cell = torch.cat([encoder_cell[:, 0], encoder_cell[rows, last]], -1)
+    # Step 0 of the decoder from that state, computed with torch's own LSTM cell.
+    cell = torch.nn.LSTMCell(model.decoder.input_size, model.decoder.hidden_size)
+    cell.load_state_dict({k[:-3]: v for k, v in model.decoder.state_dict().items()})
+    step_input = model.decoder_embedding(torch.full_like(rows, 1))  # <sos>, post-rnn attention
+    hidden, _ = cell(step_input, (expected_hidden, expected_cell))
+    torch.testing.assert_close(record["decoder.hidden"][:, 0], hidden)
+
+
+def test_learning_rate_decays_by_the_factor_every_decay_steps(data):
+    """Paper 3, Appendix B: 0.01, decayed by 0.96 every 100 steps (continuously)."""
+    model = model_for(data, learning_rate=0.01, learning_rate_decay=0.96)
+    configured = model.configure_optimizers()
+    optimizer, schedule = configured["optimizer"], configured["lr_scheduler"]
+    assert schedule["interval"] == "step"
+    for _ in range(100):
+        optimizer.step()
+        schedule["scheduler"].step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.01 * 0.96)
+    assert isinstance(model_for(data).configure_optimizers(), torch.optim.Adam)  # no decay
+
+
+def test_metrics_are_named_by_stage_and_split(data):
+    """`val` keeps paper 1's names; other validation splits and every test split are named."""
+    model = model_for(data, val_splits=("train_sample", "test_sample"), test_splits=("train",))
+    logged = {}
+    model.log = lambda name, value, **kwargs: logged.setdefault(name, value)
+    batch = next(iter(data.split_dataloader("train")))
+    model.validation_step(batch, 0, dataloader_idx=1)
+    model.test_step(batch, 0, dataloader_idx=0)
+    model.training_step(batch, 0)
+    assert {"val/test_sample/seq_acc", "test/train/seq_acc", "train/loss"} <= set(logged)
+    assert "train/batch_seq_acc" in logged and "val/seq_acc" not in logged

@@ -1,0 +1,118 @@
+"""Paper 3's classifier, step snapshots, curve reading and claim rules, and the whole pipeline
+at smoke scale (`python -m experiments.paper3 --scale smoke`)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.loggers import CSVLogger
+
+from datamodules import Toy2DDataModule
+from experiments.paper3 import GRID, accuracy_curves, greater_claim, x2_dependence
+from lightning_modules.callbacks import WeightSnapshot
+from lightning_modules.classifier import Classifier
+from probes.runs import RunFolder
+
+
+def test_multi_margin_loss_is_the_multiclass_hinge():
+    """Appendix A's hinge loss: mean over rows of sum_{j != y} max(0, 1 - s_y + s_j) / C."""
+    model = Classifier("mlp", input_size=2, num_classes=3, loss="multi_margin")
+    logits = torch.tensor([[2.0, 1.5, -1.0], [0.0, 0.0, 3.0]])
+    labels = torch.tensor([0, 1])
+    expected = ((1 - 2.0 + 1.5) + 0.0) / 3 + ((1 - 0.0 + 0.0) + (1 - 0.0 + 3.0)) / 3
+    torch.testing.assert_close(model.loss(logits, labels), torch.tensor(expected / 2))
+
+
+def test_cnn_and_mlp_layers_and_traces():
+    cnn = Classifier("two_digit_cnn", hidden_sizes=[64], num_classes=10)
+    images = torch.rand(3, 1, 28, 56)
+    assert cnn(images).shape == (3, 10)
+    assert cnn.network.hidden0.in_features == 64 * 11 * 25  # conv 26x54, pool 13x27, conv 11x25
+    traced = cnn.trace({"image": images})
+    assert traced["hidden.0"].shape == (3, 64) and traced["prediction"].shape == (3,)
+    mlp = Classifier("mlp", input_size=2, hidden_sizes=[8, 8, 8], num_classes=2)
+    points = torch.randn(5, 2)
+    traced = mlp.trace({"inputs": points})
+    assert [traced[f"hidden.{i}"].shape for i in range(3)] == [(5, 8)] * 3
+    assert (traced["hidden.2"] >= 0).all()  # after the ReLU
+    torch.testing.assert_close(traced["logits"], mlp(points))
+    torch.testing.assert_close(mlp.network.output(traced["hidden.2"]), traced["logits"])
+    with pytest.raises(ValueError, match="Unknown architecture"):
+        Classifier("transformer")
+
+
+def test_step_snapshots_match_the_logged_curve(tmp_path):
+    """A validation row of `step` s is the model after s + 1 updates: its logged loss equals the
+    loss of the `step=<s+1>` snapshot, and `accuracy_curves` indexes it by updates done."""
+    pl.seed_everything(0)
+    data = Toy2DDataModule(train_size=200, test_size=50, eval_size=50, steps_per_epoch=4)
+    model = Classifier(val_splits=data.val_splits, test_splits=data.test_splits)
+    trainer = pl.Trainer(
+        max_steps=6, val_check_interval=1, num_sanity_val_steps=0, log_every_n_steps=1,
+        default_root_dir=tmp_path, logger=CSVLogger(tmp_path, name="", version=""),
+        callbacks=[WeightSnapshot(every_n_epochs=0, at_steps=list(range(7)))],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    trainer.fit(model, datamodule=data)
+    run = RunFolder(tmp_path)
+    metrics = run.metrics()
+    logged = metrics[["step", "val/train_sample/loss"]].dropna()
+    batch = next(iter(data.split_dataloader("train_sample")))
+    for step, loss in logged.itertuples(index=False):
+        model.load_state_dict(run.state_dict(f"step={int(step) + 1}"))
+        with torch.no_grad():
+            recomputed = model.loss(model(batch["inputs"]), batch["label"])
+        assert recomputed.item() == pytest.approx(loss, abs=1e-6)
+    assert not torch.equal(run.state_dict("step=0")["network.output.weight"],
+                           run.state_dict("step=1")["network.output.weight"])  # fmt: skip
+    assert list(accuracy_curves(run, "toy_2d").index) == [1, 2, 3, 4, 5, 6]
+
+
+def test_x2_dependence_of_known_boundaries():
+    x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
+    assert x2_dependence((x1 > 0).float()) == 0.0  # Y1 read from X1 alone: compositional
+    assert x2_dependence(((x1 > 0) & (x2 < 0)).float()) == 1.0  # every column flips at X2 = 0
+    half = (x1 > 0.5) | ((x1 > 0) & (x2 < 0))  # columns x1 in (0, 0.5] flip, the rest do not
+    assert x2_dependence(half.float()) == pytest.approx(0.5)
+
+
+def test_greater_claim_rule():
+    assert greater_claim("images.gap_larger", [0.4] * 5, [0.1] * 5, "gap", 0.05).verdict == (
+        "reproduced"
+    )
+    slight = greater_claim("images.gap_larger", [0.12, 0.13, 0.11], [0.1] * 3, "gap", 0.05)
+    assert slight.verdict == "partially reproduced"
+    assert greater_claim("images.gap_larger", [0.1] * 3, [0.2] * 3, "gap", 0.05).verdict == (
+        "not reproduced"
+    )
+    noisy = greater_claim("scan.gap_larger", [0.9, 0.1, 0.9, 0.1], [0.3] * 4, "gap", 0.05)
+    assert noisy.verdict == "partially reproduced"  # mean difference 0.2 < 2 SE
+
+
+def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.paper3", "--scale", "smoke",
+         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for experiment in ("scan", "two_digit_images", "toy_2d"):
+        for setting in "AB":
+            assert done.stdout.count(f"] {experiment}_{setting} seed=") == 2
+    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+    assert set(claims) == {
+        "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
+        "toy.fails_on_test", "toy.depends_on_x2",
+    }  # fmt: skip
+    report = (tmp_path / "report" / "report.md").read_text()
+    figures = ("fig3a_two_digit_images", "fig3b_scan", "fig3c_toy_2d", "fig4_toy_data",
+               "fig5_toy_boundary_steps", "fig6_toy_boundary_seeds")  # fmt: skip
+    for figure in figures:
+        assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
+        assert f"figures/{figure}.png" in report
+    assert "`smoke`" in report and "regenerated from the grammar" in report
+    scan_run = tmp_path / "runs" / "paper3" / "scan_A" / "seed=0"
+    assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
