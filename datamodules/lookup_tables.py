@@ -176,6 +176,17 @@ def collate_lookup_batch(items: list[dict[str, torch.Tensor]]) -> dict[str, torc
     return batch
 
 
+def decode_targets(ids: torch.Tensor, target_vocab: list[str]) -> list[str]:
+    """Output ids ``[batch, time]`` (or ``[time]``) -> space-joined strings, cut at ``<eos>``
+    (id 2; ids 0-2 are ``<pad>``, ``<sos>``, ``<eos>`` in every seq2seq vocabulary here)."""
+    rows = ids.unsqueeze(0) if ids.dim() == 1 else ids
+    decoded = []
+    for row in rows.tolist():
+        row = row[: row.index(2)] if 2 in row else row
+        decoded.append(" ".join(target_vocab[i] for i in row if i > 2))
+    return decoded
+
+
 class LookupTableDataModule(pl.LightningDataModule):
     """Lookup-table splits as padded batches.
 
@@ -324,9 +335,4 @@ class LookupTableDataModule(pl.LightningDataModule):
 
     def decode_target(self, ids: torch.Tensor) -> list[str]:
         """Output ids ``[batch, time]`` (or ``[time]``) -> space-joined strings, cut at eos."""
-        rows = ids.unsqueeze(0) if ids.dim() == 1 else ids
-        decoded = []
-        for row in rows.tolist():
-            row = row[: row.index(2)] if 2 in row else row  # 2 is <eos>
-            decoded.append(" ".join(self.target_vocab[i] for i in row if i > 2))
-        return decoded
+        return decode_targets(ids, self.target_vocab)

@@ -95,12 +95,14 @@ class TrainTestDataModule(pl.LightningDataModule):
     - `test_splits` = ("train", "test"): all training / test rows.
 
     Evaluation loaders keep the split's order and use batches of `eval_batch_size` rows unless
-    told otherwise.
+    told otherwise. A subclass whose rows are not `TensorRows` (SCAN's token sequences) overrides
+    `setup` to fill `datasets` with the four splits and sets `collate_fn`.
     """
 
     val_splits = ("train_sample", "test_sample")
     test_splits = ("train", "test")
     eval_batch_size = 1000
+    collate_fn = staticmethod(collate_rows)
 
     def __init__(
         self,
@@ -116,11 +118,19 @@ class TrainTestDataModule(pl.LightningDataModule):
         self.eval_size = eval_size
         self.data_seed = data_seed
         self.num_workers = num_workers
-        self.datasets: dict[str, TensorRows] | None = None
+        self.datasets: dict[str, Dataset] | None = None
 
     def make_datasets(self) -> tuple[TensorRows, TensorRows]:
         """The (training, test) sets."""
         raise NotImplementedError
+
+    def generators(self) -> tuple[torch.Generator, torch.Generator]:
+        """Seeded generators for drawing the training set (`2 * data_seed`) and the test set
+        (`2 * data_seed + 1`), so the two settings of an experiment share their test set."""
+        return (
+            torch.Generator().manual_seed(2 * self.data_seed),
+            torch.Generator().manual_seed(2 * self.data_seed + 1),
+        )
 
     def setup(self, stage: str | None = None) -> None:
         if self.datasets is not None:
@@ -142,7 +152,7 @@ class TrainTestDataModule(pl.LightningDataModule):
             self.datasets[name],
             batch_size=batch_size or self.eval_batch_size,
             num_workers=self.num_workers,
-            collate_fn=collate_rows,
+            collate_fn=self.collate_fn,
         )
 
     def train_dataloader(self) -> DataLoader:
@@ -154,7 +164,7 @@ class TrainTestDataModule(pl.LightningDataModule):
             batch_size=self.batch_size,
             sampler=WithReplacementSampler(train, draws, seed=self.data_seed),
             num_workers=self.num_workers,
-            collate_fn=collate_rows,
+            collate_fn=self.collate_fn,
         )
 
     def val_dataloader(self) -> list[DataLoader]:

@@ -26,12 +26,10 @@ from itertools import product
 from pathlib import Path
 from typing import Literal
 
-import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader
 
-from datamodules.lookup_tables import collate_lookup_batch
-from datamodules.sampling import WithReplacementSampler
+from datamodules.lookup_tables import collate_lookup_batch, decode_targets
+from datamodules.sampling import TrainTestDataModule
 
 Pair = tuple[str, str]
 PRIMITIVES = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
@@ -191,7 +189,7 @@ def randomize_actions(pairs: list[Pair], seed: int) -> list[Pair]:
     return randomized
 
 
-class ScanDataModule(pl.LightningDataModule):
+class ScanDataModule(TrainTestDataModule):
     """SCAN ``addprim_jump`` as padded batches, the layout of
     :class:`~datamodules.lookup_tables.LookupTableDataModule` without its attention/table keys:
 
@@ -217,8 +215,8 @@ class ScanDataModule(pl.LightningDataModule):
         num_workers: DataLoader workers.
     """
 
-    val_splits = ("train_sample", "test_sample")
-    test_splits = ("train", "test")
+    eval_batch_size = 256
+    collate_fn = staticmethod(collate_lookup_batch)
 
     def __init__(
         self,
@@ -230,17 +228,12 @@ class ScanDataModule(pl.LightningDataModule):
         data_seed: int = 0,
         num_workers: int = 0,
     ) -> None:
-        super().__init__()
         if setting not in ("A", "B"):
             raise ValueError(f"unknown SCAN setting {setting!r}; valid settings: A, B")
+        super().__init__(batch_size, steps_per_epoch, eval_size, data_seed, num_workers)
         self.save_hyperparameters()
         self.data_dir = data_dir
         self.setting = setting
-        self.batch_size = batch_size
-        self.steps_per_epoch = steps_per_epoch
-        self.eval_size = eval_size
-        self.data_seed = data_seed
-        self.num_workers = num_workers
         self.source_vocab = ["<pad>", "<eos>", *INPUT_WORDS]
         self.target_vocab = ["<pad>", "<sos>", "<eos>", *ACTIONS]
         self.splits: dict[str, list[Pair]] | None = None
@@ -296,41 +289,6 @@ class ScanDataModule(pl.LightningDataModule):
         }
         self.splits = splits
 
-    def split_dataloader(self, name: str, batch_size: int | None = None) -> DataLoader:
-        """A loader over ``train``, ``test``, ``train_sample`` or ``test_sample``, in row order."""
-        self.setup()
-        if name not in self.datasets:
-            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(self.datasets)}")
-        return DataLoader(
-            self.datasets[name],
-            batch_size=batch_size or self.batch_size,
-            num_workers=self.num_workers,
-            collate_fn=collate_lookup_batch,
-        )
-
-    def train_dataloader(self) -> DataLoader:
-        self.setup()
-        train = self.datasets["train"]
-        draws = self.steps_per_epoch * self.batch_size
-        return DataLoader(
-            train,
-            batch_size=self.batch_size,
-            sampler=WithReplacementSampler(train, num_samples=draws, seed=self.data_seed),
-            num_workers=self.num_workers,
-            collate_fn=collate_lookup_batch,
-        )
-
-    def val_dataloader(self) -> list[DataLoader]:
-        return [self.split_dataloader(name) for name in self.val_splits]
-
-    def test_dataloader(self) -> list[DataLoader]:
-        return [self.split_dataloader(name) for name in self.test_splits]
-
     def decode_target(self, ids: torch.Tensor) -> list[str]:
         """Output ids ``[batch, time]`` (or ``[time]``) -> space-joined strings, cut at eos."""
-        rows = ids.unsqueeze(0) if ids.dim() == 1 else ids
-        decoded = []
-        for row in rows.tolist():
-            row = row[: row.index(2)] if 2 in row else row  # 2 is <eos>
-            decoded.append(" ".join(self.target_vocab[i] for i in row if i > 2))
-        return decoded
+        return decode_targets(ids, self.target_vocab)

@@ -88,8 +88,7 @@ class Toy2DDataModule(TrainTestDataModule):
         self.test_size = test_size
 
     def make_datasets(self) -> tuple[TensorRows, TensorRows]:
-        train_generator = torch.Generator().manual_seed(2 * self.data_seed)
-        test_generator = torch.Generator().manual_seed(2 * self.data_seed + 1)
+        train_generator, test_generator = self.generators()
         return (
             toy_2d_rows(self.train_size, self.setting, train_generator),
             toy_2d_rows(self.test_size, "test", test_generator),

@@ -137,8 +137,7 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
 
     def make_datasets(self) -> tuple[DigitPairs, DigitPairs]:
         self.mnist = mnist = load_mnist(self.data_dir)
-        train_generator = torch.Generator().manual_seed(2 * self.data_seed)
-        test_generator = torch.Generator().manual_seed(2 * self.data_seed + 1)
+        train_generator, test_generator = self.generators()
         train = draw_digit_pairs(
             mnist.train_images, mnist.train_labels, self.train_pairs, self.setting, train_generator
         )

@@ -133,7 +133,7 @@ def test_datamodule_vocab_and_splits(datamodule):
 
 
 def test_datamodule_batches(datamodule):
-    batch = next(iter(datamodule.split_dataloader("test")))
+    batch = next(iter(datamodule.split_dataloader("test", batch_size=8)))
     assert set(batch) == {"source", "source_lengths", "target", "index"}
     assert all(t.dtype == torch.long for t in batch.values())
     assert batch["source"].shape == (8, int(batch["source_lengths"].max()))
