@@ -108,12 +108,26 @@ def find_idx_file(data_dir: Path, name: str) -> Path:
     )
 
 
+def read_idx_file(path: Path, magic: int) -> torch.Tensor:
+    """One IDX file: with torchvision's MNIST reader when the optional `vision` extra imports
+    (plain files only: it reads no .gz), else, or when it fails, with `read_idx`, which names
+    the problem of a bad file."""
+    if path.suffix != ".gz":
+        try:
+            from torchvision.datasets.mnist import read_image_file, read_label_file
+
+            return (read_image_file if magic == IMAGE_MAGIC else read_label_file)(str(path))
+        except Exception:  # absent, a CUDA build that does not import here, or a bad file
+            pass
+    return read_idx(path, magic)
+
+
 def load_mnist_idx(data_dir: str | os.PathLike) -> Mnist:
     """MNIST from the four IDX files in ``data_dir`` (see :func:`find_idx_file`)."""
     data_dir = Path(data_dir).expanduser()
     paths = {key: find_idx_file(data_dir, name) for key, name in IDX_FILES.items()}
     tensors = {
-        key: read_idx(path, IMAGE_MAGIC if key.endswith("images") else LABEL_MAGIC)
+        key: read_idx_file(path, IMAGE_MAGIC if key.endswith("images") else LABEL_MAGIC)
         for key, path in paths.items()
     }
     for split in SPLIT_SIZES:

@@ -169,3 +169,29 @@ def test_missing_package_names_the_install_command(tmp_path, monkeypatch):
     ):
         load_mnist()
     assert not os.listdir(tmp_path)
+
+
+def test_torchvision_reader_is_used_for_plain_files_when_it_imports(tmp_path, monkeypatch):
+    """With the optional `vision` extra, plain IDX files go through torchvision's reader; .gz
+    files (which it cannot read) and a torchvision that fails go through the suite's reader."""
+    import sys
+    import types
+
+    images, labels = five_images(), torch.tensor([3, 1, 4, 1, 5])
+    write_idx_folder(tmp_path / "plain", images, labels, images, labels)
+    write_idx_folder(tmp_path / "gz", images, labels, images, labels, gz=True)
+    calls = []
+
+    def reader(path):
+        calls.append(path)
+        return read_idx(path, IMAGE_MAGIC if "images" in path else LABEL_MAGIC)
+
+    fake = types.ModuleType("torchvision.datasets.mnist")
+    fake.read_image_file = fake.read_label_file = reader
+    for name in ("torchvision", "torchvision.datasets"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "torchvision.datasets.mnist", fake)
+    assert torch.equal(load_mnist(tmp_path / "plain").train_images, images)
+    assert len(calls) == 4
+    assert torch.equal(load_mnist(tmp_path / "gz").train_images, images)
+    assert len(calls) == 4  # the gzipped files were read by the suite's reader
