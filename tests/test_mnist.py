@@ -152,7 +152,7 @@ def test_corrupt_cache_is_rebuilt_with_a_warning(embedded_cache, tmp_path, monke
             "test_images": first.test_images,
             "test_labels": first.test_labels.to(torch.uint8),
         }
-        mnist_module.save_file(first_tensors, cache_file)
+        mnist_module.save_tensors_atomic(first_tensors, cache_file)
 
     monkeypatch.setattr(mnist_module, "convert_embedded_csv", fake_conversion)
     with pytest.warns(UserWarning, match=r"mnist\.safetensors is unreadable.*rebuilding"):
