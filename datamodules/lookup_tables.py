@@ -31,8 +31,9 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 from torch.nn.utils.rnn import pad_sequence
-from torch.utils.data import DataLoader, DistributedSampler
+from torch.utils.data import DataLoader
 
+from datamodules.sampling import split_loader
 from lightning_modules.run_files import write_text_atomic
 
 Row = tuple[str, str, str]
@@ -301,21 +302,13 @@ class LookupTableDataModule(pl.LightningDataModule):
         order depends on the seed and the epoch only, and a resumed fit repeats it exactly.
         """
         self.setup()
-        if name not in self.datasets:
-            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(self.datasets)}")
-        sampler = None
+        seed = None
         if shuffle:
             seed = torch.initial_seed() if self.shuffle_seed is None else self.shuffle_seed
-            sampler = DistributedSampler(
-                self.datasets[name], num_replicas=1, rank=0, shuffle=True, seed=seed % 2**31
-            )
-        return DataLoader(
-            self.datasets[name],
-            batch_size=batch_size or self.batch_size,
-            sampler=sampler,
-            num_workers=self.num_workers,
-            collate_fn=collate_lookup_batch,
-        )
+        return split_loader(
+            self.datasets, name, batch_size or self.batch_size, collate_lookup_batch,
+            self.num_workers, seed,
+        )  # fmt: skip
 
     def train_dataloader(self) -> DataLoader:
         return self.split_dataloader("train", shuffle=True)

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sized
 
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler, default_collate
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler, default_collate
 
 
 class WithReplacementSampler(Sampler[int]):
@@ -44,6 +44,30 @@ class WithReplacementSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         yield from torch.randint(self.size, (self.num_samples,), generator=generator).tolist()
+
+
+def split_loader(
+    datasets: dict[str, Dataset],
+    name: str,
+    batch_size: int,
+    collate_fn,
+    num_workers: int = 0,
+    shuffle_seed: int | None = None,
+) -> DataLoader:
+    """A loader over `datasets[name]`: in order, or with `shuffle_seed` shuffled by a sampler
+    that Lightning reseeds every epoch (`seed + epoch`), so a resumed fit repeats the order.
+    An unknown `name` is one error listing the valid ones."""
+    if name not in datasets:
+        raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(datasets)}")
+    sampler = None
+    if shuffle_seed is not None:
+        sampler = DistributedSampler(
+            datasets[name], num_replicas=1, rank=0, shuffle=True, seed=shuffle_seed % 2**31
+        )
+    return DataLoader(
+        datasets[name], batch_size=batch_size, sampler=sampler, num_workers=num_workers,
+        collate_fn=collate_fn,
+    )  # fmt: skip
 
 
 class TensorRows(Dataset):
@@ -146,14 +170,10 @@ class TrainTestDataModule(pl.LightningDataModule):
     def split_dataloader(self, name: str, batch_size: int | None = None) -> DataLoader:
         """A loader over any of the four splits, in order."""
         self.setup()
-        if name not in self.datasets:
-            raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(self.datasets)}")
-        return DataLoader(
-            self.datasets[name],
-            batch_size=batch_size or self.eval_batch_size,
-            num_workers=self.num_workers,
-            collate_fn=self.collate_fn,
-        )
+        return split_loader(
+            self.datasets, name, batch_size or self.eval_batch_size, self.collate_fn,
+            self.num_workers,
+        )  # fmt: skip
 
     def train_dataloader(self) -> DataLoader:
         self.setup()

