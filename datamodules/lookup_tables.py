@@ -154,20 +154,27 @@ def _table_index(token: str) -> int:
     return int(token[1:]) - 1 if token[:1] == "t" and token[1:].isdigit() else IGNORE_INDEX
 
 
-def collate_lookup_batch(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Pad encoded rows into ``[batch, time]`` tensors (see :class:`LookupTableDataModule`).
+SEQUENCE_PADDING = {
+    "source": 0,
+    "target": 0,
+    "attention_target": IGNORE_INDEX,
+    "source_table": IGNORE_INDEX,
+}
+"""The variable-length keys of the suite's seq2seq rows and the value each is padded with."""
 
-    Keys the rows lack (SCAN rows have no ``attention_target`` or ``source_table``) are skipped.
-    """
-    pad = {"source": 0, "target": 0, "attention_target": IGNORE_INDEX, "source_table": IGNORE_INDEX}
-    batch = {
-        key: pad_sequence([item[key] for item in items], batch_first=True, padding_value=value)
-        for key, value in pad.items()
-        if key in items[0]
+
+def collate_sequences(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Batch encoded seq2seq rows (lookup tables, SCAN, token positioning): the keys of
+    ``SEQUENCE_PADDING`` a row has are padded into ``[batch, time]``, every other key (lengths,
+    indices, fixed-size signals) is stacked."""
+    return {
+        key: pad_sequence(
+            [item[key] for item in items], batch_first=True, padding_value=SEQUENCE_PADDING[key]
+        )
+        if key in SEQUENCE_PADDING
+        else torch.stack([item[key] for item in items])
+        for key in items[0]
     }
-    batch["source_lengths"] = torch.stack([i["source_lengths"] for i in items])
-    batch["index"] = torch.stack([i["index"] for i in items])
-    return batch
 
 
 def decode_targets(ids: torch.Tensor, target_vocab: list[str]) -> list[str]:
@@ -306,7 +313,7 @@ class LookupTableDataModule(pl.LightningDataModule):
         if shuffle:
             seed = torch.initial_seed() if self.shuffle_seed is None else self.shuffle_seed
         return split_loader(
-            self.datasets, name, batch_size or self.batch_size, collate_lookup_batch,
+            self.datasets, name, batch_size or self.batch_size, collate_sequences,
             self.num_workers, seed,
         )  # fmt: skip
 

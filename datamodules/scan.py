@@ -27,7 +27,7 @@ from typing import Literal
 
 import torch
 
-from datamodules.lookup_tables import collate_lookup_batch, decode_targets
+from datamodules.lookup_tables import collate_sequences, decode_targets
 from datamodules.sampling import TrainTestDataModule
 from lightning_modules.run_files import write_text_atomic
 
@@ -208,7 +208,7 @@ class ScanDataModule(TrainTestDataModule):
     """
 
     eval_batch_size = 256
-    collate_fn = staticmethod(collate_lookup_batch)
+    collate_fn = staticmethod(collate_sequences)
 
     def __init__(
         self,

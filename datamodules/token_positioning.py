@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, Dataset
 
+from datamodules.lookup_tables import collate_sequences
 from datamodules.sampling import split_loader
 
 Pair = tuple[list[str], list[str]]
@@ -165,17 +165,6 @@ class TokenPositioningDataset(Dataset):
         }
 
 
-def collate_token_positioning(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Stack rows; ``source`` and ``target`` padded with ``<pad>`` = 0."""
-    batch = {
-        key: pad_sequence([item[key] for item in items], batch_first=True, padding_value=PAD)
-        for key in ("source", "target")
-    }
-    for key in ("source_lengths", "signal_token", "signal_position", "index"):
-        batch[key] = torch.stack([item[key] for item in items])
-    return batch
-
-
 class TokenPositioningDataModule(pl.LightningDataModule):
     """Token-positioning batches from consecutive text lines (see the module docstring).
 
@@ -298,7 +287,7 @@ class TokenPositioningDataModule(pl.LightningDataModule):
         """
         self.setup()
         return split_loader(
-            self.datasets, name, batch_size or self.batch_size, collate_token_positioning,
+            self.datasets, name, batch_size or self.batch_size, collate_sequences,
             self.num_workers, self.data_seed if shuffle else None,
         )  # fmt: skip
 
