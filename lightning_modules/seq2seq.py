@@ -21,7 +21,7 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MeanMetric
+from torchmetrics import MeanMetric, Metric
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_modules.recurrent import SITES, Intervention, recurrent_layer, removal_edits
@@ -34,6 +34,35 @@ PAD, SOS, EOS = 0, 1, 2
 def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
     """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
     return ((prediction == target) | (target == PAD)).all(-1)
+
+
+class TokenPositioningAccuracy(Metric):
+    """Share of requested (token, position) signals whose token the model outputs at exactly
+    that position (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq",
+    section 2: "whether the target token appears in the target position").
+
+    `update(prediction [batch, time], signal_token [batch, signals], signal_position
+    [batch, signals])` with 1-based positions; a position beyond the decoded steps counts as
+    wrong. With several signals each one counts separately.
+    """
+
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.add_state("correct", torch.tensor(0.0), dist_reduce_fx="sum")
+        self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def update(self, prediction: Tensor, signal_token: Tensor, signal_position: Tensor) -> None:
+        index = (signal_position - 1).clamp(0, prediction.shape[1] - 1)
+        output = prediction.gather(1, index)
+        hit = (output == signal_token) & (signal_position <= prediction.shape[1])
+        self.correct += hit.sum()
+        self.total += hit.numel()
+
+    def compute(self) -> Tensor:
+        return self.correct / self.total
 
 
 def sequence_losses(
@@ -203,6 +232,9 @@ class Seq2Seq(pl.LightningModule):
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
         self.val_loss = MeanMetric()
+        self.position_acc = nn.ModuleDict(
+            {metric_key(*s): TokenPositioningAccuracy() for s in splits}
+        )
         self.train_loss_parts = nn.ModuleDict(
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
         )
@@ -226,11 +258,15 @@ class Seq2Seq(pl.LightningModule):
         record: dict[str, Tensor] | None = None,
         edits: Sequence[Intervention] = (),
         generator: torch.Generator | None = None,
+        random_inputs: torch.Generator | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Encode `source` `[batch, source_time]` and decode `steps` tokens.
 
         Decoder inputs are the gold `target` `[batch, target_time]` with probability
-        `teacher_forcing_ratio` per step, else the previous greedy prediction. Returns
+        `teacher_forcing_ratio` per step, else the previous greedy prediction. With
+        `random_inputs` (a generator) every decoder input, the first included, is instead a token
+        drawn uniformly from the target vocabulary (paper 4, section 5: the decoder's inputs
+        barely matter to token positioning). Returns
         `logits [batch, steps, target_vocab]` and `attention [batch, steps, source_time]` (None
         without attention). With `record`, every site is stored as `"encoder.<site>"`,
         `"decoder.<site>"` `[batch, time, units]`, plus `"attention"`.
@@ -256,6 +292,9 @@ class Seq2Seq(pl.LightningModule):
         token = source.new_full((source.shape[0],), SOS)
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
+            if random_inputs is not None:
+                drawn = torch.randint(self.output.out_features, token.shape, generator=random_inputs)
+                token = drawn.to(token.device)
             embedded = self.decoder_embedding(token)
             weights = None
             if self.attention is not None and self.hparams.attention_placement == "pre_rnn":
@@ -388,6 +427,10 @@ class Seq2Seq(pl.LightningModule):
         correct = sequence_correct(prediction, target).float()
         self.seq_acc[metric_key(stage, split)].update(correct)
         self.token_acc[metric_key(stage, split)].update(prediction.flatten(), target.flatten())
+        if "signal_token" in batch:
+            self.position_acc[metric_key(stage, split)].update(
+                prediction, batch["signal_token"], batch["signal_position"]
+            )
         if training:  # per step the loss and the batch's accuracy; the rest once per epoch
             self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=batch_size)
             # Before this step's update. With full teacher forcing a sequence is right exactly
@@ -418,6 +461,8 @@ class Seq2Seq(pl.LightningModule):
         prefix, key = metric_prefix(stage, split), metric_key(stage, split)
         self.log(f"{prefix}/seq_acc", self.seq_acc[key], **kwargs)
         self.log(f"{prefix}/token_acc", self.token_acc[key], **kwargs)
+        if self.position_acc[key].update_called:  # batches with token-positioning signals
+            self.log(f"{prefix}/position_acc", self.position_acc[key], **kwargs)
 
     def training_step(self, batch, batch_idx):
         return self._shared_step(batch, "train", "train")
