@@ -25,7 +25,7 @@ import importlib.util
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -276,6 +276,58 @@ class TokenPositioningDataModule(pl.LightningDataModule):
     @property
     def target_vocab_size(self) -> int:
         return len(self.vocab)
+
+    def requested_rows(
+        self,
+        splits: Sequence[str],
+        tokens: Sequence[int],
+        positions: Sequence[int],
+        per_token: int,
+        seed: int = 0,
+    ) -> dict[str, torch.Tensor]:
+        """Held-out pairs re-requested for chosen tokens and positions, as one batch (paper 4,
+        section 4 analyses the 50 most common tokens at positions 1-13).
+
+        Every (pair of ``splits``, position T in ``positions``) whose target token at T is one of
+        ``tokens`` becomes a row with one signal: the source line + ``[token, <pos=T>]``. Each
+        token keeps at most ``per_token`` rows, drawn by a shuffle seeded with ``seed``; rows
+        come ordered by token, then position. Keys as the DataModule's batches, plus
+        ``pair`` (the row's pair within its split) and ``split`` (index into ``splits``).
+        """
+        self.setup()
+        ids = {token: i for i, token in enumerate(self._vocab)}
+        wanted = set(tokens)
+        found: dict[int, list[tuple[int, int, int]]] = {token: [] for token in tokens}
+        for split_number, name in enumerate(splits):
+            for pair_number, (_, target_words) in enumerate(self.datasets[name].pairs):
+                for position in positions:
+                    if position <= len(target_words):
+                        token = ids.get(target_words[position - 1], UNK)
+                        if token in wanted:
+                            found[token].append((split_number, pair_number, position))
+        rng = random.Random(seed)
+        rows = []
+        for token in tokens:
+            chosen = found[token]
+            rng.shuffle(chosen)
+            for split_number, pair_number, position in sorted(
+                chosen[:per_token], key=lambda row: (row[2], row[0], row[1])
+            ):
+                source_words, target_words = self.datasets[splits[split_number]].pairs[pair_number]
+                source = [ids.get(word, UNK) for word in source_words]
+                source += [token, ids[position_token(position)]]
+                rows.append({
+                    "source": torch.tensor(source),
+                    "source_lengths": torch.tensor(len(source)),
+                    "target": torch.tensor([ids.get(w, UNK) for w in target_words] + [EOS]),
+                    "signal_token": torch.tensor([token]),
+                    "signal_position": torch.tensor([position]),
+                    "pair": torch.tensor(pair_number),
+                    "split": torch.tensor(split_number),
+                })  # fmt: skip
+        if not rows:
+            raise ValueError(f"No pair of {list(splits)} has one of the tokens at {positions}.")
+        return collate_sequences(rows)
 
     def split_dataloader(
         self, name: str, shuffle: bool = False, batch_size: int | None = None

@@ -53,22 +53,43 @@ class Scale:
 SCALES = {
     "paper": Scale(
         seeds={"gru": (0, 1, 2), "lstm": (0, 1, 2), "two_signals": (0, 1, 2)},
-        vocab_size=20000, hidden_size=256, embedding_size=128, batch_size=64,
-        learning_rate=0.001, max_time=None, analysis_rows=500,
+        vocab_size=20000,
+        hidden_size=256,
+        embedding_size=128,
+        batch_size=64,
+        learning_rate=0.001,
+        max_time=None,
+        analysis_rows=500,
     ),  # fmt: skip
     "default": Scale(
         seeds={"gru": (0, 1, 2), "lstm": (0,), "two_signals": (0,)},
-        vocab_size=2000, hidden_size=128, embedding_size=64, batch_size=128,
+        vocab_size=2000,
+        hidden_size=128,
+        embedding_size=64,
+        batch_size=128,
         learning_rate=0.002,
-        max_time={"gru": "00:00:38:00", "lstm": "00:00:30:00", "two_signals": "00:00:30:00"},
+        max_time={"gru": "00:00:55:00", "lstm": "00:00:30:00", "two_signals": "00:00:30:00"},
         analysis_rows=200,
     ),  # fmt: skip
     "smoke": Scale(
         seeds={"gru": (0, 1), "lstm": (0,), "two_signals": (0,)},
-        vocab_size=300, hidden_size=24, embedding_size=16, batch_size=64,
-        learning_rate=0.005, max_time=None, analysis_rows=20,
-        overrides=("--trainer.max_epochs", "1", "--trainer.limit_train_batches", "20",
-                   "--trainer.limit_val_batches", "5", "--trainer.limit_test_batches", "5"),
+        vocab_size=300,
+        hidden_size=24,
+        embedding_size=16,
+        batch_size=64,
+        learning_rate=0.005,
+        max_time=None,
+        analysis_rows=20,
+        overrides=(
+            "--trainer.max_epochs",
+            "1",
+            "--trainer.limit_train_batches",
+            "20",
+            "--trainer.limit_val_batches",
+            "5",
+            "--trainer.limit_test_batches",
+            "5",
+        ),
     ),  # fmt: skip
 }
 

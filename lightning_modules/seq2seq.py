@@ -293,8 +293,10 @@ class Seq2Seq(pl.LightningModule):
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
             if random_inputs is not None:
-                drawn = torch.randint(self.output.out_features, token.shape, generator=random_inputs)
-                token = drawn.to(token.device)
+                vocabulary = self.output.out_features
+                token = torch.randint(vocabulary, token.shape, generator=random_inputs).to(
+                    token.device
+                )
             embedded = self.decoder_embedding(token)
             weights = None
             if self.attention is not None and self.hparams.attention_placement == "pre_rnn":

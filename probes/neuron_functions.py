@@ -1,0 +1,236 @@
+"""The three-stage identification of neurons of Lee et al., "Exposing the Functionalities of
+Neurons for GRU Seq2Seq", section 3, for any seq2seq model of the suite.
+
+1. **Candidates** (3.1): a linear SVM separates hidden states that have a property from those
+   that do not; the hypothesis is plausible when its training accuracy exceeds 95%, and then
+   recursive feature elimination keeps a generous share of units (sklearn's `LinearSVC` and
+   `RFE`).
+2. **Filtering** (3.2): integrated gradients (captum's `IntegratedGradients`) of the probability
+   of the requested token at t = T with respect to a hidden state; candidates whose mean
+   absolute attribution is below the mean over all units are dropped.
+3. **Verification** (3.3): unit values are set through the recurrent core's interventions and
+   the model's greedy output is checked (`position_hits`).
+
+Time follows the paper: t = -1 is the encoder reading the requested token, t = 0 the encoder's
+last step (the decoder's initial state, the bridge being the identity), t >= 1 the decoder's
+steps, so the paper's h_t for t >= 1 is the decoder's step t - 1 (`decoder_step`), and the token
+requested at position T is the output of step T - 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from captum.attr import IntegratedGradients
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_selection import RFE
+from sklearn.svm import LinearSVC
+from torch import Tensor
+
+from lightning_modules.recurrent import Intervention
+from lightning_modules.seq2seq import Seq2Seq
+
+PLAUSIBLE = 0.95
+"""Section 3.1: a hypothesis is plausible when the classifier's accuracy exceeds this."""
+
+
+def decoder_step(t: int) -> int:
+    """The decoder step (0-based) that computes the paper's h_t, t >= 1."""
+    if t < 1:
+        raise ValueError(f"h_{t} is not a decoder state: the decoder computes h_1, h_2, ...")
+    return t - 1
+
+
+def paper_time_states(record: dict[str, Tensor], source_lengths: Tensor, site: str = "hidden"):
+    """`[batch, 2 + decoder_time, units]` states by the paper's time: index `t + 1` holds h_t,
+    from t = -1 (the encoder reading the last requested token, one before the source's end) and
+    t = 0 (the encoder's last step) to the decoder's steps. `record` is a `trace` of the
+    model."""
+    rows = torch.arange(source_lengths.shape[0])
+    encoder = record[f"encoder.{site}"]
+    last = source_lengths.to(torch.long) - 1
+    return torch.cat(
+        [encoder[rows, last - 1, None], encoder[rows, last, None], record[f"decoder.{site}"]], 1
+    )
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Stage 1: the linear SVM's training `accuracy` with every unit, and the `units` (ascending)
+    that recursive feature elimination keeps; `ranking` `[units]` is RFE's (1 = kept)."""
+
+    accuracy: float
+    units: Tensor
+    ranking: Tensor
+
+    @property
+    def plausible(self) -> bool:
+        return self.accuracy > PLAUSIBLE
+
+
+def _linear_svm(seed: int) -> LinearSVC:
+    return LinearSVC(C=1.0, dual=False, max_iter=5000, random_state=seed)
+
+
+def svm_rfe_candidates(
+    features: Tensor, labels: Tensor, keep: float = 0.5, step: float = 0.1, seed: int = 0
+) -> Candidates:
+    """Section 3.1: fit a linear SVM on `features` `[samples, units]` against `labels`
+    `[samples]` (two or more classes) and keep `keep` of the units by recursive feature
+    elimination, removing `step` of them per round. The paper asks for a "less-rigorous
+    selection" here: the filtering stage removes false positives."""
+    x = features.detach().double().numpy()
+    y = labels.numpy()
+    if len(np.unique(y)) < 2:
+        raise ValueError("svm_rfe_candidates needs samples of at least two labels.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        accuracy = float(_linear_svm(seed).fit(x, y).score(x, y))
+        selector = RFE(
+            _linear_svm(seed), n_features_to_select=max(1, round(keep * x.shape[1])), step=step
+        ).fit(x, y)
+    return Candidates(
+        accuracy,
+        torch.from_numpy(np.flatnonzero(selector.support_)),
+        torch.from_numpy(selector.ranking_),
+    )
+
+
+def token_probability(
+    state: Tensor,
+    source: Tensor,
+    source_lengths: Tensor,
+    decoder_inputs: Tensor,
+    token: Tensor,
+    model: Seq2Seq,
+    t: int,
+    position: int,
+) -> Tensor:
+    """Section 3.2's F: P(`token` at the paper's position `position`) `[batch]` when the decoder
+    state h_t is `state` `[batch, units]`, the decoder fed `decoder_inputs` `[batch, time]`
+    (e.g. the model's own greedy outputs, so that only the state varies)."""
+    edit = Intervention("decoder.hidden", steps=(decoder_step(t),), operation="replace",
+                        value=state[:, None])  # fmt: skip
+    logits, _ = model(
+        source, source_lengths, decoder_inputs, steps=position, teacher_forcing_ratio=1.0,
+        edits=[edit],
+    )  # fmt: skip
+    probabilities = logits[:, position - 1].softmax(-1)
+    return probabilities.gather(1, token[:, None]).squeeze(1)
+
+
+def state_attributions(
+    model: Seq2Seq,
+    batch: dict[str, Tensor],
+    states: Tensor,
+    t: int,
+    position: int,
+    n_steps: int = 32,
+) -> Tensor:
+    """Section 3.2: integrated gradients `[batch, units]` of P(requested token at `position`)
+    with respect to h_t (`states` `[batch, units]`, from a zero baseline), for rows that all
+    request their token (`batch["signal_token"][:, -1]`) at `position`. The decoder's inputs are
+    held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model)."""
+    arguments = (
+        batch["source"], batch["source_lengths"], batch["decoder_inputs"],
+        batch["signal_token"][:, -1], model, t, position,
+    )  # fmt: skip
+    with torch.enable_grad():
+        attributions = IntegratedGradients(token_probability).attribute(
+            states.detach().clone(), baselines=torch.zeros_like(states),
+            additional_forward_args=arguments, n_steps=n_steps,
+        )  # fmt: skip
+    return attributions.detach()
+
+
+def attribution_filter(candidates: Tensor, attributions: Tensor) -> Tensor:
+    """Section 3.2: the `candidates` whose mean absolute attribution over rows (`attributions`
+    `[samples, units]`) is at least the mean over all units, ascending."""
+    importance = attributions.abs().mean(0)
+    kept = candidates[importance[candidates] >= importance.mean()]
+    return kept.sort().values
+
+
+def output_contributions(hidden: Tensor, output_weight: Tensor, token: Tensor) -> Tensor:
+    """Finding 4: each unit's term h_T[i] * W[token, i] of the token's logit, `[batch, units]`,
+    from the states `hidden` `[batch, units]` at t = T and the output layer's weight
+    `[vocab, units]`."""
+    return hidden * output_weight[token]
+
+
+def outputting_units(contributions: Tensor) -> Tensor:
+    """Finding 4: the units whose mean contribution to the token's logit (`contributions`
+    `[samples, units]`) is positive and at least the mean absolute contribution, ascending."""
+    mean = contributions.mean(0)
+    return torch.nonzero((mean > 0) & (mean >= contributions.abs().mean())).flatten()
+
+
+@torch.no_grad()
+def greedy_outputs(
+    model: Seq2Seq, batch: dict[str, Tensor], steps: int, edits: list[Intervention] = ()
+) -> Tensor:
+    """The model's greedy outputs `[batch, steps]` with `edits` applied."""
+    logits, _ = model(batch["source"], batch["source_lengths"], steps=steps, edits=edits)
+    return logits.argmax(-1)
+
+
+def position_hits(outputs: Tensor, token: Tensor, position: int) -> Tensor:
+    """`[batch]` booleans: `outputs` `[batch, steps]` hold `token` `[batch]` at the 1-based
+    `position` (False where the output is shorter)."""
+    if not 1 <= position <= outputs.shape[1]:
+        return torch.zeros(outputs.shape[0], dtype=torch.bool)
+    return outputs[:, position - 1] == token
+
+
+# ---- stage 3: the manipulations of section 4 (Table 1), for rows that share T --------------------
+def _values(states: Tensor, units: Tensor, t: int) -> Tensor:
+    """`[batch, units]` values of `units` at the paper's time t in `paper_time_states`."""
+    return states[:, t + 1][:, units]
+
+
+def storing_zero(units: Tensor, position: int) -> Intervention:
+    """Finding 1: storing units at t = T - 1 set to zero (the token should be lost)."""
+    return Intervention("decoder.hidden", units.tolist(), (decoder_step(position - 1),), "zero")
+
+
+def storing_previous(units: Tensor, position: int, states: Tensor) -> Intervention:
+    """Finding 1: storing units at every t = 1 .. T - 1 replaced by their value at t - 1 in the
+    unedited run (the token should survive)."""
+    steps = [decoder_step(t) for t in range(1, position)]
+    value = states[:, 1:position][:, :, units]  # h_0 .. h_{T-2}
+    return Intervention("decoder.hidden", units.tolist(), steps, "replace", value)
+
+
+def counting_delay(units: Tensor, position: int, k: int, states: Tensor) -> Intervention:
+    """Finding 2: counting units at t = T - 1 set to their values at t = T - 1 - k (the token
+    should come at T + k). Needs T - 1 - k >= 0."""
+    if position - 1 - k < 0:
+        raise ValueError(f"counting_delay needs T - 1 - k >= 0, got T={position}, k={k}")
+    return Intervention(
+        "decoder.hidden", units.tolist(), (decoder_step(position - 1),), "set",
+        _values(states, units, position - 1 - k),
+    )  # fmt: skip
+
+
+def triggering_advance(units: Tensor, position: int, k: int, states: Tensor) -> Intervention:
+    """Finding 3: triggering units at t = T - 1 - k set to their values at t = T - 1 (the token
+    should come at T - k). Needs T - 1 - k >= 1."""
+    return Intervention(
+        "decoder.hidden", units.tolist(), (decoder_step(position - 1 - k),), "set",
+        _values(states, units, position - 1),
+    )  # fmt: skip
+
+
+def zero_at_output(units: Tensor, position: int) -> Intervention:
+    """Finding 4: `units` of h_T set to zero before the output layer reads them."""
+    return Intervention("decoder.hidden", units.tolist(), (decoder_step(position),), "zero")
+
+
+def complement(units: Tensor, size: int) -> Tensor:
+    """The units 0..size-1 not in `units`, ascending."""
+    keep = torch.ones(size, dtype=torch.bool)
+    keep[units] = False
+    return torch.nonzero(keep).flatten()
