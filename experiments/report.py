@@ -133,8 +133,8 @@ def threshold_claim(
     else:
         verdict = "not reproduced"
     rule = (
-        f"{statistic_name} = {statistic:.3f}; reproduced if >= {reproduced_at}, "
-        f"partially if >= {partially_at}"
+        f"{statistic_name} = {statistic:.3f}; reproduced if >= {reproduced_at:.3g}, "
+        f"partially if >= {partially_at:.3g}"
     )
     return Claim(id, claim, paper, Measured.of(values), rule, verdict)
 

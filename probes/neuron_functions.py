@@ -27,6 +27,7 @@ import torch
 from captum.attr import IntegratedGradients
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import RFE
+from sklearn.metrics import balanced_accuracy_score
 from sklearn.svm import LinearSVC
 from torch import Tensor
 
@@ -72,7 +73,7 @@ class Candidates:
 
 
 def _linear_svm(seed: int) -> LinearSVC:
-    return LinearSVC(C=1.0, dual=False, max_iter=5000, random_state=seed)
+    return LinearSVC(C=1.0, dual=False, max_iter=5000, class_weight="balanced", random_state=seed)
 
 
 def svm_rfe_candidates(
@@ -81,14 +82,19 @@ def svm_rfe_candidates(
     """Section 3.1: fit a linear SVM on `features` `[samples, units]` against `labels`
     `[samples]` (two or more classes) and keep `keep` of the units by recursive feature
     elimination, removing `step` of them per round. The paper asks for a "less-rigorous
-    selection" here: the filtering stage removes false positives."""
+    selection" here: the filtering stage removes false positives.
+
+    The paper's "training accuracy" is measured here as balanced accuracy, with classes weighted
+    by their inverse frequency in training: the triggering hypothesis (h_{T-1} against every
+    earlier step) has one positive per row, so plain accuracy would pass 95% by always
+    answering "earlier" once T exceeds 20."""
     x = features.detach().double().numpy()
     y = labels.numpy()
     if len(np.unique(y)) < 2:
         raise ValueError("svm_rfe_candidates needs samples of at least two labels.")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        accuracy = float(_linear_svm(seed).fit(x, y).score(x, y))
+        accuracy = float(balanced_accuracy_score(y, _linear_svm(seed).fit(x, y).predict(x)))
         selector = RFE(
             _linear_svm(seed), n_features_to_select=max(1, round(keep * x.shape[1])), step=step
         ).fit(x, y)
@@ -234,3 +240,206 @@ def complement(units: Tensor, size: int) -> Tensor:
     keep = torch.ones(size, dtype=torch.bool)
     keep[units] = False
     return torch.nonzero(keep).flatten()
+
+
+# ---- the whole method for one requested token ----------------------------------------------------
+HYPOTHESES = ("storing", "counting", "triggering")
+MANIPULATIONS = (
+    "storing_zero", "storing_previous", "counting_k1", "counting_k2", "counting_k3",
+    "triggering_k1", "triggering_k2", "triggering_k3", "triggering_k4",
+    "outputting_zero", "others_zero",
+)  # fmt: skip
+"""Table 1's columns and finding 4's two checks, as keys of `verify_neurons`'s result."""
+
+
+@dataclass
+class Traced:
+    """Rows with one (token, position) signal each, decoded greedily by an unedited model:
+    the batch (`source`, `source_lengths`, `signal_token`, `signal_position`), its `record`
+    (sites `[rows, time, units]`), the greedy `outputs` `[rows, steps]` and `states` =
+    `paper_time_states` of the hidden state."""
+
+    batch: dict[str, Tensor]
+    record: dict[str, Tensor]
+    outputs: Tensor
+    states: Tensor
+
+    @property
+    def token(self) -> Tensor:
+        return self.batch["signal_token"][:, -1]
+
+    @property
+    def position(self) -> Tensor:
+        return self.batch["signal_position"][:, -1]
+
+    def rows(self, keep: Tensor) -> Traced:
+        """The rows where `keep` `[rows]` is True (or at the given indices)."""
+        return Traced(
+            {k: v[keep] for k, v in self.batch.items()},
+            {k: v[keep] for k, v in self.record.items()},
+            self.outputs[keep],
+            self.states[keep],
+        )
+
+    def model_batch(self) -> dict[str, Tensor]:
+        """The inputs `state_attributions` needs: the batch plus `decoder_inputs`."""
+        return {**self.batch, "decoder_inputs": self.outputs}
+
+
+@torch.no_grad()
+def trace_rows(
+    model: Seq2Seq, batch: dict[str, Tensor], steps: int, edits: list[Intervention] = ()
+) -> Traced:
+    """Decode `steps` tokens greedily with `edits`, recording every site."""
+    record: dict[str, Tensor] = {}
+    logits, _ = model(
+        batch["source"], batch["source_lengths"], steps=steps, record=record, edits=edits
+    )
+    outputs = logits.argmax(-1)
+    return Traced(batch, record, outputs, paper_time_states(record, batch["source_lengths"]))
+
+
+def _time_mask(traced: Traced, first: int, last_offset: int) -> Tensor:
+    """`[rows, time]` True at the paper's t = first .. T + last_offset of each row."""
+    time = torch.arange(traced.states.shape[1])[None] - 1  # index j holds t = j - 1
+    return (time >= first) & (time <= traced.position[:, None] + last_offset)
+
+
+@dataclass(frozen=True)
+class TokenNeurons:
+    """The units of each function for one token, and stage 1's classifier accuracies."""
+
+    token: int
+    storing: Tensor
+    counting: Tensor
+    triggering: Tensor
+    outputting: Tensor
+    accuracy: dict[str, float]
+    candidates: dict[str, Tensor]
+
+    def units(self, function: str) -> Tensor:
+        return getattr(self, function)
+
+
+def identify_neurons(
+    model: Seq2Seq, traced: Traced, token: int, keep: float = 0.5, seed: int = 0, n_steps: int = 32
+) -> TokenNeurons:
+    """Sections 3-4 for one token: candidates by SVM + RFE for three hypotheses, filtered by
+    integrated gradients of P(token at T) w.r.t. h_{T-1}; outputting units from h_T W_token.
+
+    `traced` holds rows the model answers correctly (the token at T), of every analysed token:
+    - storing (finding 1): h_t, t = -1 .. T-1, of this token's rows against as many of other
+      tokens' rows;
+    - counting (finding 2): h_t, t = 0 .. T-1, of this token's rows labelled by T - t;
+    - triggering (finding 3): h_{T-1} against h_t, t = 0 .. T-2, of this token's rows.
+    Filtering uses this token's rows with T >= 2 (h_{T-1} must be a decoder state).
+    """
+    mine = traced.token == token
+    own = traced.rows(mine)
+    generator = torch.Generator().manual_seed(seed)
+    others = traced.rows(torch.nonzero(~mine).flatten())
+    others = others.rows(torch.randperm(len(others.token), generator=generator)[: len(own.token)])
+    storing_mask_own, storing_mask_other = _time_mask(own, -1, -1), _time_mask(others, -1, -1)
+    features = {
+        "storing": (
+            torch.cat([own.states[storing_mask_own], others.states[storing_mask_other]]),
+            torch.cat(
+                [
+                    torch.ones(int(storing_mask_own.sum())),
+                    torch.zeros(int(storing_mask_other.sum())),
+                ]
+            ).long(),
+        ),  # fmt: skip
+    }
+    counting_mask = _time_mask(own, 0, -1)
+    time = torch.arange(own.states.shape[1])[None] - 1
+    remaining = own.position[:, None] - time
+    features["counting"] = (own.states[counting_mask], remaining[counting_mask])
+    features["triggering"] = (own.states[counting_mask], (remaining[counting_mask] == 1).long())
+    candidates = {name: svm_rfe_candidates(*features[name], keep, seed=seed) for name in HYPOTHESES}
+
+    attributions = []
+    for position in sorted(set(own.position.tolist()) - {1}):
+        group = own.rows(own.position == position)
+        attributions.append(
+            state_attributions(
+                model,
+                group.model_batch(),
+                group.states[:, position],
+                position - 1,
+                position,
+                n_steps,
+            )  # fmt: skip
+        )
+    attributions = torch.cat(attributions)
+    units = {name: attribution_filter(candidates[name].units, attributions) for name in HYPOTHESES}
+    hidden_at_output = own.states[torch.arange(len(own.token)), own.position + 1]
+    contributions = output_contributions(hidden_at_output, model.output.weight.detach(), own.token)
+    return TokenNeurons(
+        token, units["storing"], units["counting"], units["triggering"],
+        outputting_units(contributions),
+        {name: candidates[name].accuracy for name in HYPOTHESES},
+        {name: candidates[name].units for name in HYPOTHESES},
+    )  # fmt: skip
+
+
+def verify_neurons(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dict[str, list[int]]:
+    """Section 4's manipulations (Table 1 and finding 4) on this token's rows with T >= 2:
+    `{manipulation: [hits, rows]}`, a hit being the token at the expected position (T for the
+    storing and outputting checks, T + k for counting, T - k for triggering). Counting needs
+    T - 1 - k >= 0 and triggering T - 1 - k >= 1; rows that allow neither are not counted."""
+    counts = {name: [0, 0] for name in MANIPULATIONS}
+    own = traced.rows(traced.token == neurons.token)
+    size = own.states.shape[-1]
+    for position in sorted(set(own.position.tolist()) - {1}):
+        group = own.rows(own.position == position)
+        states, token = group.states, group.token
+        trials = {
+            "storing_zero": (storing_zero(neurons.storing, position), position),
+            "storing_previous": (storing_previous(neurons.storing, position, states), position),
+            "outputting_zero": (zero_at_output(neurons.outputting, position), position),
+            "others_zero": (
+                zero_at_output(complement(neurons.outputting, size), position),
+                position,
+            ),
+        }
+        for k in (1, 2, 3):
+            if position - 1 - k >= 0:
+                edit = counting_delay(neurons.counting, position, k, states)
+                trials[f"counting_k{k}"] = (edit, position + k)
+        for k in (1, 2, 3, 4):
+            if position - 1 - k >= 1:
+                edit = triggering_advance(neurons.triggering, position, k, states)
+                trials[f"triggering_k{k}"] = (edit, position - k)
+        for name, (edit, expected) in trials.items():
+            outputs = greedy_outputs(model, group.batch, max(expected, position), [edit])
+            counts[name][0] += int(position_hits(outputs, token, expected).sum())
+            counts[name][1] += len(token)
+    return counts
+
+
+def gate_interaction(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dict[str, float]:
+    """Section 5: at t = T, the mean update gate of the outputting units and the mean reset gate
+    of the storing units, unedited and with the triggering units of h_{T-1} set to zero, over
+    this token's rows with T >= 2 (keys `update_output`, `update_output_masked`,
+    `reset_store`, `reset_store_masked`)."""
+    own = traced.rows(traced.token == neurons.token)
+    sums = dict.fromkeys(
+        ("update_output", "update_output_masked", "reset_store", "reset_store_masked"), 0.0
+    )
+    rows = 0
+    for position in sorted(set(own.position.tolist()) - {1}):
+        group = own.rows(own.position == position)
+        masked = trace_rows(
+            model, group.batch, position,
+            [Intervention("decoder.hidden", neurons.triggering.tolist(),
+                          (decoder_step(position - 1),), "zero")],
+        )  # fmt: skip
+        step = decoder_step(position)
+        for suffix, record in (("", group.record), ("_masked", masked.record)):
+            update = record["decoder.update_gate"][:, step][:, neurons.outputting]
+            reset = record["decoder.reset_gate"][:, step][:, neurons.storing]
+            sums["update_output" + suffix] += float(update.mean(-1).nan_to_num().sum())
+            sums["reset_store" + suffix] += float(reset.mean(-1).nan_to_num().sum())
+        rows += len(group.token)
+    return {name: value / max(rows, 1) for name, value in sums.items()}

@@ -1,0 +1,86 @@
+"""Paper 4's token-positioning metric, random decoder inputs, analysis rows, and the whole
+pipeline at smoke scale (`python -m experiments.paper4 --scale smoke`)."""
+
+import json
+import subprocess
+import sys
+
+import torch
+
+from datamodules.token_positioning import EOS, TokenPositioningDataModule
+from lightning_modules.seq2seq import Seq2Seq, TokenPositioningAccuracy
+
+
+def test_token_positioning_accuracy_counts_the_token_at_its_position():
+    metric = TokenPositioningAccuracy()
+    prediction = torch.tensor([[5, 6, 7], [5, 6, 7], [8, 8, 8]])
+    tokens = torch.tensor([[6, 7], [5, 5], [8, 9]])
+    positions = torch.tensor([[2, 3], [1, 2], [4, 1]])  # position 4 is past the output: wrong
+    metric.update(prediction, tokens, positions)
+    # hits: (6@2 yes, 7@3 yes), (5@1 yes, 5@2 no), (8@4 no, 9@1 no)
+    assert float(metric.compute()) == 3 / 6
+
+
+def test_random_decoder_inputs_change_only_the_decoder_inputs():
+    torch.manual_seed(0)
+    model = Seq2Seq(12, 12, embedding_size=4, hidden_size=8, attention="none").eval()
+    source = torch.randint(3, 12, (5, 6))
+    lengths = torch.full((5,), 6)
+    greedy, _ = model(source, lengths, steps=4)
+    first, _ = model(source, lengths, steps=4, random_inputs=torch.Generator().manual_seed(1))
+    again, _ = model(source, lengths, steps=4, random_inputs=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(first, again)  # seeded
+    assert not torch.allclose(first[:, 1:], greedy[:, 1:])
+    # the inputs are the drawn tokens: the same draws fed as forced inputs give the same logits
+    generator = torch.Generator().manual_seed(1)
+    drawn = torch.stack([torch.randint(12, (5,), generator=generator) for _ in range(4)], 1)
+    record: dict = {}
+    model(source, lengths, steps=4, random_inputs=torch.Generator().manual_seed(1), record=record)
+    embedded = model.decoder_embedding(drawn[:, 0])
+    state = record["encoder.hidden"][:, -1]
+    _, sites = model.decoder.step(embedded, state, 0)
+    torch.testing.assert_close(sites["hidden"], record["decoder.hidden"][:, 0])
+
+
+def test_requested_rows_put_the_token_at_its_position(tmp_path):
+    (tmp_path / "book.txt").write_text(
+        "the cat sat on the mat\nthe dog ran to the cat\na cat and a dog\nthe end of it\n"
+    )
+    datamodule = TokenPositioningDataModule(
+        data_dir=str(tmp_path), vocab_size=60, validation_share=0.0, test_share=0.0
+    )
+    the, cat = datamodule.vocab.index("the"), datamodule.vocab.index("cat")
+    rows = datamodule.requested_rows(("train",), [the, cat], range(1, 7), per_token=2)
+    tokens, positions = rows["signal_token"][:, 0], rows["signal_position"][:, 0]
+    assert (tokens == the).sum() == 2 and (tokens == cat).sum() == 2  # capped per token
+    for row in range(len(tokens)):
+        target = rows["target"][row]
+        assert target[positions[row] - 1] == tokens[row]
+        length = rows["source_lengths"][row]
+        assert rows["source"][row, length - 2] == tokens[row]
+        assert datamodule.vocab[rows["source"][row, length - 1]] == f"<pos={positions[row]}>"
+        assert EOS in target.tolist()
+
+
+def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.paper4", "--scale", "smoke",
+         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+    expected = {"accuracy.gru", "accuracy.lstm", "accuracy.two_signals", "table1.storing_zero",
+                "table1.counting_k3", "table1.triggering_k4", "finding4.others_zero",
+                "section5.update_output_when_triggering_masked", "share.outputting"}  # fmt: skip
+    assert expected <= set(claims)
+    for claim in claims.values():
+        assert claim["verdict"] in ("reproduced", "partially reproduced", "not reproduced")
+    report = (tmp_path / "report" / "report.md").read_text()
+    for figure in ("training", "fig2_storing_pca", "fig3_counting", "fig5_gates"):
+        assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
+        assert f"figures/{figure}.png" in report
+    assert "`smoke`" in report and "Shakespeare" in report
+    analysis = json.loads((tmp_path / "runs" / "paper4" / "gru" / "seed=0" / "analysis.json")
+                          .read_text())  # fmt: skip
+    assert len(analysis["tokens"]) == 8
