@@ -666,9 +666,9 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 
 ## The three-stage method (sections 3-4)
 
-For each of the {scale.tokens} most common tokens (paper: 50), on held-out line pairs (validation and test splits)
-re-requested with that token at each position T = 1..13 where it occurs, and only the rows the
-model answers correctly:
+For each of the {scale.tokens} most common tokens (paper: 50), on held-out line pairs (validation
+and test splits) re-requested with that token at each position T = 1..13 where it occurs, and
+{"only the rows the model answers correctly" if scale.correct_only else "every row"}:
 1. **Candidates:** a linear SVM (balanced class weights) on h_t with every unit; the hypothesis is
    plausible when its balanced training accuracy exceeds 95%; RFE keeps half of the units.
    Storing: h_t, t = -1..T-1, of the token's rows against as many rows of other tokens.
