@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export WANDB_MODE ?= offline
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 
-.PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 bench lint clean
+.PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ reproduce-paper2: $(STAMP)
 
 reproduce-paper3: $(STAMP)
 	$(BIN)/python -m experiments.paper3
+
+reproduce-paper4: $(STAMP)
+	$(BIN)/python -m experiments.paper4 --jobs 3
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training
