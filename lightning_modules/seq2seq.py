@@ -318,7 +318,9 @@ class Seq2Seq(pl.LightningModule):
             attentions.append(weights)
             decoder_sites.append(sites)
             token = step_logits.argmax(-1)
-            if target is not None and teacher_forcing_ratio > 0:
+            if target is not None and teacher_forcing_ratio >= 1:  # no draw: leaves torch's RNG
+                token = target[:, step]
+            elif target is not None and teacher_forcing_ratio > 0:
                 forced = torch.rand(token.shape, generator=generator) < teacher_forcing_ratio
                 token = torch.where(forced.to(token.device), target[:, step], token)
         attention = torch.stack(attentions, 1) if self.attention is not None else None

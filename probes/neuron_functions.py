@@ -50,6 +50,8 @@ def paper_time_states(record: dict[str, Tensor], source_lengths: Tensor, site: s
     from t = -1 (the encoder reading the last requested token, one before the source's end) and
     t = 0 (the encoder's last step) to the decoder's steps. `record` is a `trace` of the
     model."""
+    if (source_lengths < 2).any():
+        raise ValueError("paper_time_states needs sources of at least 2 tokens (token, position).")
     rows = torch.arange(source_lengths.shape[0])
     encoder = record[f"encoder.{site}"]
     last = source_lengths.to(torch.long) - 1
@@ -152,12 +154,15 @@ def state_attributions(
     return attributions.detach()
 
 
-def attribution_filter(candidates: Tensor, attributions: Tensor) -> Tensor:
+def attribution_filter(candidates: Tensor, attributions: Tensor, *more: Tensor) -> Tensor:
     """Section 3.2: the `candidates` whose mean absolute attribution over rows (`attributions`
-    `[samples, units]`) is at least the mean over all units, ascending."""
-    importance = attributions.abs().mean(0)
-    kept = candidates[importance[candidates] >= importance.mean()]
-    return kept.sort().values
+    `[samples, units]`) is at least the mean over all units, ascending. With `more` maps (e.g.
+    at other steps) a candidate stays when it passes under any of them."""
+    passed = torch.zeros_like(candidates, dtype=torch.bool)
+    for attribution in (attributions, *more):
+        importance = attribution.abs().mean(0)
+        passed |= importance[candidates] >= importance.mean()
+    return candidates[passed].sort().values
 
 
 def output_contributions(hidden: Tensor, output_weight: Tensor, token: Tensor) -> Tensor:
@@ -325,7 +330,9 @@ def identify_neurons(
     model: Seq2Seq, traced: Traced, token: int, keep: float = 0.5, seed: int = 0, n_steps: int = 32
 ) -> TokenNeurons:
     """Sections 3-4 for one token: candidates by SVM + RFE for three hypotheses, filtered by
-    integrated gradients of P(token at T) w.r.t. h_{T-1}; outputting units from h_T W_token.
+    integrated gradients of P(token at T) w.r.t. h_{T-1} (counting units: w.r.t. h_{T-1} or
+    h_{T-2}, since a counter may reach the output only through the triggering units a step
+    later); outputting units from h_T W_token.
 
     `traced` holds rows the model answers correctly (the token at T), of every analysed token:
     - storing (finding 1): h_t, t = -1 .. T-1, of this token's rows against as many of other
@@ -358,21 +365,20 @@ def identify_neurons(
     features["triggering"] = (own.states[counting_mask], (remaining[counting_mask] == 1).long())
     candidates = {name: svm_rfe_candidates(*features[name], keep, seed=seed) for name in HYPOTHESES}
 
-    attributions = []
+    attributions, earlier = [], []  # at h_{T-1} (T >= 2) and at h_{T-2} (T >= 3)
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)
-        attributions.append(
-            state_attributions(
-                model,
-                group.model_batch(),
-                group.states[:, position],
-                position - 1,
-                position,
-                n_steps,
-            )  # fmt: skip
-        )
+        for t, found in ((position - 1, attributions), (position - 2, earlier)):
+            if t >= 1:
+                found.append(state_attributions(
+                    model, group.model_batch(), group.states[:, t + 1], t, position, n_steps
+                ))  # fmt: skip
     attributions = torch.cat(attributions)
     units = {name: attribution_filter(candidates[name].units, attributions) for name in HYPOTHESES}
+    if earlier:  # counting units may act on the output only through later steps (via triggering)
+        units["counting"] = attribution_filter(
+            candidates["counting"].units, attributions, torch.cat(earlier)
+        )
     hidden_at_output = own.states[torch.arange(len(own.token)), own.position + 1]
     contributions = output_contributions(hidden_at_output, model.output.weight.detach(), own.token)
     return TokenNeurons(

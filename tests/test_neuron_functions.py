@@ -1,0 +1,525 @@
+"""Tests of the three-stage neuron identification of `probes.neuron_functions` (Lee et al.,
+"Exposing the Functionalities of Neurons for GRU Seq2Seq", sections 3-4) on a hand-built GRU
+seq2seq whose units are known.
+
+The network reads `[x]*f + [token, <pos=T>]` (f = 0..3 filler words, token A or B) and outputs
+the filler x at every step except position T, where it outputs the token. Its units, by the
+paper's time t (t = -1 the encoder reading the token, t = 0 the encoder's last state, t >= 1 the
+decoder's steps):
+
+- storing s_A, s_B: +-1 for the requested token from t = -1 on, held in the decoder;
+- counting u_1..u_P: a one-hot (+-1) shift register, u_k(t) = +1 iff k = T - t;
+- triggering g: +1 iff t = T - 1 (g(t) = tanh(GAIN * u_2(t - 1)), so g duplicates u_1 but only
+  g is read by the outputting units);
+- outputting o_A, o_B: o_A(t) = +1 iff g(t - 1) > 0 and s_A(t - 1) = +1; the output layer
+  reads only them;
+- distractors: d_par (parity of the filler count), d_cnt (1 - 2^-f), d_osc (+-1, alternating
+  in the decoder: +1 iff t is even), none of which the output depends on; d_cnt (weight 1) and
+  d_osc (weight -2) add the same amount to the logits of x, A and B, so they contribute to the
+  token's logit without changing which token wins (nor, but for the tokens held at -C, its
+  probability).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lightning_modules.seq2seq import Seq2Seq
+from probes.neuron_functions import (
+    attribution_filter,
+    complement,
+    counting_delay,
+    decoder_step,
+    greedy_outputs,
+    output_contributions,
+    outputting_units,
+    paper_time_states,
+    position_hits,
+    state_attributions,
+    storing_previous,
+    storing_zero,
+    svm_rfe_candidates,
+    triggering_advance,
+    zero_at_output,
+)
+
+# ---- the vocabulary (source and target share it) -------------------------------------------------
+PAD, SOS, EOS, X, A, B = 0, 1, 2, 3, 4, 5
+P = 8
+"""Positions 1..P; <pos=T> has id POS + T."""
+POS = 5
+V = POS + P + 1
+
+# ---- the hidden units ----------------------------------------------------------------------------
+ORDER = [
+    "d_par", "s_A", "u1", "u2", "u3", "d_cnt", "u4", "u5",
+    "u6", "u7", "u8", "s_B", "g", "d_osc", "o_A", "o_B",
+]  # fmt: skip
+UNIT = {name: i for i, name in enumerate(ORDER)}
+H = len(ORDER)
+S_A, S_B, G, O_A, O_B = (UNIT[n] for n in ("s_A", "s_B", "g", "o_A", "o_B"))
+REGISTER = [UNIT[f"u{k}"] for k in range(1, P + 1)]  # REGISTER[k - 1] is u_k
+D_PAR, D_CNT, D_OSC = (UNIT[n] for n in ("d_par", "d_cnt", "d_osc"))
+DISTRACTORS = [D_PAR, D_CNT, D_OSC]
+STORING = sorted([S_A, S_B])
+OUTPUTTING = sorted([O_A, O_B])
+
+BETA = 15.0
+"""Gain of every saturating gate and candidate."""
+GAIN = 3.0
+"""Gain of g's candidate: g(t) = tanh(GAIN * u_2(t - 1)) = +-0.995, unsaturated enough that the
+register's u_2 at t = T - 2 gets a visible share of the integrated gradients."""
+C = 20.0
+"""Output scale: logit(A) = C * o_A - C / 2, logit(x) = 0, other tokens -C."""
+STEPS = P + 4
+R, Z, N = 0, 1, 2  # torch's gate order in the GRU's stacked weights
+
+
+def _set_gru(layer, w_i: torch.Tensor, w_h: torch.Tensor, b_i: torch.Tensor) -> None:
+    """Write gate-indexed `[3, H, in]`, `[3, H, H]`, `[3, H]` into torch's stacked layout."""
+    layer.weight_ih_l0.copy_(w_i.reshape(3 * H, -1))
+    layer.weight_hh_l0.copy_(w_h.reshape(3 * H, H))
+    layer.bias_ih_l0.copy_(b_i.reshape(3 * H))
+    layer.bias_hh_l0.zero_()
+
+
+@torch.no_grad()
+def build_model() -> Seq2Seq:
+    model = Seq2Seq(V, V, cell="gru", embedding_size=V, hidden_size=H, attention="none",
+                    bridge="last")  # fmt: skip
+    model.encoder_embedding.weight.copy_(torch.eye(V))
+    model.decoder_embedding.weight.normal_()  # ignored: the decoder's input weights are zero
+    positions = [POS + j for j in range(1, P + 1)]
+
+    # Encoder: reset gates open, update gates hold (z ~ 1) unless an input says otherwise.
+    w_i, w_h, b_i = torch.zeros(3, H, V), torch.zeros(3, H, H), torch.zeros(3, H)
+    b_i[R] = BETA
+    b_i[Z] = BETA
+    for unit, mine, other in ((S_A, A, B), (S_B, B, A)):  # written on A or B only
+        w_i[Z, unit, [A, B]] = -2 * BETA
+        w_i[N, unit, mine], w_i[N, unit, other] = BETA, -BETA
+    for k, unit in enumerate(REGISTER + [G], start=1):  # written on <pos=T>: u_T = +1, g = u_1
+        w_i[Z, unit, positions] = -2 * BETA
+        w_i[N, unit, positions] = -BETA
+        w_i[N, unit, POS + (k if unit != G else 1)] = BETA
+    b_i[Z, OUTPUTTING], b_i[N, OUTPUTTING] = -BETA, -BETA  # -1 throughout
+    w_i[Z, D_PAR, X], w_i[N, D_PAR, X], w_h[N, D_PAR, D_PAR] = -2 * BETA, BETA / 2, -BETA
+    w_i[Z, D_CNT, X], w_i[N, D_CNT, X] = -BETA, BETA  # z = 1/2 on x: 0, .5, .75, .875
+    w_i[Z, D_OSC, positions], w_i[N, D_OSC, positions] = -2 * BETA, BETA  # +1 on <pos>
+    _set_gru(model.encoder, w_i, w_h, b_i)
+
+    # Decoder: inputs ignored; storing units and d_par, d_cnt hold, the others are rewritten.
+    w_i, w_h, b_i = torch.zeros(3, H, V), torch.zeros(3, H, H), torch.zeros(3, H)
+    b_i[R] = BETA
+    b_i[Z] = BETA
+    b_i[Z, REGISTER + [G, O_A, O_B, D_OSC]] = -BETA
+    for k in range(P - 1):  # u_k(t) = u_{k+1}(t - 1); u_P(t) = -1
+        w_h[N, REGISTER[k], REGISTER[k + 1]] = BETA
+    b_i[N, REGISTER[-1]] = -BETA
+    w_h[N, G, REGISTER[1]] = GAIN
+    for unit, storing in ((O_A, S_A), (O_B, S_B)):
+        w_h[N, unit, G], w_h[N, unit, storing], b_i[N, unit] = BETA, BETA, -1.5 * BETA
+    w_h[N, D_OSC, D_OSC] = -BETA
+    _set_gru(model.decoder, w_i, w_h, b_i)
+
+    model.output.weight.zero_()
+    model.output.weight[A, O_A] = C
+    model.output.weight[B, O_B] = C
+    model.output.weight[[X, A, B], D_CNT] = 1.0  # the same for the competing logits
+    model.output.weight[[X, A, B], D_OSC] = -2.0
+    model.output.bias.fill_(-C)
+    model.output.bias[X] = 0.0
+    model.output.bias[[A, B]] = -C / 2
+    return model.eval()
+
+
+def make_batch(positions, tokens, fillers) -> dict[str, torch.Tensor]:
+    """Rows `[x]*f + [token, <pos=T>]`, padded with 0, and the probes' keys."""
+    rows = [
+        [X] * f + [token, POS + t] for t, token, f in zip(positions, tokens, fillers, strict=True)
+    ]
+    lengths = torch.tensor([len(r) for r in rows])
+    source = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long)
+    for i, row in enumerate(rows):
+        source[i, : len(row)] = torch.tensor(row)
+    token = torch.tensor(tokens)
+    position = torch.tensor(positions)
+    target = torch.full((len(rows), STEPS), X)
+    target[torch.arange(len(rows)), position - 1] = token
+    return {
+        "source": source,
+        "source_lengths": lengths,
+        "signal_token": token[:, None],
+        "signal_position": position[:, None],
+        "target": target,
+    }
+
+
+def expected_outputs(positions: list[int], tokens: torch.Tensor) -> torch.Tensor:
+    """`[batch, STEPS]` x everywhere but `tokens` at each listed 1-based position."""
+    expected = torch.full((tokens.shape[0], STEPS), X)
+    for position in positions:
+        expected[:, position - 1] = tokens
+    return expected
+
+
+@pytest.fixture(scope="module")
+def model() -> Seq2Seq:
+    return build_model()
+
+
+@pytest.fixture(scope="module")
+def everything(model):
+    """Every T in 1..P, token and filler count 0..3: 64 rows, their trace and states."""
+    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in range(4)]
+    batch = make_batch(*zip(*combos, strict=True))
+    record = model.trace(batch)
+    return batch, record, paper_time_states(record, batch["source_lengths"])
+
+
+T = 6
+
+
+@pytest.fixture(scope="module")
+def at_t(model):
+    """16 rows that request their token at T = 6, tokens and filler counts seeded."""
+    generator = torch.Generator().manual_seed(0)
+    tokens = [A, B] * 8
+    fillers = torch.randint(0, 4, (16,), generator=generator).tolist()
+    batch = make_batch([T] * 16, tokens, fillers)
+    batch["decoder_inputs"] = greedy_outputs(model, batch, STEPS)
+    states = paper_time_states(model.trace(batch), batch["source_lengths"])
+    return batch, states
+
+
+def pooled(states: torch.Tensor, batch, times) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """h_t of every row for t in `times(T)`, T the row's position: features `[samples, H]`, the
+    row and t of each."""
+    features, rows, ts = [], [], []
+    for row, position in enumerate(batch["signal_position"][:, 0].tolist()):
+        for t in times(position):
+            features.append(states[row, t + 1])
+            rows.append(row)
+            ts.append(t)
+    return torch.stack(features), torch.tensor(rows), torch.tensor(ts)
+
+
+# ---- the network ---------------------------------------------------------------------------------
+def test_network_outputs_the_token_exactly_at_its_position(model, everything):
+    batch, record, _ = everything
+    position = batch["signal_position"][:, 0]
+    token = batch["signal_token"][:, 0]
+    outputs = greedy_outputs(model, batch, STEPS)
+    assert torch.equal(outputs, batch["target"])
+    assert torch.equal(record["prediction"], batch["target"])
+    for p in range(1, STEPS + 1):
+        assert torch.equal(position_hits(outputs, token, p), position == p)
+    assert not position_hits(outputs, token, STEPS + 1).any()
+    assert not position_hits(outputs, token, 0).any()
+
+
+def test_paper_time_states_indexing(everything):
+    batch, record, states = everything
+    lengths = batch["source_lengths"]
+    rows = torch.arange(lengths.shape[0])
+    assert states.shape == (rows.shape[0], 2 + STEPS, H)
+    encoder = record["encoder.hidden"]
+    assert torch.equal(states[:, 0], encoder[rows, lengths - 2])  # t = -1: reading the token
+    assert torch.equal(states[:, 1], encoder[rows, lengths - 1])  # t = 0: the encoder's last
+    assert torch.equal(states[:, 2:], record["decoder.hidden"])  # t >= 1: decoder step t - 1
+    assert [decoder_step(t) for t in (1, 2, 5)] == [0, 1, 4]
+    with pytest.raises(ValueError):
+        decoder_step(0)
+
+    # The planted values, by the paper's time.
+    is_a = (batch["signal_token"][:, 0] == A).float() * 2 - 1
+    position = batch["signal_position"][:, 0]
+    for t in range(-1, STEPS + 1):
+        h = states[:, t + 1]
+        torch.testing.assert_close(h[:, S_A], is_a, atol=1e-4, rtol=0)
+        torch.testing.assert_close(h[:, S_B], -is_a, atol=1e-4, rtol=0)
+        if t == -1:  # the encoder has not read <pos> yet
+            assert h[:, REGISTER + [G, D_OSC]].abs().max() < 1e-4
+            continue
+        for k in range(1, P + 1):
+            torch.testing.assert_close(h[:, REGISTER[k - 1]].sign(), (k == position - t) * 2.0 - 1)
+        assert torch.equal(h[:, G] > 0, position - 1 == t)
+        assert torch.equal(h[:, O_A] > 0, (position == t) & (is_a > 0))
+        assert torch.equal(h[:, O_B] > 0, (position == t) & (is_a < 0))
+        assert torch.equal(h[:, D_OSC] > 0, torch.full_like(position, t % 2 == 0, dtype=bool))
+
+
+# ---- stage 1: SVM and recursive feature elimination ----------------------------------------------
+def test_storing_candidates(everything):
+    batch, _, states = everything
+    features, rows, _ = pooled(states, batch, lambda p: range(0, p))  # h_0 .. h_{T-1}
+    labels = (batch["signal_token"][rows, 0] == A).long()
+    found = svm_rfe_candidates(features, labels, keep=2 / H)
+    assert found.accuracy == 1.0 and found.plausible
+    assert found.units.tolist() == STORING
+    assert found.ranking.shape == (H,)
+    assert sorted(torch.nonzero(found.ranking == 1).flatten().tolist()) == STORING
+    wide = svm_rfe_candidates(features, labels, keep=0.5)  # the paper's generous share
+    assert set(STORING) <= set(wide.units.tolist()) and len(wide.units) == H // 2
+
+
+def test_counting_candidates(everything):
+    batch, _, states = everything
+    features, rows, ts = pooled(states, batch, lambda p: range(0, p))
+    labels = batch["signal_position"][rows, 0] - ts  # T - t, 1..P
+    found = svm_rfe_candidates(features, labels, keep=(P + 1) / H)
+    assert found.plausible and found.accuracy == 1.0
+    # u_1..u_P are one-hot in T - t and g duplicates u_1: nothing else is kept.
+    assert found.units.tolist() == sorted(REGISTER + [G])
+
+
+def test_triggering_candidates(everything):
+    batch, _, states = everything
+    features, rows, ts = pooled(states, batch, lambda p: range(0, p))
+    labels = (batch["signal_position"][rows, 0] - 1 == ts).long()  # h_{T-1} vs h_{t<T-1}
+    found = svm_rfe_candidates(features, labels, keep=2 / H)
+    assert found.plausible and found.accuracy == 1.0
+    assert found.units.tolist() == sorted([G, REGISTER[0]])  # g and its duplicate u_1
+
+
+def test_a_distractor_is_found_for_its_own_property(everything):
+    """d_osc is +1 iff t is even: a linear property of the states like any other."""
+    batch, _, states = everything
+    features, _, ts = pooled(states, batch, lambda p: range(0, p + 3))
+    found = svm_rfe_candidates(features, (ts % 2 == 0).long(), keep=1 / H)
+    assert found.plausible and found.units.tolist() == [D_OSC]
+
+
+def test_labels_independent_of_the_states_are_not_plausible(everything):
+    """Every state appears once with each label: no classifier is right on more than half."""
+    batch, _, states = everything
+    features, _, _ = pooled(states, batch, lambda p: range(0, p))
+    doubled = torch.cat([features, features])
+    labels = torch.cat([torch.zeros(len(features)), torch.ones(len(features))]).long()
+    found = svm_rfe_candidates(doubled, labels, keep=2 / H)
+    assert found.accuracy == 0.5 and not found.plausible
+    with pytest.raises(ValueError):
+        svm_rfe_candidates(features, torch.zeros(len(features)).long())
+
+
+def test_plausible_means_above_95_percent():
+    """Two classes of 10, one sample of class 1 among class 0's: plain and balanced accuracy
+    are both exactly 0.95, which does not exceed 95%."""
+    features = torch.tensor([[0.0, 1.0]] * 9 + [[0.0, -1.0]] * 11)  # RFE needs two units
+    labels = torch.tensor([1] * 10 + [0] * 10)
+    found = svm_rfe_candidates(features, labels, keep=0.5)
+    assert found.accuracy == 0.95 and not found.plausible
+    assert found.units.tolist() == [1] and found.ranking.tolist() == [2, 1]
+    consistent = torch.arange(20) != 9  # without the sample of class 1 at -1
+    assert svm_rfe_candidates(features[consistent], labels[consistent], keep=0.5).plausible
+
+
+# ---- stage 2: integrated gradients and the filter ------------------------------------------------
+IG_STEPS = 256
+"""The saturated network's P(token) jumps from ~0 to ~1 within a few hundredths of the path from
+the zero baseline: 256 Gauss-Legendre points integrate it to within 1e-3 (see
+`test_the_default_ig_steps_underestimate_but_rank_alike` for the default 32)."""
+
+
+@pytest.fixture(scope="module")
+def attributions(model, at_t):
+    batch, states = at_t
+    return {
+        (t, n): state_attributions(model, batch, states[:, t + 1], t=t, position=T, n_steps=n)
+        for t in (T - 1, T - 2)
+        for n in (IG_STEPS, 32)
+    }
+
+
+def test_attributions_at_t_minus_1(at_t, attributions):
+    batch, _ = at_t
+    found = attributions[T - 1, IG_STEPS]
+    assert found.shape == (16, H)
+    is_a = batch["signal_token"][:, 0] == A
+    # Completeness: P(token at T) goes from ~0 (zero state) to ~1, shared by g and s_token.
+    torch.testing.assert_close(found.sum(1), torch.ones(16), atol=0.02, rtol=0)
+    own = torch.where(is_a, found[:, S_A], found[:, S_B])
+    assert (own > 0.2).all() and (found[:, G] > 0.2).all()
+    others = complement(torch.tensor([G, S_A, S_B]), H)
+    assert found[:, others].abs().max() < 1e-3
+    assert torch.where(is_a, found[:, S_B], found[:, S_A]).abs().max() < 1e-3
+
+    importance = found.abs().mean(0)
+    candidates = torch.tensor(STORING + DISTRACTORS)
+    assert attribution_filter(candidates, found).tolist() == STORING
+    # Stage 1's triggering candidates: u_1 duplicates g but is not read, so it goes.
+    assert attribution_filter(torch.tensor([REGISTER[0], G]), found).tolist() == [G]
+    assert attribution_filter(torch.arange(H), found).tolist() == sorted([G, S_A, S_B])
+    assert importance[G] > importance.mean()
+
+
+def test_attributions_at_t_minus_2_reach_the_register(at_t, attributions):
+    found = attributions[T - 2, IG_STEPS]
+    # T - t = 2: u_2 drives g(T - 1); g(T - 2) itself has no effect.
+    assert (found[:, REGISTER[1]] > 0.05).all()
+    others = complement(torch.tensor([REGISTER[1], S_A, S_B]), H)
+    assert found[:, others].abs().max() < 1e-3
+    counting = torch.tensor(sorted(REGISTER + [G] + DISTRACTORS))
+    assert attribution_filter(counting, found).tolist() == [REGISTER[1]]
+    torch.testing.assert_close(found.sum(1), torch.ones(16), atol=0.02, rtol=0)
+
+
+def test_the_default_ig_steps_underestimate_but_rank_alike(attributions):
+    """With captum's 32 points the integral misses the jump (the attributions sum to ~0.01 and
+    ~0.03, not 1) but the units that carry it, and so the filter, are the same."""
+    for t in (T - 1, T - 2):
+        fine, coarse = attributions[t, IG_STEPS], attributions[t, 32]
+        assert coarse.sum(1).max() < 0.1
+        everything = torch.arange(H)
+        assert attribution_filter(everything, coarse).tolist() == (
+            attribution_filter(everything, fine).tolist()
+        )
+
+
+# ---- stage 3: verification by manipulation -------------------------------------------------------
+def run(model, batch, *edits):
+    return greedy_outputs(model, batch, STEPS, edits=list(edits))
+
+
+def test_unedited_rows_at_t(model, at_t):
+    batch, _ = at_t
+    token = batch["signal_token"][:, 0]
+    assert torch.equal(batch["decoder_inputs"], expected_outputs([T], token))
+    assert position_hits(run(model, batch), token, T).all()
+
+
+def test_storing_manipulations(model, at_t):
+    batch, states = at_t
+    token = batch["signal_token"][:, 0]
+    storing = torch.tensor(STORING)
+    zeroed = run(model, batch, storing_zero(storing, T))
+    assert not position_hits(zeroed, token, T).any()
+    assert torch.equal(zeroed, expected_outputs([], token))  # the token is lost for good
+    kept = run(model, batch, storing_previous(storing, T, states))
+    assert position_hits(kept, token, T).all()
+    assert torch.equal(kept, expected_outputs([T], token))
+    # The counting units replaced by their previous values lag one step behind: a delay of 1
+    # (a check of storing_previous's values, h_{t-1} at t).
+    lagged = run(model, batch, storing_previous(torch.tensor(sorted(REGISTER + [G])), T, states))
+    assert torch.equal(lagged, expected_outputs([T + 1], token))
+    # Zeroing distractors instead changes nothing.
+    assert torch.equal(run(model, batch, storing_zero(torch.tensor(DISTRACTORS), T)), kept)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_counting_delay(model, at_t, k):
+    batch, states = at_t
+    token = batch["signal_token"][:, 0]
+    counting = torch.tensor(sorted(REGISTER + [G]))
+    delayed = run(model, batch, counting_delay(counting, T, k, states))
+    assert position_hits(delayed, token, T + k).all()
+    assert not position_hits(delayed, token, T).any()
+    assert torch.equal(delayed, expected_outputs([T + k], token))
+    # Without g, g(T - 1) = +1 still fires at T, and the register fires again at T + k.
+    register_only = run(model, batch, counting_delay(torch.tensor(REGISTER), T, k, states))
+    assert torch.equal(register_only, expected_outputs([T, T + k], token))
+
+
+def test_counting_delay_needs_an_earlier_state(at_t):
+    _, states = at_t
+    counting_delay(torch.tensor(REGISTER), T, T - 1, states)  # t = T - 1 - k = 0: the encoder's
+    with pytest.raises(ValueError):
+        counting_delay(torch.tensor(REGISTER), T, T, states)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_triggering_advance(model, at_t, k):
+    batch, states = at_t
+    token = batch["signal_token"][:, 0]
+    advanced = run(model, batch, triggering_advance(torch.tensor([G]), T, k, states))
+    assert position_hits(advanced, token, T - k).all()
+    # The register is untouched: g fires again at T - 1, and the token comes again at T.
+    assert torch.equal(advanced, expected_outputs([T - k, T], token))
+    # u_1, g's duplicate that nothing reads, advances nothing.
+    unread = run(model, batch, triggering_advance(torch.tensor([REGISTER[0]]), T, k, states))
+    assert torch.equal(unread, expected_outputs([T], token))
+
+
+def test_triggering_advance_stays_in_the_decoder(at_t):
+    _, states = at_t
+    with pytest.raises(ValueError):  # t = T - 1 - k = 0 is the encoder's state
+        triggering_advance(torch.tensor([G]), T, T - 1, states)
+
+
+def test_outputting_units(model, at_t):
+    batch, states = at_t
+    token = batch["signal_token"][:, 0]
+    h_t = states[:, T + 1]
+    is_a = token == A
+    weight = model.output.weight.detach()
+    contributions = output_contributions(h_t, weight, token)
+    assert contributions.shape == (16, H)
+    torch.testing.assert_close(contributions[is_a, O_A], torch.full((8,), C), atol=1e-3, rtol=0)
+    assert outputting_units(contributions[is_a]).tolist() == [O_A]
+    assert outputting_units(contributions[~is_a]).tolist() == [O_B]
+    assert outputting_units(contributions).tolist() == OUTPUTTING
+    # d_cnt's contribution is positive on average but below the mean absolute contribution;
+    # d_osc's (+1 at the even T) is above it but negative.
+    assert contributions[:, D_CNT].mean() > 0.1
+    assert contributions[:, D_OSC].abs().mean() > contributions.abs().mean()
+    torch.testing.assert_close(contributions[:, D_OSC], torch.full((16,), -2.0), atol=1e-4, rtol=0)
+
+    silenced = run(model, batch, zero_at_output(torch.tensor(OUTPUTTING), T))
+    assert not position_hits(silenced, token, T).any()
+    assert torch.equal(silenced, expected_outputs([], token))
+    rest = complement(torch.tensor(OUTPUTTING), H)
+    assert rest.tolist() == sorted(set(range(H)) - set(OUTPUTTING))
+    kept = run(model, batch, zero_at_output(rest, T))
+    assert position_hits(kept, token, T).all()
+
+
+# ---- the whole method (`identify_neurons`, `verify_neurons`) -------------------------------------
+@pytest.fixture(scope="module")
+def traced(model, everything):
+    from probes.neuron_functions import trace_rows
+
+    batch, _, _ = everything
+    found = trace_rows(model, batch, STEPS)
+    assert torch.equal(found.outputs, batch["target"])
+    return found
+
+
+def test_verify_neurons_with_the_planted_units(model, traced):
+    """Rows of token A with T = 2..8 (4 filler counts each): counting k needs T >= k + 1,
+    triggering k needs T >= k + 2; every manipulation does what the design says on every row."""
+    from probes.neuron_functions import TokenNeurons, verify_neurons
+
+    planted = TokenNeurons(
+        A, torch.tensor([S_A]), torch.tensor(sorted(REGISTER + [G])), torch.tensor([G]),
+        torch.tensor([O_A]), {}, {},
+    )  # fmt: skip
+    rows = {k: 4 * (P + 1 - k) for k in range(2, P + 1)}  # rows with T >= k
+    assert verify_neurons(model, traced, planted) == {
+        "storing_zero": [0, rows[2]],
+        "storing_previous": [rows[2], rows[2]],
+        **{f"counting_k{k}": [rows[k + 1], rows[k + 1]] for k in (1, 2, 3)},
+        **{f"triggering_k{k}": [rows[k + 2], rows[k + 2]] for k in (1, 2, 3, 4)},
+        "outputting_zero": [0, rows[2]],
+        "others_zero": [rows[2], rows[2]],
+    }
+
+
+def test_identify_neurons_on_the_planted_network(model, traced):
+    """With RFE keeping 2 of 16 units, stage 1 keeps s_A, s_B (storing) and g, u_1
+    (triggering); the filter (IG w.r.t. h_{T-1} of token A's rows) keeps s_A and g. The
+    register acts on the output only through g a step later, so it has no attribution at
+    h_{T-1}: counting candidates are also kept on their attribution at h_{T-2}, where u_2 (the
+    unit that becomes g) carries the timing."""
+    from probes.neuron_functions import identify_neurons
+
+    found = identify_neurons(model, traced, A, keep=2 / H)
+    assert found.accuracy == {"storing": 1.0, "counting": 1.0, "triggering": 1.0}
+    assert found.candidates["storing"].tolist() == STORING
+    assert found.candidates["triggering"].tolist() == sorted([G, REGISTER[0]])
+    assert set(found.candidates["counting"].tolist()) <= set(REGISTER + [G])
+    assert found.storing.tolist() == [S_A]
+    assert found.triggering.tolist() == [G]
+    assert REGISTER[1] in found.counting.tolist()
+    assert set(found.counting.tolist()) <= set(REGISTER + [G])
+    assert found.outputting.tolist() == [O_A]
