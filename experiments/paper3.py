@@ -46,7 +46,7 @@ from experiments.report import (  # noqa: E402
     verdict_line,
     write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
+from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper3"
@@ -440,17 +440,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
 
 def report_text(scale_name, scale, sources, final_frame, early_frame, toy_frame,
                 training_minutes, analysis_minutes, runs, began) -> str:  # fmt: skip
-    reused = [r for r in runs.values() if (r.path / "command.txt").stat().st_mtime < began]
-    reused_note = ""
-    if reused:  # their training time, from their files: first config written to last log line
-        span = max((r.path / "train.log").stat().st_mtime for r in reused) - min(
-            (r.path / "config.yaml").stat().st_mtime for r in reused
-        )
-        reused_note = (
-            f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "
-            f"from an earlier invocation (`--reuse-runs`), not included above; they were trained "
-            f"within {span / 60:.1f} min (from the first run's start to the last run's end)."
-        )
+    reused = reused_note([run.path for run in runs.values()], began)
     names = {"two_digit_images": "images", "scan": "SCAN", "toy_2d": "toy"}
 
     def per_experiment(values: dict) -> str:
@@ -470,7 +460,7 @@ checked by a measured statistic and the rule written beside it (rules fixed befo
 - **Data:** images: {sources["two_digit_images"]}; SCAN: {sources["scan"]}; toy:
   {sources["toy_2d"]}.
 - **Commit** `{current_commit()}`; wall time {training_minutes:.1f} min training,
-  {analysis_minutes:.1f} min analysis (2 CPU cores, 2 runs at a time).{reused_note}
+  {analysis_minutes:.1f} min analysis (2 CPU cores, 2 runs at a time).{reused}
 - **Runs:** `runs/paper3/<experiment>_<setting>/seed=<s>/` with `metrics.csv`, the weights after
   every "epoch" (`weights/`; the toy's after steps 0-8 and each power of 2 up to 1,024), and traces
   (`traces/test_sample/`; SCAN: encoder and decoder states and gates, attention).

@@ -47,7 +47,7 @@ from experiments.report import (  # noqa: E402
     verdict_line,
     write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
+from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
 from lightning_modules.run_files import write_text_atomic  # noqa: E402
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (  # noqa: E402
@@ -123,7 +123,9 @@ SCALES = {
         batch_size=64,
         learning_rate=0.005,
         max_time=None,
-        analysis_rows=20, tokens=8, correct_only=False,
+        analysis_rows=20,
+        tokens=8,
+        correct_only=False,
         overrides=(
             "--trainer.max_epochs",
             "1",
@@ -620,17 +622,7 @@ def shares_table(analyses: list[dict]) -> pd.DataFrame:
 
 def report_text(scale_name, scale, data_source, tables, analyses, training_minutes,
                 analysis_minutes, runs, began) -> str:  # fmt: skip
-    reused = [r for r in runs.values() if (r.path / "command.txt").stat().st_mtime < began]
-    reused_note = ""
-    if reused:  # their training time, from their files: first config written to last log line
-        span = max((r.path / "train.log").stat().st_mtime for r in reused) - min(
-            (r.path / "config.yaml").stat().st_mtime for r in reused
-        )
-        reused_note = (
-            f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "
-            f"from an earlier invocation (`--reuse-runs`), not included above; they were trained "
-            f"within {span / 60:.1f} min (from the first run's start to the last run's end)."
-        )
+    reused = reused_note([run.path for run in runs.values()], began)
     stopped = []
     for (name, seed), run in runs.items():
         frame = run.metrics().dropna(subset=["val/position_acc"])
@@ -654,7 +646,7 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 - **Data:** {data_source}; pairs of consecutive non-empty lines, 90/5/5 split; one random
   (token, position) of the output line appended to the input line.
 - **Commit** `{current_commit()}`; wall time {training_minutes:.1f} min training,
-  {analysis_minutes:.1f} min analysis (2 CPU cores).{reused_note}
+  {analysis_minutes:.1f} min analysis (2 CPU cores).{reused}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
   with every token's units, classifier accuracies, manipulations and gates).
 

@@ -53,6 +53,22 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     return True
 
 
+def reused_note(runs: Sequence[Path], began: float) -> str:
+    """A report's sentence on the `runs` kept by `--reuse-runs` (finished before `began`, a
+    `time.time()`), with the span they were trained in, from their own files ("" if none)."""
+    reused = [run for run in runs if (run / "command.txt").stat().st_mtime < began]
+    if not reused:
+        return ""
+    span = max((run / "train.log").stat().st_mtime for run in reused) - min(
+        (run / "config.yaml").stat().st_mtime for run in reused
+    )
+    return (
+        f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "
+        f"from an earlier invocation (`--reuse-runs`), not included above; they were trained "
+        f"within {span / 60:.1f} min (from the first run's start to the last run's end)."
+    )
+
+
 def run_all(
     tasks: dict[Hashable, Callable[[], object]],
     jobs: int,
