@@ -439,6 +439,18 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
             "(token 'i')", shares, float(np.mean(shares)),
             "mean share of tokens where it does", 0.9, 0.5,
         ))  # fmt: skip
+    for key, sign, text in (
+        ("update_drive_from_triggering", -1, "U_z h_(T-1) over the outputting units is negative"),
+        ("reset_drive_from_triggering", 1, "U_r h_(T-1) over the storing units is positive"),
+    ):
+        shares = per_model(analyses, lambda a, k=key, d=sign: mean_over_tokens(
+            a, lambda t: d * t["gates"][k] > 0))  # fmt: skip
+        claims.append(threshold_claim(
+            f"section5.{key}",
+            f"With every unit of h_(T-1) but the triggering ones masked, {text} (section 5, "
+            "Equation 3, Figure 5a/b)", "negative" if sign < 0 else "positive", shares,
+            float(np.mean(shares)), "mean share of tokens where it is", 0.9, 0.5,
+        ))  # fmt: skip
     for key, value in paper["section5_token_i"].items():
         measured = [a["tokens"]["i"]["gates"][key] for a in analyses if "i" in a["tokens"]]
         if measured:

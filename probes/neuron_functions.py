@@ -428,11 +428,18 @@ def gate_interaction(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> d
     """Section 5: at t = T, the mean update gate of the outputting units and the mean reset gate
     of the storing units, unedited and with the triggering units of h_{T-1} set to zero, over
     this token's rows with T >= 2 (keys `update_output`, `update_output_masked`,
-    `reset_store`, `reset_store_masked`)."""
+    `reset_store`, `reset_store_masked`). Also the paper's GRU' (Equation 3: no input, no bias)
+    reading: with every unit of h_{T-1} but the triggering ones masked, the mean of U_z h_{T-1}
+    over the outputting units (`update_drive_from_triggering`, the paper: negative) and of
+    U_r h_{T-1} over the storing units (`reset_drive_from_triggering`: positive)."""
     own = traced.rows(traced.token == neurons.token)
     sums = dict.fromkeys(
-        ("update_output", "update_output_masked", "reset_store", "reset_store_masked"), 0.0
-    )
+        ("update_output", "update_output_masked", "reset_store", "reset_store_masked",
+         "update_drive_from_triggering", "reset_drive_from_triggering"), 0.0,
+    )  # fmt: skip
+    size = own.states.shape[-1]
+    weight_hh = model.decoder.weight_hh_l0.detach()  # torch's [reset; update; candidate] rows
+    reset_weight, update_weight = weight_hh[:size], weight_hh[size : 2 * size]
     rows = 0
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)
@@ -447,5 +454,11 @@ def gate_interaction(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> d
             reset = record["decoder.reset_gate"][:, step][:, neurons.storing]
             sums["update_output" + suffix] += float(update.mean(-1).nan_to_num().sum())
             sums["reset_store" + suffix] += float(reset.mean(-1).nan_to_num().sum())
+        triggering_only = torch.zeros_like(group.states[:, position])  # h_{T-1}, masked
+        triggering_only[:, neurons.triggering] = group.states[:, position][:, neurons.triggering]
+        update_drive = (triggering_only @ update_weight.T)[:, neurons.outputting]
+        reset_drive = (triggering_only @ reset_weight.T)[:, neurons.storing]
+        sums["update_drive_from_triggering"] += float(update_drive.mean(-1).nan_to_num().sum())
+        sums["reset_drive_from_triggering"] += float(reset_drive.mean(-1).nan_to_num().sum())
         rows += len(group.token)
     return {name: value / max(rows, 1) for name, value in sums.items()}

@@ -523,3 +523,37 @@ def test_identify_neurons_on_the_planted_network(model, traced):
     assert REGISTER[1] in found.counting.tolist()
     assert set(found.counting.tolist()) <= set(REGISTER + [G])
     assert found.outputting.tolist() == [O_A]
+
+
+def test_gate_interaction_reads_the_gates_the_triggering_unit_drives():
+    """Section 5 on a variant of the network whose g also drives gates: U_z[o_A, g] = -BETA with
+    update bias +BETA/2 (o_A updates only when g fires) and U_r[s_A, g] = +BETA with no reset
+    bias. At t = T (g(T-1) = tanh(GAIN)): z[o_A] = sigmoid(BETA/2 - BETA g), r[s_A] =
+    sigmoid(BETA g); with g masked at T - 1 both gates see only their bias."""
+    from probes.neuron_functions import TokenNeurons, gate_interaction, trace_rows
+
+    model = build_model()
+    size = H
+    with torch.no_grad():
+        model.decoder.bias_ih_l0[size + O_A] = BETA / 2  # update-gate rows are size..2*size-1
+        model.decoder.weight_hh_l0[size + O_A, G] = -BETA
+        model.decoder.bias_ih_l0[S_A] = 0.0  # reset-gate rows are 0..size-1
+        model.decoder.weight_hh_l0[S_A, G] = BETA
+    batch = make_batch([T] * 4, [A] * 4, [0, 1, 2, 3])
+    traced = trace_rows(model, batch, STEPS)
+    assert (traced.outputs[:, T - 1] == A).all()  # still outputs A at T
+    neurons = TokenNeurons(A, torch.tensor([S_A]), torch.tensor([], dtype=torch.long),
+                           torch.tensor([G]), torch.tensor([O_A]), {}, {})  # fmt: skip
+    gates = gate_interaction(model, traced, neurons)
+    g = torch.tanh(torch.tensor(GAIN))
+    expected = {
+        "update_output": torch.sigmoid(BETA / 2 - BETA * g),
+        "update_output_masked": torch.sigmoid(torch.tensor(BETA / 2)),
+        "reset_store": torch.sigmoid(BETA * g),
+        "reset_store_masked": torch.tensor(0.5),
+        "update_drive_from_triggering": -BETA * g,
+        "reset_drive_from_triggering": BETA * g,
+    }
+    assert set(gates) == set(expected)
+    for key, value in expected.items():
+        assert gates[key] == pytest.approx(float(value), abs=1e-4), key
