@@ -573,6 +573,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         "accuracy": accuracy_table(accuracies, analyses, scale),
         "table1": table1(analyses),
         "shares": shares_table(analyses),
+        "tokens": token_table(analyses[0]),
     }
     datamodule = runs[("gru", gru_seeds[0])].datamodule("best")
     markdown = report_text(scale_name, scale, datamodule.data_source, tables, analyses,
@@ -610,6 +611,22 @@ def table1(analyses: list[dict]) -> pd.DataFrame:
                                   for m in MANIPULATIONS]  # fmt: skip
     frame["paper (Lyrics)"] = [PAPER["table1_lyrics"].get(m, float("nan")) for m in MANIPULATIONS]
     return frame.reset_index(names="manipulation")
+
+
+def token_table(analysis: dict, count: int = FIGURE2_TOKENS) -> pd.DataFrame:
+    """One model's units per function and a few manipulations' hit rates, per token."""
+    rows = []
+    for word, token in list(analysis["tokens"].items())[:count]:
+        row = {"token": repr(word), "rows": token["rows"]}
+        row.update({function: len(token[function]) for function in FUNCTIONS})
+        for name in ("storing_zero", "counting_k1", "triggering_k1", "outputting_zero"):
+            hits, total = token["verification"][name]
+            row[name] = hits / total if total else float("nan")
+        row["z[output] -> masked"] = (
+            f"{token['gates']['update_output']:.3f} -> {token['gates']['update_output_masked']:.3f}"
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def shares_table(analyses: list[dict]) -> pd.DataFrame:
@@ -679,7 +696,9 @@ and test splits) re-requested with that token at each position T = 1..13 where i
    Counting: h_t, t = 0..T-1, labelled T - t. Triggering: h_(T-1) against h_t, t = 0..T-2.
 2. **Filtering:** integrated gradients (captum, 32 steps, zero baseline) of P(token at T) with
    respect to h_(T-1), decoder inputs held at the model's own outputs; a candidate stays when its
-   mean |attribution| is at least the mean over all units.
+   mean |attribution| is at least the mean over all units. Counting candidates may instead pass
+   on their attribution at h_(T-2): a counter can reach the output only through the triggering
+   units one step later (the hand-built network of `tests/test_neuron_functions.py` shows it).
 3. **Outputting neurons:** the units whose mean term h_T[i] W[token, i] of the token's logit is
    positive and at least the mean absolute term.
 Stages 2-3 and every manipulation need h_(T-1) to be a decoder state, so they use T >= 2.
@@ -697,6 +716,10 @@ T - k. Storing "previous": at every t = 1..T-1 the storing units get their unedi
 t - 1.
 
 {markdown_table(tables["table1"], 3, index=False)}
+
+Per token, first model (the ten most common tokens; units and hit rates):
+
+{markdown_table(tables["tokens"], 3, index=False)}
 
 ![Figure 2](figures/fig2_storing_pca.png)
 
