@@ -51,6 +51,7 @@ from experiments.runner import fit, reproduction_parser, reused_note, run_all  #
 from lightning_modules.run_files import write_text_atomic  # noqa: E402
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (  # noqa: E402
+    DIAGNOSTICS,
     HYPOTHESES,
     MANIPULATIONS,
     TokenNeurons,
@@ -598,18 +599,23 @@ def accuracy_table(accuracies: dict[str, list[float]], analyses: list[dict], sca
 
 
 def table1(analyses: list[dict]) -> pd.DataFrame:
-    """Table 1 and finding 4: accuracy under each manipulation, per model and the paper's."""
+    """Table 1 and finding 4: accuracy under each manipulation, per model and the paper's; then
+    the diagnostic rows (counting edited before the trigger, not claims)."""
+    names = list(MANIPULATIONS + DIAGNOSTICS)
     frame = pd.DataFrame(
-        {f"seed {i}": [manipulation_accuracy(a, m) for m in MANIPULATIONS]
-         for i, a in enumerate(analyses)}, index=list(MANIPULATIONS),
+        {f"seed {i}": [manipulation_accuracy(a, m) for m in names]
+         for i, a in enumerate(analyses)}, index=names,
     )  # fmt: skip
     frame.insert(0, "mean", frame.mean(axis=1))
     frame["rows (first model)"] = [
-        sum(t["verification"][m][1] for t in analyses[0]["tokens"].values()) for m in MANIPULATIONS
+        sum(t["verification"][m][1] for t in analyses[0]["tokens"].values()) for m in names
     ]
-    frame["paper (Gutenberg)"] = [PAPER["table1_gutenberg"].get(m, PAPER["outputting"].get(m))
-                                  for m in MANIPULATIONS]  # fmt: skip
-    frame["paper (Lyrics)"] = [PAPER["table1_lyrics"].get(m, float("nan")) for m in MANIPULATIONS]
+    paper_name = {m: m.replace("_before_trigger", "") for m in names}
+    frame["paper (Gutenberg)"] = [
+        PAPER["table1_gutenberg"].get(paper_name[m], PAPER["outputting"].get(m)) for m in names
+    ]
+    frame["paper (Lyrics)"] = [PAPER["table1_lyrics"].get(paper_name[m], float("nan"))
+                               for m in names]  # fmt: skip
     return frame.reset_index(names="manipulation")
 
 
@@ -710,7 +716,11 @@ Stages 2-3 and every manipulation need h_(T-1) to be a decoder state, so they us
 ### Table 1 and finding 4: accuracy under manipulation
 
 Counting: the counting units at T - 1 get their values from T - 1 - k (rows with T - 1 - k >= 0);
-a hit is the token at T + k. Triggering: the triggering units' values at T - 1 are written at
+a hit is the token at T + k. The paper does not say at which t the counting units are edited;
+T - 1 was fixed before the runs and decides the claims. The rows `counting_before_trigger_k*`
+edit them one step earlier, at T - 2 (values from T - 2 - k, rows with T >= 3), before the
+triggering units fire: a second reading, added after the first results, reported for
+information and not as a claim. Triggering: the triggering units' values at T - 1 are written at
 T - 1 - k (rows with T - 1 - k >= 1, all T, where the paper shows T = 6); a hit is the token at
 T - k. Storing "previous": at every t = 1..T-1 the storing units get their unedited value from
 t - 1.

@@ -215,14 +215,22 @@ def storing_previous(units: Tensor, position: int, states: Tensor) -> Interventi
     return Intervention("decoder.hidden", units.tolist(), steps, "replace", value)
 
 
-def counting_delay(units: Tensor, position: int, k: int, states: Tensor) -> Intervention:
-    """Finding 2: counting units at t = T - 1 set to their values at t = T - 1 - k (the token
-    should come at T + k). Needs T - 1 - k >= 0."""
-    if position - 1 - k < 0:
-        raise ValueError(f"counting_delay needs T - 1 - k >= 0, got T={position}, k={k}")
+def counting_delay(
+    units: Tensor, position: int, k: int, states: Tensor, before: int = 1
+) -> Intervention:
+    """Finding 2: counting units at t = T - `before` set to their values at t = T - `before` - k
+    (the token should come at T + k). The paper does not say at which t; `before` = 1 edits the
+    last state before the output (where the triggering units have already fired), `before` = 2
+    the state before the trigger. Needs T - before - k >= 0 and T - before >= 1."""
+    edited = position - before
+    if edited - k < 0 or edited < 1:
+        raise ValueError(
+            f"counting_delay needs T - {before} - k >= 0 and T - {before} >= 1, got T={position},"
+            f" k={k}"
+        )
     return Intervention(
-        "decoder.hidden", units.tolist(), (decoder_step(position - 1),), "set",
-        _values(states, units, position - 1 - k),
+        "decoder.hidden", units.tolist(), (decoder_step(edited),), "set",
+        _values(states, units, edited - k),
     )  # fmt: skip
 
 
@@ -255,6 +263,9 @@ MANIPULATIONS = (
     "outputting_zero", "others_zero",
 )  # fmt: skip
 """Table 1's columns and finding 4's two checks, as keys of `verify_neurons`'s result."""
+DIAGNOSTICS = ("counting_before_trigger_k1", "counting_before_trigger_k2",
+               "counting_before_trigger_k3")  # fmt: skip
+"""Also in `verify_neurons`'s result: counting edited at t = T - 2 (see `counting_delay`)."""
 
 
 @dataclass
@@ -391,10 +402,11 @@ def identify_neurons(
 
 def verify_neurons(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dict[str, list[int]]:
     """Section 4's manipulations (Table 1 and finding 4) on this token's rows with T >= 2:
-    `{manipulation: [hits, rows]}`, a hit being the token at the expected position (T for the
-    storing and outputting checks, T + k for counting, T - k for triggering). Counting needs
-    T - 1 - k >= 0 and triggering T - 1 - k >= 1; rows that allow neither are not counted."""
-    counts = {name: [0, 0] for name in MANIPULATIONS}
+    `{manipulation: [hits, rows]}` for `MANIPULATIONS` and `DIAGNOSTICS`, a hit being the token
+    at the expected position (T for the storing and outputting checks, T + k for counting, T - k
+    for triggering). Counting needs T - 1 - k >= 0 (edited at T - 2: T - 2 - k >= 0) and
+    triggering T - 1 - k >= 1; rows that allow neither are not counted."""
+    counts = {name: [0, 0] for name in MANIPULATIONS + DIAGNOSTICS}
     own = traced.rows(traced.token == neurons.token)
     size = own.states.shape[-1]
     for position in sorted(set(own.position.tolist()) - {1}):
@@ -413,6 +425,9 @@ def verify_neurons(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dic
             if position - 1 - k >= 0:
                 edit = counting_delay(neurons.counting, position, k, states)
                 trials[f"counting_k{k}"] = (edit, position + k)
+            if position - 2 - k >= 0 and position >= 3:
+                edit = counting_delay(neurons.counting, position, k, states, before=2)
+                trials[f"counting_before_trigger_k{k}"] = (edit, position + k)
         for k in (1, 2, 3, 4):
             if position - 1 - k >= 1:
                 edit = triggering_advance(neurons.triggering, position, k, states)

@@ -421,6 +421,18 @@ def test_counting_delay(model, at_t, k):
     assert torch.equal(register_only, expected_outputs([T, T + k], token))
 
 
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_counting_delay_before_the_trigger_needs_only_the_register(model, at_t, k):
+    """Edited at t = T - 2, before g fires, the register alone delays the token by exactly k."""
+    batch, states = at_t
+    token = batch["signal_token"][:, 0]
+    edit = counting_delay(torch.tensor(REGISTER), T, k, states, before=2)
+    assert edit.steps == (decoder_step(T - 2),)
+    assert torch.equal(run(model, batch, edit), expected_outputs([T + k], token))
+    with pytest.raises(ValueError):
+        counting_delay(torch.tensor(REGISTER), T, T - 1, states, before=2)
+
+
 def test_counting_delay_needs_an_earlier_state(at_t):
     _, states = at_t
     counting_delay(torch.tensor(REGISTER), T, T - 1, states)  # t = T - 1 - k = 0: the encoder's
@@ -499,6 +511,7 @@ def test_verify_neurons_with_the_planted_units(model, traced):
         "storing_zero": [0, rows[2]],
         "storing_previous": [rows[2], rows[2]],
         **{f"counting_k{k}": [rows[k + 1], rows[k + 1]] for k in (1, 2, 3)},
+        **{f"counting_before_trigger_k{k}": [rows[k + 2], rows[k + 2]] for k in (1, 2, 3)},
         **{f"triggering_k{k}": [rows[k + 2], rows[k + 2]] for k in (1, 2, 3, 4)},
         "outputting_zero": [0, rows[2]],
         "others_zero": [rows[2], rows[2]],
