@@ -113,7 +113,7 @@ SCALES = {
         embedding_size=64,
         batch_size=128,
         learning_rate=0.002,
-        max_time={"gru": "00:00:55:00", "lstm": "00:00:30:00", "two_signals": "00:00:30:00"},
+        max_time={"gru": "00:00:20:00", "lstm": "00:00:30:00", "two_signals": "00:00:30:00"},
         analysis_rows=200,
     ),  # fmt: skip
     "smoke": Scale(
