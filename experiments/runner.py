@@ -19,11 +19,25 @@ from pathlib import Path
 
 import pandas as pd
 
+PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
+"""Options whose value is a path: compared by the file or folder it names, not its spelling."""
+
+
+def normalised(command: Sequence[str]) -> list[str]:
+    """`command` with the values of `PATH_OPTIONS` made absolute, so that `runs` and
+    `/abs/path/runs` (or a moved checkout's config path) name the same run."""
+    return [
+        str(Path(value).resolve()) if index and command[index - 1] in PATH_OPTIONS else value
+        for index, value in enumerate(command)
+    ]
+
 
 def finished(run: Path, command: Sequence[str]) -> bool:
-    """`run` was trained by `command` (the arguments after the interpreter) and tested."""
+    """`run` was trained by `command` (the arguments after the interpreter, paths compared by
+    what they name) and tested."""
     try:
-        same = (run / "command.txt").read_text().split("\n") == list(command)
+        recorded = (run / "command.txt").read_text().split("\n")
+        same = normalised(recorded) == normalised(command)
         metrics = pd.read_csv(run / "metrics.csv")
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False

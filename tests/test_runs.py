@@ -146,3 +146,28 @@ def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
     assert target.read_text() == "whole"
     with pytest.raises(RunFileError, match="corrupt"):
         load_checkpoint(target)
+
+
+def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch):
+    """A reproduction reuses a run whose command spelled the same run root or config another
+    way (relative or absolute), and not one with any other argument changed."""
+    import pandas as pd
+
+    from experiments.runner import finished
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "paper4" / "gru" / "seed=0"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best.ckpt").write_bytes(b"x")
+    pd.DataFrame({"step": [1], "test/test/position_acc": [0.5]}).to_csv(
+        run / "metrics.csv", index=False
+    )
+    recorded = ["-m", "experiments", "fit", "--config", str(tmp_path / "c.yaml"),
+                "--run.root", str(tmp_path / "runs"), "--seed_everything", "0"]  # fmt: skip
+    (run / "command.txt").write_text("\n".join(recorded))
+    relative = ["-m", "experiments", "fit", "--config", "c.yaml", "--run.root", "runs",
+                "--seed_everything", "0"]  # fmt: skip
+    assert finished(run, relative)
+    assert not finished(run, relative[:-1] + ["1"])
+    assert not finished(run, ["-m", "experiments", "fit", "--config", "other.yaml",
+                              "--run.root", "runs", "--seed_everything", "0"])  # fmt: skip
