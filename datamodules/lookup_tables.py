@@ -33,7 +33,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
-from datamodules.sampling import split_loader
+from datamodules.sampling import SplitLoaders, split_loader
 from lightning_modules.run_files import write_text_atomic
 
 Row = tuple[str, str, str]
@@ -188,7 +188,7 @@ def decode_targets(ids: torch.Tensor, target_vocab: list[str]) -> list[str]:
     return decoded
 
 
-class LookupTableDataModule(pl.LightningDataModule):
+class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
     """Lookup-table splits as padded batches.
 
     Every batch is a dict of long tensors:
@@ -316,15 +316,6 @@ class LookupTableDataModule(pl.LightningDataModule):
             self.datasets, name, batch_size or self.batch_size, collate_sequences,
             self.num_workers, seed,
         )  # fmt: skip
-
-    def train_dataloader(self) -> DataLoader:
-        return self.split_dataloader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.split_dataloader("validation")
-
-    def test_dataloader(self) -> list[DataLoader]:
-        return [self.split_dataloader(name) for name in self.test_splits]
 
     def decode_target(self, ids: torch.Tensor) -> list[str]:
         """Output ids ``[batch, time]`` (or ``[time]``) -> space-joined strings, cut at eos."""

@@ -192,3 +192,19 @@ class TrainTestDataModule(pl.LightningDataModule):
 
     def test_dataloader(self) -> list[DataLoader]:
         return [self.split_dataloader(name) for name in self.test_splits]
+
+
+class SplitLoaders:
+    """Lightning's loaders for a DataModule whose `split_dataloader(name, shuffle=False)` serves
+    named splits: training shuffled, `validation`, and one test loader per `test_splits`."""
+
+    test_splits: tuple[str, ...]
+
+    def train_dataloader(self) -> DataLoader:
+        return self.split_dataloader("train", shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self.split_dataloader("validation")
+
+    def test_dataloader(self) -> list[DataLoader]:
+        return [self.split_dataloader(name) for name in self.test_splits]

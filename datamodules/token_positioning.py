@@ -33,7 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.lookup_tables import collate_sequences
-from datamodules.sampling import split_loader
+from datamodules.sampling import SplitLoaders, split_loader
 
 Pair = tuple[list[str], list[str]]
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
@@ -165,7 +165,7 @@ class TokenPositioningDataset(Dataset):
         }
 
 
-class TokenPositioningDataModule(pl.LightningDataModule):
+class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
     """Token-positioning batches from consecutive text lines (see the module docstring).
 
     Every batch is a dict of long tensors:
@@ -342,12 +342,3 @@ class TokenPositioningDataModule(pl.LightningDataModule):
             self.datasets, name, batch_size or self.batch_size, collate_sequences,
             self.num_workers, self.data_seed if shuffle else None,
         )  # fmt: skip
-
-    def train_dataloader(self) -> DataLoader:
-        return self.split_dataloader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self.split_dataloader("validation")
-
-    def test_dataloader(self) -> list[DataLoader]:
-        return [self.split_dataloader(name) for name in self.test_splits]
