@@ -185,10 +185,9 @@ def analysed_tokens(datamodule, count: int) -> list[int]:
 
 
 @torch.no_grad()
-def random_input_accuracy(run: RunFolder, seed: int = 0) -> float:
+def random_input_accuracy(model, datamodule, seed: int = 0) -> float:
     """Section 5's side finding: token-positioning accuracy on the test split when every decoder
     input is a random token."""
-    model, datamodule = run.model("best"), run.datamodule("best")
     metric = TokenPositioningAccuracy()
     generator = torch.Generator().manual_seed(seed)
     for batch in datamodule.split_dataloader("test"):
@@ -279,7 +278,7 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
     rows = datamodule.requested_rows(("validation", "test"), tokens, POSITIONS,
                                      scale.analysis_rows)  # fmt: skip
     traced = trace_rows(model, rows, max(POSITIONS) + 3)
-    correct = traced.outputs.gather(1, (traced.position - 1)[:, None])[:, 0] == traced.token
+    correct = traced.answered
     if scale.correct_only:
         traced = traced.rows(correct)
     found, per_token = [], {}
@@ -308,7 +307,7 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
         "counting_curves": {str(p): c for p, c in curves.items()},
         "counting_rho": rho,
         "counting_rises": rises,
-        "random_inputs_accuracy": random_input_accuracy(run),
+        "random_inputs_accuracy": random_input_accuracy(model, datamodule),
         "test_position_acc": run.test_accuracy("test", "position_acc"),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }

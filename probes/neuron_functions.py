@@ -188,12 +188,13 @@ def greedy_outputs(
     return logits.argmax(-1)
 
 
-def position_hits(outputs: Tensor, token: Tensor, position: int) -> Tensor:
+def position_hits(outputs: Tensor, token: Tensor, position: int | Tensor) -> Tensor:
     """`[batch]` booleans: `outputs` `[batch, steps]` hold `token` `[batch]` at the 1-based
-    `position` (False where the output is shorter)."""
-    if not 1 <= position <= outputs.shape[1]:
-        return torch.zeros(outputs.shape[0], dtype=torch.bool)
-    return outputs[:, position - 1] == token
+    `position` (one for all rows, or `[batch]`; False where the output is shorter)."""
+    position = torch.as_tensor(position).expand(outputs.shape[0])
+    inside = (position >= 1) & (position <= outputs.shape[1])
+    index = (position - 1).clamp(0, outputs.shape[1] - 1)
+    return inside & (outputs.gather(1, index[:, None])[:, 0] == token)
 
 
 # ---- stage 3: the manipulations of section 4 (Table 1), for rows that share T --------------------
@@ -287,6 +288,11 @@ class Traced:
     @property
     def position(self) -> Tensor:
         return self.batch["signal_position"][:, -1]
+
+    @property
+    def answered(self) -> Tensor:
+        """`[rows]` booleans: the greedy output holds the requested token at its position."""
+        return position_hits(self.outputs, self.token, self.position)
 
     def rows(self, keep: Tensor) -> Traced:
         """The rows where `keep` `[rows]` is True (or at the given indices)."""
