@@ -32,11 +32,16 @@ from experiments.report import (  # noqa: E402
     save_figure,
     threshold_claim,
 )
-from lightning_modules.callbacks import pad_and_concatenate
-from lightning_modules.seq2seq import PAD, SOS
+from lightning_modules.seq2seq import SOS
 from probes.activations import Saturation, gate_saturation, value_quantiles
-from probes.diagnostic import functional_group, labelled_steps
 from probes.runs import RunFolder
+from probes.traces import (
+    STEP_LABEL,
+    joined_trace,
+    site_functional_group,
+    site_values,
+    valid_steps,
+)
 from probes.weights import (
     connectivity,
     gate_weights,
@@ -55,12 +60,15 @@ MATRICES = {
     "decoder W_iz": ("decoder", "update_gate", "ih", "from"),
     "decoder W_ir": ("decoder", "reset_gate", "ih", "from"),
 }
+ATTENDED = "batch.attention_target"
 GATES = ("encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate")
-PROBES = {  # Tables 2-3: (site, label)
-    "table2.encoder.hidden": ("encoder.hidden", "table"),
-    "table2.decoder.update_gate": ("decoder.update_gate", "table"),
-    "table2.decoder.reset_gate": ("decoder.reset_gate", "table"),
-    "table3.encoder.hidden": ("encoder.hidden", "step"),
+# Tables 2-3: (site, label, alignment). A decoder step's table is the one its target attention
+# points at; "time" is the encoder step.
+PROBES = {
+    "table2.encoder.hidden": ("encoder.hidden", "batch.source_table", None),
+    "table2.decoder.update_gate": ("decoder.update_gate", "batch.source_table", ATTENDED),
+    "table2.decoder.reset_gate": ("decoder.reset_gate", "batch.source_table", ATTENDED),
+    "table3.encoder.hidden": ("encoder.hidden", STEP_LABEL, None),
 }
 STRING_ROWS = slice(3, None)  # decoder vocabulary: 0 pad, 1 <sos>, 2 <eos>, 3.. the 8 strings
 
@@ -71,39 +79,9 @@ def paper_weights(state: dict[str, Tensor], module: str, gate: str, kind: str) -
     return -weight if gate == "update_gate" else weight
 
 
-def paper_site(trace: dict[str, Tensor], site: str) -> Tensor:
-    """A recorded site in the paper's convention (update gate = 1 - torch's)."""
-    return 1 - trace[site] if site.endswith("update_gate") else trace[site]
-
-
 def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
     """The run's traces of the four test sets, concatenated along the batch."""
-    traces = [run.trace(split, tag) for split in TEST_SPLITS]
-    return {key: pad_and_concatenate([t[key] for t in traces]) for key in traces[0]}
-
-
-def step_masks(trace: dict[str, Tensor]) -> dict[str, Tensor]:
-    """Valid steps `[batch, time]` of the encoder (within the source) and decoder (a target)."""
-    source_time = trace["encoder.hidden"].shape[1]
-    lengths = trace["batch.source_lengths"]
-    return {
-        "encoder": torch.arange(source_time)[None] < lengths[:, None],
-        "decoder": trace["batch.target"] != PAD,
-    }
-
-
-def probe_labels(trace: dict[str, Tensor], site: str, label: str) -> Tensor:
-    """`[batch, time]` labels, -100 where none: the table (0-7) at each encoder step, or, for the
-    decoder, the table its step processes (the one the target attention points at); or the
-    encoder time step (0, 1, 2)."""
-    table = trace["batch.source_table"]
-    mask = step_masks(trace)["encoder"]
-    if label == "step":
-        return torch.where(mask, torch.arange(mask.shape[1])[None], -100)
-    if site.startswith("decoder"):
-        attended = trace["batch.attention_target"]
-        return torch.where(attended >= 0, table.gather(1, attended.clamp_min(0)), -100)
-    return table
+    return joined_trace(run, TEST_SPLITS, tag)
 
 
 def analyse_run(path: str | Path) -> dict:
@@ -111,7 +89,6 @@ def analyse_run(path: str | Path) -> dict:
     run = RunFolder(path)
     state = run.state_dict()
     trace = test_trace(run)
-    masks = step_masks(trace)
     embedding = state["decoder_embedding.weight"].abs()
     result: dict = {
         "embedding_strings": float(embedding[STRING_ROWS].mean()),
@@ -142,10 +119,12 @@ def analyse_run(path: str | Path) -> dict:
             "polar": graph.polar(side),
         }
     for module in ("encoder", "decoder"):
-        quantiles = value_quantiles(trace[f"{module}.hidden"], masks[module])
+        site = f"{module}.hidden"
+        quantiles = value_quantiles(trace[site], valid_steps(trace, site))
         result["ranges"][module] = (quantiles[:, 4] - quantiles[:, 0]).tolist()
     for site in GATES:
-        saturation = gate_saturation(paper_site(trace, site), masks[site.split(".")[0]])
+        gate = site_values(trace, site, "paper1")
+        saturation = gate_saturation(gate, valid_steps(trace, site))
         result["saturation"][site] = {
             "left": saturation.left.tolist(),
             "right": saturation.right.tolist(),
@@ -154,9 +133,8 @@ def analyse_run(path: str | Path) -> dict:
         module: set(strongest_units(unit_strength(state, module), 0.05).tolist())
         for module in ("encoder", "decoder")
     }
-    for name, (site, label) in PROBES.items():
-        features, labels = labelled_steps(paper_site(trace, site), probe_labels(trace, site, label))
-        group = functional_group(features, labels)
+    for name, (site, label, align) in PROBES.items():
+        group = site_functional_group(trace, site, label, align, convention="paper1")
         units = group.units.tolist()
         result["probes"][name] = {
             "accuracy": group.accuracy,
@@ -616,7 +594,7 @@ def activation_figure(runs: dict[str, Path], path: Path, sampled: int = 50) -> P
     for row, module in enumerate(("encoder", "decoder")):
         for offset, variant in enumerate(("baseline", "guided")):
             trace = test_trace(RunFolder(runs[variant]))
-            values = trace[f"{module}.hidden"][step_masks(trace)[module]]
+            values = trace[f"{module}.hidden"][valid_steps(trace, f"{module}.hidden")]
             units = torch.randperm(values.shape[1], generator=torch.Generator().manual_seed(0))
             units = units[:sampled]
             boxes = axes[row].boxplot(

@@ -1,0 +1,106 @@
+"""Recorded seq2seq traces as probes read them: several splits as one batch, the valid steps of
+a site, a label per step, and the update gate in either sign convention.
+
+The traces are `TraceRecorder`'s (`lightning_modules.callbacks`): sites `encoder.<name>` and
+`decoder.<name>` `[batch, time, units]`, and the batch under `batch.<key>`. What paper 1 (Baan
+et al. 2019, section 4) probes is written here once, so that its reproduction and
+`python -m probes` compute the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from lightning_modules.callbacks import pad_and_concatenate
+from lightning_modules.seq2seq import PAD
+from probes.diagnostic import FunctionalGroup, functional_group, labelled_steps
+from probes.runs import RunFolder
+
+STEP_LABEL = "time"  # the label "which step is this" (paper 1, Table 3)
+CONVENTIONS = ("torch", "paper1")
+
+
+def module_of(site: str) -> str:
+    """`encoder` or `decoder`, the part of the network a site belongs to."""
+    module = site.split(".")[0]
+    if module not in ("encoder", "decoder"):
+        raise ValueError(f"site {site!r} is neither encoder.<name> nor decoder.<name>")
+    return module
+
+
+def trace_keys(sites: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
+    """The trace entries that probing `sites` with `labels` reads (the masks' entries included)."""
+    keys = set(sites) | {label for label in labels if label != STEP_LABEL}
+    for site in sites:
+        keys.add("batch.source_lengths" if module_of(site) == "encoder" else "batch.target")
+    return sorted(keys)
+
+
+def joined_trace(
+    run: RunFolder, splits: Sequence[str], tag: str = "best", keys: Sequence[str] | None = None
+) -> dict[str, Tensor]:
+    """The run's traces of `splits` at `tag`, concatenated along the batch (zero-padded in time);
+    with `keys`, only those entries are read from the files."""
+    traces = [run.trace(split, tag, keys) for split in splits]
+    return {key: pad_and_concatenate([t[key] for t in traces]) for key in traces[0]}
+
+
+def valid_steps(trace: dict[str, Tensor], site: str) -> Tensor:
+    """`[batch, time]` over the steps of `site`: an encoder's steps within the source, a
+    decoder's steps with a target."""
+    if module_of(site) == "encoder":
+        time = torch.arange(trace[site].shape[1])
+        return time[None] < trace["batch.source_lengths"][:, None]
+    return trace["batch.target"] != PAD
+
+
+def step_labels(
+    trace: dict[str, Tensor], site: str, label: str, align: str | None = None
+) -> Tensor:
+    """`[batch, time]` labels of the steps of `site`, -100 where a step has none.
+
+    `label` is `time` (the step's index, within the valid steps) or a trace entry `[batch, time]`
+    such as `batch.source_table`. With `align` (e.g. `batch.attention_target`, the source step
+    each decoder step should attend to), each step takes the label of the step `align` points at,
+    and none where it points nowhere (< 0).
+    """
+    if label == STEP_LABEL:
+        mask = valid_steps(trace, site)
+        return torch.where(mask, torch.arange(mask.shape[1])[None], -100)
+    values = trace[label]
+    if align is None:
+        return values
+    index = trace[align]
+    return torch.where(index >= 0, values.gather(1, index.clamp_min(0)), -100)
+
+
+def site_values(trace: dict[str, Tensor], site: str, convention: str = "torch") -> Tensor:
+    """A site's recorded values; with `convention="paper1"` an update gate is `1 - z`.
+
+    Paper 1 writes the GRU as `h = (1 - z) h_prev + z h_candidate` (section 2.2), torch as
+    `h = (1 - z) n + z h_prev`: the paper's update gate is one minus torch's.
+    """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention {convention!r} is not one of {', '.join(CONVENTIONS)}")
+    values = trace[site]
+    return 1 - values if convention == "paper1" and site.endswith("update_gate") else values
+
+
+def site_functional_group(
+    trace: dict[str, Tensor],
+    site: str,
+    label: str,
+    align: str | None = None,
+    convention: str = "torch",
+    share: float = 0.95,
+    seed: int = 0,
+) -> FunctionalGroup:
+    """Paper 1, section 4.1 (Tables 2-3): the functional group of `site` for `label` (see
+    `step_labels`), over the labelled valid steps of every sequence in `trace`."""
+    labels = step_labels(trace, site, label, align)
+    labels = torch.where(valid_steps(trace, site), labels, -100)
+    features, labels = labelled_steps(site_values(trace, site, convention), labels)
+    return functional_group(features, labels, share=share, seed=seed)
