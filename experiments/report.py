@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
@@ -19,7 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import write_atomic, write_text_atomic
+from lightning_modules.run_files import write_text_atomic
+from probes.outputs import escape_cell, markdown_table, save_figure  # noqa: F401 (re-exported)
+from probes.outputs import log_to_wandb as log_wandb_run
 
 VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 
@@ -146,17 +147,6 @@ def graded(reproduced: bool, partially: bool) -> str:
     return "partially reproduced" if partially else "not reproduced"
 
 
-def save_figure(figure, path: Path, dpi: int = 110) -> Path:
-    """Lay out a matplotlib `figure`, write it to `path` atomically (format from the suffix),
-    and close it."""
-    import matplotlib.pyplot as plt
-
-    figure.tight_layout()
-    write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=path.suffix[1:]))
-    plt.close(figure)
-    return path
-
-
 def summary_counts(claims: Sequence[Claim]) -> dict[str, int]:
     counts = Counter(c.verdict for c in claims)
     return {verdict: counts.get(verdict, 0) for verdict in VERDICTS}
@@ -175,26 +165,6 @@ def current_commit() -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-
-
-def escape_cell(text: str) -> str:
-    """`text` safe inside a Markdown table cell (a bare `|` would end the cell)."""
-    return text.replace("|", "\\|")
-
-
-def markdown_table(frame: pd.DataFrame, digits: int = 4, index: bool = True) -> str:
-    """`frame` as a Markdown table, floats to `digits` decimals (pandas' `to_markdown` needs the
-    optional tabulate package)."""
-    if index:
-        frame = frame.reset_index()
-
-    def cell(value) -> str:
-        return escape_cell(f"{value:.{digits}f}" if isinstance(value, float) else str(value))
-
-    header = "| " + " | ".join(escape_cell(str(c)) for c in frame.columns) + " |"
-    lines = [header, "|---" * len(frame.columns) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
-    return "\n".join(lines)
 
 
 def claims_table(claims: Sequence[Claim]) -> str:
@@ -245,24 +215,5 @@ def log_to_wandb(
     root: Path, paper: str, figures: dict[str, Path], tables: dict[str, pd.DataFrame]
 ) -> None:
     """A reproduction's figures and tables as one W&B run, `<paper>/report`, in
-    `<root>/<paper>/report/`: offline unless `WANDB_MODE=online`; nothing with
-    `WANDB_MODE=disabled`."""
-    mode = os.environ.get("WANDB_MODE", "offline")
-    if mode == "disabled":
-        return
-    import wandb
-
-    folder = root / paper / "report"
-    folder.mkdir(parents=True, exist_ok=True)
-    run = wandb.init(
-        project=os.environ.get("WANDB_PROJECT", "recurrent-probes"),
-        name=f"{paper}/report",
-        group=paper,
-        dir=str(folder),
-        mode="online" if mode == "online" else "offline",
-    )
-    try:
-        run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in figures.items()})
-        run.log({f"tables/{name}": wandb.Table(dataframe=frame) for name, frame in tables.items()})
-    finally:
-        run.finish()
+    `<root>/<paper>/report/` (offline unless `WANDB_MODE=online`)."""
+    log_wandb_run(root / paper / "report", f"{paper}/report", paper, figures, tables)

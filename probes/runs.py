@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 from pytorch_lightning import LightningModule
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
@@ -43,7 +45,7 @@ class RunFolder:
         """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
         `epoch=<e>`, `step=<n>`)."""
         if tag.startswith(("epoch=", "step=")):
-            return self._safetensors(self.path / "weights" / f"{tag}.safetensors", "WeightSnapshot")
+            return self._safetensors(self.weights_path(tag), "WeightSnapshot")
         return self.checkpoint(tag)["state_dict"]
 
     def model(self, tag: str = "best") -> LightningModule:
@@ -51,7 +53,7 @@ class RunFolder:
         checkpoint's `_class_path`; runs from before the CLI recorded it are `Seq2Seq`)."""
         checkpoint = self.checkpoint(tag)
         settings = checkpoint["hyper_parameters"]
-        model_class = _imported(settings.get("_class_path", "lightning_modules.seq2seq.Seq2Seq"))
+        model_class = _imported(self.model_class_path(tag))
         accepted = inspect.signature(model_class).parameters  # the CLI may store linked extras
         model = model_class(**{k: v for k, v in settings.items() if k in accepted})
         model.load_state_dict(checkpoint["state_dict"])
@@ -72,12 +74,40 @@ class RunFolder:
         data.setup("test")
         return data
 
-    def trace(self, split: str, tag: str = "best") -> dict[str, Tensor]:
+    def trace(
+        self, split: str, tag: str = "best", keys: Sequence[str] | None = None
+    ) -> dict[str, Tensor]:
         """What `TraceRecorder` stored for `split` at `tag`: sites `[batch, time, units]` and the
-        batch under `batch.<key>`."""
-        return self._safetensors(
-            self.path / "traces" / split / f"{tag}.safetensors", "TraceRecorder"
+        batch under `batch.<key>`; with `keys`, only those, read from the memory-mapped file
+        (the rest of the file is never loaded)."""
+        return self._safetensors(self.trace_path(split, tag), "TraceRecorder", keys)
+
+    def trace_path(self, split: str, tag: str = "best") -> Path:
+        return self.path / "traces" / split / f"{tag}.safetensors"
+
+    def trace_tags(self, split: str) -> list[str]:
+        """The tags recorded for `split`: `best` first, then `epoch=N` by N, then the rest."""
+        return sorted(
+            (p.stem for p in (self.path / "traces" / split).glob("*.safetensors")), key=tag_order
         )
+
+    def checkpoint_tags(self) -> list[str]:
+        """Checkpoints (`best`, `last`) and weight snapshots (`epoch=init`, `epoch=N`, `step=N`)."""
+        stems = [p.stem for p in (self.path / "checkpoints").glob("*.ckpt")]
+        stems += [p.stem for p in (self.path / "weights").glob("*.safetensors")]
+        return sorted(stems, key=tag_order)
+
+    def weights_path(self, tag: str = "best") -> Path:
+        """The file `state_dict(tag)` reads."""
+        if tag.startswith(("epoch=", "step=")):
+            return self.path / "weights" / f"{tag}.safetensors"
+        return self.path / "checkpoints" / f"{tag}.ckpt"
+
+    def model_class_path(self, tag: str = "best") -> str:
+        """The class that trained the run, from its checkpoint (`Seq2Seq` for runs from before the
+        CLI recorded it)."""
+        settings = self.checkpoint(tag)["hyper_parameters"]
+        return settings.get("_class_path", "lightning_modules.seq2seq.Seq2Seq")
 
     def metrics(self) -> pd.DataFrame:
         path = self.path / "metrics.csv"
@@ -98,18 +128,42 @@ class RunFolder:
         return float(metrics[column].dropna().iloc[-1])
 
     @staticmethod
-    def _safetensors(path: Path, writer: str) -> dict[str, Tensor]:
+    def _safetensors(
+        path: Path, writer: str, keys: Sequence[str] | None = None
+    ) -> dict[str, Tensor]:
         if not path.is_file():
             raise RunFileError(
                 f"{path} does not exist: record it with the {writer} callback "
                 "(see experiments/configs/paper1/*.yaml) or pick another split or tag."
             )
         try:
-            return load_file(path)
+            if keys is None:
+                return load_file(path)
+            with safe_open(path, "pt") as handle:
+                missing = sorted(set(keys) - set(handle.keys()))
+                if missing:
+                    raise RunFileError(
+                        f"{path} has no {', '.join(missing)} (it holds "
+                        f"{', '.join(sorted(handle.keys()))}): record those sites, or probe "
+                        "one it holds."
+                    )
+                return {key: handle.get_tensor(key) for key in keys}
         except (SafetensorError, OSError, ValueError) as error:
             raise RunFileError(
                 f"{path} is corrupt ({error}): delete it and record the run again."
             ) from None
+
+
+def tag_order(tag: str) -> tuple:
+    """Sort key of checkpoint and trace tags: `best`, `last`, `epoch=init`, `epoch=N` and
+    `step=N` by N, anything else by name."""
+    named = {"best": 0, "last": 1, "epoch=init": 2}
+    if tag in named:
+        return (named[tag], 0, "")
+    match = re.fullmatch(r"(epoch|step)=(\d+)", tag)
+    if match:
+        return (3 if match[1] == "epoch" else 4, int(match[2]), "")
+    return (5, 0, tag)
 
 
 def _imported(class_path: str) -> type:

@@ -6,6 +6,11 @@ Tiny models for one short epoch: the numbers mean nothing, the files must all be
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pandas as pd
+
+from probes.command import main
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
@@ -53,3 +58,21 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     ):
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
         assert f"figures/{figure}.png" in report
+    # Issue 8's promise: the probe command gives the report's functional-group table.
+    attended = "batch.source_table@batch.attention_target"
+    table_of = {
+        "encoder.hidden:batch.source_table": "table2.encoder.hidden",
+        f"decoder.update_gate:{attended}": "table2.decoder.update_gate",
+        f"decoder.reset_gate:{attended}": "table2.decoder.reset_gate",
+        "encoder.hidden:time": "table3.encoder.hidden",
+    }
+    runs = tmp_path / "runs" / "paper1"
+    assert main(["functional-group", "--runs", f"{runs}/*/seed=*", "--out",
+                 str(tmp_path / "probes")]) == 0  # fmt: skip
+    table = pd.read_csv(tmp_path / "probes" / "functional-group.csv")
+    measured = {c["id"]: c["measured"]["values"] for c in claims}
+    for (group, target), rows in table.groupby(["group", "target"]):
+        claim = f"{table_of[target]}.{Path(group).name}"
+        assert rows["size"].tolist() == measured[f"{claim}.group_size"], claim
+        assert rows["accuracy"].tolist() == measured[f"{claim}.accuracy_group"], claim
+        assert rows["accuracy_all"].tolist() == measured[f"{claim}.accuracy_all"], claim

@@ -1,0 +1,5 @@
+import sys
+
+from probes.command import main
+
+sys.exit(main())

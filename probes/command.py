@@ -1,0 +1,366 @@
+"""`python -m probes <probe> --runs GLOB ... --out DIR`: one probe over every matching recorded
+run and checkpoint, on CPU or several devices, cached and resumable.
+
+- Work: one task per (run, checkpoint tag). Each result is stored once in
+  `<cache>/<probe>/<key>.json`, written atomically; the key is a hash of the probe, its options
+  and the contents of the files the result reads. A rerun skips what is stored, so a command that
+  was killed finishes, when started again, with the table of an uninterrupted one.
+- Devices: `--devices N` spreads the tasks over N processes through Lightning Fabric
+  (`ddp_spawn`, one device each with `--accelerator gpu`). The processes take tasks from a shared
+  list one at a time (claim files) and write results only to the cache, so the table does not
+  depend on how many there were.
+- Output: `<out>/<probe>.csv` (one tidy row per run, checkpoint and probed thing; `--format
+  parquet` with pyarrow), `<out>/<probe>.summary.md` (means per run group), figures in
+  `<out>/figures/`, and with `--wandb` the same as a W&B run (offline unless `WANDB_MODE=online`).
+- Bad input (no matching run, a missing or corrupt checkpoint or trace, a run of another model,
+  an unknown option) is one line naming the file and the fix. `--keep-going` carries on past
+  failed tasks and lists them at the end; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+
+from lightning_modules.run_files import RunFileError, write_text_atomic
+from probes.catalogue import PROBES, RunProbe
+from probes.outputs import log_to_wandb, markdown_table, save_table
+from probes.runs import RunFolder
+
+CHECKPOINT = re.compile(r"best|last|all|epoch=(\d+|init)|step=\d+")
+VERSION = 1  # bump when a probe's results change for the same inputs
+
+
+class ProbeInputError(RuntimeError):
+    """Input the command cannot use; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One result to compute: `probe` with `options` on `run` at checkpoint `tag`."""
+
+    run: str
+    tag: str
+    key: str
+
+
+# ---- the command line --------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="python -m probes",
+        description="Run one probe of the suite over recorded runs and checkpoints.",
+        epilog="`python -m probes <probe> --help` lists the probe's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = top.add_subparsers(dest="probe", metavar="<probe>", required=True)
+    for probe in PROBES.values():
+        sub = commands.add_parser(
+            probe.name,
+            help=f"{probe.paper}: {probe.purpose}",
+            description=f"{probe.purpose} ({probe.paper}).\n\n{probe.details}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        common = sub.add_argument_group("runs and devices")
+        common.add_argument("--runs", nargs="+", required=True, metavar="GLOB",
+                            help="run folders (`python -m experiments fit`), as shell globs, "
+                            "e.g. 'runs/paper1/*/seed=*' (quoted)")  # fmt: skip
+        common.add_argument("--checkpoint", default="best", type=checkpoint_spec,
+                            help="best | last | epoch=N | step=N | all (default: best); for "
+                            "traces, `last` is the latest epoch=N recorded")  # fmt: skip
+        common.add_argument("--out", required=True, type=Path, help="folder for the table, "
+                            "summary and figures")  # fmt: skip
+        common.add_argument(
+            "--cache",
+            type=Path,
+            default=None,
+            help="folder of stored results (default: <out>/cache)",
+        )
+        common.add_argument(
+            "--devices",
+            type=int,
+            default=1,
+            help="processes (one device each) to spread the work over",
+        )
+        common.add_argument("--accelerator", default="cpu", choices=("cpu", "gpu", "auto"))
+        common.add_argument("--format", default="csv", choices=("csv", "parquet"))
+        common.add_argument(
+            "--keep-going",
+            action="store_true",
+            help="carry on past failed runs and list them at the end",
+        )
+        common.add_argument("--wandb", action="store_true", help="log the table and figures "
+                            "to a W&B run (offline unless WANDB_MODE=online)")  # fmt: skip
+        own = sub.add_argument_group(f"{probe.name} options")
+        for field in fields(probe.options):
+            flag = "--" + field.name.replace("_", "-")
+            default = field.default if field.default is not MISSING else field.default_factory()
+            shown = " ".join(map(str, default)) if isinstance(default, list) else default
+            spec = field.metadata
+            if isinstance(default, list):
+                own.add_argument(flag, nargs="+", type=spec.get("type", str), default=default,
+                                 help=f"{spec['help']} (default: {shown})")  # fmt: skip
+            else:
+                own.add_argument(flag, type=type(default), default=default,
+                                 choices=spec.get("choices"),
+                                 help=f"{spec['help']} (default: {shown})")  # fmt: skip
+    return top
+
+
+def checkpoint_spec(text: str) -> str:
+    if not CHECKPOINT.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not best, last, epoch=N, step=N or all")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parser().parse_args(argv)
+    probe = PROBES[arguments.probe]
+    options = probe.options(**{f.name: getattr(arguments, f.name) for f in fields(probe.options)})
+    try:
+        probe.validate(options)
+        return run_command(probe, options, arguments)
+    except (ProbeInputError, RunFileError, ValueError) as error:
+        print(f"python -m probes {probe.name}: error: {error}", file=sys.stderr)
+        return 2
+
+
+# ---- planning: runs, tags, keys ----------------------------------------------------------------
+def matching_runs(patterns: list[str]) -> list[str]:
+    """Run folders matching the globs, in order, each once; a glob matching none is an error."""
+    runs: list[str] = []
+    for pattern in patterns:
+        found = sorted(p for p in glob.glob(pattern) if Path(p).is_dir())
+        if not found:
+            raise ProbeInputError(
+                f"--runs {pattern!r} matches no run folder: give the folders that "
+                "`python -m experiments fit` wrote (e.g. 'runs/paper1/*/seed=*', quoted)."
+            )
+        runs += [p for p in found if p not in runs]
+    return runs
+
+
+def chosen_tags(spec: str, available: list[str], where: str) -> list[str]:
+    """The tags `--checkpoint spec` picks among `available`."""
+    if spec == "all" and available:
+        return available
+    if spec in available:
+        return [spec]
+    epochs = [t for t in available if re.fullmatch(r"epoch=\d+", t)]
+    if spec == "last" and epochs:
+        return [epochs[-1]]
+    raise RunFileError(
+        f"{where} has no checkpoint {spec!r} (it has {', '.join(available) or 'none'}): pick one "
+        "of those with --checkpoint, or record it (see the TraceRecorder and WeightSnapshot "
+        "callbacks)."
+    )
+
+
+_DIGESTS: dict[tuple, str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's contents (remembered by path, size and modification time)."""
+    stat = path.stat()
+    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if memo not in _DIGESTS:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+        _DIGESTS[memo] = digest.hexdigest()
+    return _DIGESTS[memo]
+
+
+def task_key(probe: RunProbe, options, files: list[Path]) -> str:
+    """The hash a result is stored under: probe, version, options and input contents."""
+    inputs = {
+        "probe": probe.name,
+        "version": [VERSION, probe.version],
+        "options": asdict(options),
+        "files": [file_digest(path) for path in files],
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def planned_tasks(probe: RunProbe, options, arguments) -> tuple[list[Task], list[str]]:
+    """Every (run, tag) of the command, each checked (files there, readable, the right model);
+    a problem stops the command, or with --keep-going becomes a failure listed at the end."""
+    tasks, failures = [], []
+    for path in matching_runs(arguments.runs):
+        try:
+            run = RunFolder(path)
+            available = probe.tags(run, options)
+            for tag in chosen_tags(arguments.checkpoint, available, probe.where(run, options)):
+                probe.check(run, tag, options)
+                tasks.append(
+                    Task(path, tag, task_key(probe, options, probe.reads(run, tag, options)))
+                )
+        except RunFileError as error:
+            if not arguments.keep_going:
+                raise
+            failures.append(f"{path}: {error}")
+    return tasks, failures
+
+
+# ---- the work, in one or several processes -----------------------------------------------------
+def result_path(cache: Path, probe: RunProbe, key: str) -> Path:
+    return cache / probe.name / f"{key}.json"
+
+
+def run_command(probe: RunProbe, options, arguments) -> int:
+    started = time.perf_counter()
+    out: Path = arguments.out
+    cache: Path = arguments.cache or out / "cache"
+    tasks, failures = planned_tasks(probe, options, arguments)
+    pending = [t for t in tasks if not result_path(cache, probe, t.key).is_file()]
+    print(
+        f"{probe.name}: {len(tasks)} results ({len({t.run for t in tasks})} runs), "
+        f"{len(tasks) - len(pending)} already stored, {len(pending)} to compute on "
+        f"{arguments.devices} {arguments.accelerator} process(es)",
+        flush=True,
+    )
+    if pending:
+        failures += spread(probe, options, pending, cache, arguments)
+    if failures and not arguments.keep_going:
+        raise ProbeInputError(failures[0])
+    done = [t for t in tasks if result_path(cache, probe, t.key).is_file()]
+    table = result_table(probe, cache, done)
+    written = write_outputs(probe, options, table, out, arguments)
+    print(f"wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - started:.1f} s")
+    if failures:
+        print(f"{len(failures)} failed (--keep-going):", *failures, sep="\n  ", file=sys.stderr)
+        return 1
+    return 0
+
+
+def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) -> list[str]:
+    """Compute `tasks` on `--devices` processes through Fabric; the failures' messages."""
+    from lightning_fabric import Fabric
+
+    session = cache / ".sessions" / uuid.uuid4().hex
+    (session / "claims").mkdir(parents=True)
+    (session / "failed").mkdir()
+    try:
+        try:
+            fabric = Fabric(
+                accelerator=arguments.accelerator,
+                devices=arguments.devices,
+                strategy="ddp_spawn" if arguments.devices > 1 else "auto",
+            )
+        except Exception as error:  # Lightning's MisconfigurationException and friends
+            raise ProbeInputError(
+                f"--devices {arguments.devices} --accelerator {arguments.accelerator} is not "
+                f"available here ({error}): ask for fewer devices or use --accelerator cpu."
+            ) from None
+        # plain values only: Fabric's launcher rebuilds dataclasses field by field
+        fabric.launch(work, probe.name, asdict(options), [tuple(asdict(t).values()) for t in tasks],
+                      str(cache), str(session), arguments.keep_going)  # fmt: skip
+        return [
+            json.loads(p.read_text())["message"] for p in sorted((session / "failed").iterdir())
+        ]
+    finally:
+        shutil.rmtree(session, ignore_errors=True)
+
+
+def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str, session: str,
+         keep_going: bool) -> None:  # fmt: skip
+    """One process's share: claim the next unclaimed task, compute it, store it; stop claiming
+    after a failure unless `keep_going`."""
+    from threadpoolctl import threadpool_limits
+
+    probe = PROBES[probe_name]
+    options = probe.options(**settings)
+    tasks = [Task(*task) for task in plan]
+    cache, session = Path(cache), Path(session)
+    if fabric.device.type == "cpu":  # share the cores; one BLAS thread keeps results identical
+        import torch
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        torch.set_num_threads(max(1, (cores or 1) // fabric.world_size))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for number, task in enumerate(tasks, 1):
+            if not keep_going and any((session / "failed").iterdir()):
+                break
+            target = result_path(cache, probe, task.key)
+            if target.is_file() or not claimed(session / "claims" / task.key):
+                continue
+            started = time.perf_counter()
+            try:
+                rows = probe.rows(RunFolder(task.run), task.tag, options, fabric.device)
+            except Exception as error:
+                failure(session, task, error)
+                continue
+            record = {"probe": probe.name, "run": task.run, "tag": task.tag,
+                      "options": asdict(options), "rows": rows}  # fmt: skip
+            write_text_atomic(target, json.dumps(record))
+            print(
+                f"[{number}/{len(tasks)}] {task.run} {task.tag}: "
+                f"{time.perf_counter() - started:.1f} s (process {fabric.global_rank})",
+                flush=True,
+            )
+    fabric.barrier()
+
+
+def claimed(path: Path) -> bool:
+    """True for the one process that creates `path` first."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def failure(session: Path, task: Task, error: Exception) -> None:
+    if isinstance(error, RunFileError):
+        message = f"{task.run} ({task.tag}): {error}"
+    else:  # a bug, not bad input: keep the traceback
+        message = (
+            f"{task.run} ({task.tag}) failed with {type(error).__name__}: {error}\n"
+            + "".join(traceback.format_exception(error))
+        )
+    write_text_atomic(session / "failed" / task.key, json.dumps({"message": message}))
+
+
+# ---- the table and what is made of it ----------------------------------------------------------
+def result_table(probe: RunProbe, cache: Path, tasks: list[Task]) -> pd.DataFrame:
+    """Every stored row of `tasks`, in task order, with its run, run group and checkpoint."""
+    rows = []
+    for task in tasks:
+        stored = json.loads(result_path(cache, probe, task.key).read_text())
+        group = str(Path(task.run).parent)
+        rows += [{"run": task.run, "group": group, "checkpoint": task.tag, **row}
+                 for row in stored["rows"]]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def write_outputs(probe: RunProbe, options, table: pd.DataFrame, out: Path, arguments) -> list:
+    out.mkdir(parents=True, exist_ok=True)
+    written = [save_table(table, out / f"{probe.name}.{arguments.format}")]
+    figures: dict[str, Path] = {}
+    tables = {probe.name: table}
+    if not table.empty:
+        summary = probe.summary_table(table)
+        tables[f"{probe.name}.summary"] = summary
+        text = f"# {probe.name} ({probe.paper})\n\n{markdown_table(summary, index=False)}\n"
+        written.append(write_text_atomic(out / f"{probe.name}.summary.md", text))
+        print(text)
+        figures = probe.figures(table, options, out / "figures")
+        written += list(figures.values())
+    if arguments.wandb:
+        log_to_wandb(out / "wandb", f"probes/{probe.name}", "probes", figures, tables,
+                     config={"runs": arguments.runs, "checkpoint": arguments.checkpoint,
+                             **asdict(options)})  # fmt: skip
+    return written

@@ -1,0 +1,87 @@
+"""What a probe run leaves behind: tables, figures and a W&B run, each written atomically (a
+temporary file renamed into place, `lightning_modules.run_files.write_atomic`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from lightning_modules.run_files import RunFileError, write_atomic
+
+
+def save_figure(figure, path: Path, dpi: int = 110) -> Path:
+    """Lay out a matplotlib `figure`, write it to `path` atomically (format from the suffix),
+    and close it."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=path.suffix[1:]))
+    plt.close(figure)
+    return path
+
+
+def escape_cell(text: str) -> str:
+    """`text` safe inside a Markdown table cell (a bare `|` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 4, index: bool = True) -> str:
+    """`frame` as a Markdown table, floats to `digits` decimals (pandas' `to_markdown` needs the
+    optional tabulate package)."""
+    if index:
+        frame = frame.reset_index()
+
+    def cell(value) -> str:
+        return escape_cell(f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+    header = "| " + " | ".join(escape_cell(str(c)) for c in frame.columns) + " |"
+    lines = [header, "|---" * len(frame.columns) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join(lines)
+
+
+def save_table(frame: pd.DataFrame, path: Path) -> Path:
+    """`frame` as CSV, or as parquet when `path` ends in `.parquet` (pandas needs pyarrow)."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise RunFileError(
+                f"Writing {path} needs pyarrow, which is not installed: "
+                "`.venv/bin/pip install pyarrow`, or use --format csv."
+            ) from None
+        return write_atomic(path, lambda temporary: frame.to_parquet(temporary, index=False))
+    return write_atomic(path, lambda temporary: frame.to_csv(temporary, index=False))
+
+
+def log_to_wandb(
+    folder: Path,
+    name: str,
+    group: str,
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+    config: dict | None = None,
+) -> None:
+    """Figures and tables as one W&B run `name` stored in `folder`: offline unless
+    `WANDB_MODE=online`; nothing with `WANDB_MODE=disabled`."""
+    mode = os.environ.get("WANDB_MODE", "offline")
+    if mode == "disabled":
+        return
+    import wandb
+
+    folder.mkdir(parents=True, exist_ok=True)
+    run = wandb.init(
+        project=os.environ.get("WANDB_PROJECT", "recurrent-probes"),
+        name=name,
+        group=group,
+        dir=str(folder),
+        config=config,
+        mode="online" if mode == "online" else "offline",
+    )
+    try:
+        run.log({f"figures/{key}": wandb.Image(str(path)) for key, path in figures.items()})
+        run.log({f"tables/{key}": wandb.Table(dataframe=frame) for key, frame in tables.items()})
+    finally:
+        run.finish()

@@ -1,0 +1,286 @@
+"""`python -m probes`: the command over run folders whose answers are known.
+
+The run folders hold traces and checkpoints of the hand-built GRU of `test_probes` (units 0 and 1
+hold the table, reset-gate unit 3 is always closed and unit 4 always open), so every probe has a
+known answer. Checks: the planted units come out, two processes give the table of one, a rerun
+skips what is stored, a killed command finishes with the table of an uninterrupted one, and bad
+input is one clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from lightning_modules.run_files import save_tensors_atomic
+from probes.command import main
+from tests.test_probes import TABLES, UNITS, planted_gru
+
+SPLITS = ("first", "second")
+TAGS = ("best", "epoch=1", "epoch=3")
+TARGETS = ["encoder.hidden:batch.source_table", "encoder.hidden:time"]
+OPTIONS = ["--splits", *SPLITS, "--targets", *TARGETS]
+
+
+def planted_run(folder: Path, seed: int, noise_units: int = 0, batch: int = 120) -> Path:
+    """A run folder of the planted GRU: traces of `SPLITS` at `TAGS` (inputs drawn with `seed`,
+    `noise_units` extra units of noise appended to the hidden state) and a checkpoint."""
+    gru = planted_gru()
+    generator = torch.Generator().manual_seed(seed)
+    for split in SPLITS:
+        for tag in TAGS:
+            time_steps = 4
+            tables = torch.randint(0, TABLES, (batch, time_steps), generator=generator)
+            inputs = torch.cat(
+                [
+                    torch.nn.functional.one_hot(tables, TABLES).float(),
+                    torch.randn(batch, time_steps, 4, generator=generator),
+                ],
+                -1,
+            )
+            record = {}
+            with torch.no_grad():
+                gru(inputs, record=record)
+            hidden = torch.cat(
+                [
+                    record["hidden"],
+                    torch.randn(batch, time_steps, noise_units, generator=generator),
+                ],
+                -1,
+            )
+            lengths = torch.randint(2, time_steps + 1, (batch,), generator=generator)
+            valid = torch.arange(time_steps)[None] < lengths[:, None]
+            save_tensors_atomic({
+                "encoder.hidden": hidden,
+                "encoder.update_gate": record["update_gate"],
+                "encoder.reset_gate": record["reset_gate"],
+                "batch.source_lengths": lengths,
+                "batch.source_table": torch.where(valid, tables, -100),
+            }, folder / "traces" / split / f"{tag}.safetensors")  # fmt: skip
+    state = {f"encoder.{name}": value for name, value in gru.state_dict().items()}
+    checkpoint = {"state_dict": state, "hyper_parameters": {"_class_path": "tests.PlantedGRU"}}
+    (folder / "checkpoints").mkdir(parents=True)
+    torch.save(checkpoint, folder / "checkpoints" / "best.ckpt")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    for variant in ("a", "b"):
+        for seed in (1, 2):
+            planted_run(root / variant / f"seed={seed}", seed + 10 * (variant == "b"))
+    return root
+
+
+def probe(*arguments: str) -> int:
+    return main([str(a) for a in arguments])
+
+
+def test_functional_group_command_finds_the_planted_units(runs, tmp_path, capsys):
+    assert probe("functional-group", "--runs", f"{runs}/*/seed=*", "--out", tmp_path,
+                 *OPTIONS) == 0  # fmt: skip
+    table = pd.read_csv(tmp_path / "functional-group.csv")
+    assert len(table) == 4 * len(TARGETS)
+    assert list(table["run"].unique()) == [f"{runs}/{v}/seed={s}" for v in "ab" for s in (1, 2)]
+    tables = table[table["label"] == "batch.source_table"]
+    assert {frozenset(units.split()) for units in tables["units"]} == {frozenset({"0", "1"})}
+    assert (tables["accuracy"] == 1.0).all()
+    summary = (tmp_path / "functional-group.summary.md").read_text()
+    assert f"| {runs}/a | best | encoder.hidden:batch.source_table | 2 |" in summary
+    assert (tmp_path / "figures" / "functional_group_sizes.png").stat().st_size > 0
+    assert "| group | checkpoint | target | runs |" in capsys.readouterr().out
+
+
+def test_gate_saturation_and_connectivity_find_the_planted_gates(runs, tmp_path):
+    assert probe("gate-saturation", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--splits", *SPLITS, "--gates", "encoder.reset_gate",
+                 "--update-gate-convention", "torch") == 0  # fmt: skip
+    table = pd.read_csv(tmp_path / "gate-saturation.csv").set_index("unit")
+    assert table.loc[3, "left"] == 1.0 and table.loc[3, "right"] == 0.0
+    assert table.loc[4, "right"] == 1.0 and table.loc[4, "left"] == 0.0
+    assert len(table) == UNITS
+    # Candidate input weights: units 0 and 1 receive 8 table inputs of |w| <= 0.5; the noise
+    # units receive standard-normal weights from the 4 noise inputs.
+    assert probe("connectivity", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--matrices", "encoder.candidate.ih:to:0.45") == 0  # fmt: skip
+    weight = planted_gru().weight_ih_l0[2 * UNITS :]
+    expected = int(((weight.abs() >= 0.45).sum(1) > 0).sum())
+    assert pd.read_csv(tmp_path / "connectivity.csv")["connected"].tolist() == [expected]
+    assert (tmp_path / "figures" / "weight_heatmaps.png").is_file()
+
+
+def test_checkpoint_all_and_last_pick_the_recorded_tags(runs, tmp_path):
+    assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "all",
+                 "--checkpoint", "all", *OPTIONS) == 0  # fmt: skip
+    table = pd.read_csv(tmp_path / "all" / "functional-group.csv")
+    assert list(table["checkpoint"].unique()) == ["best", "epoch=1", "epoch=3"]
+    assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "last",
+                 "--checkpoint", "last", *OPTIONS) == 0  # fmt: skip
+    last = pd.read_csv(tmp_path / "last" / "functional-group.csv")
+    assert list(last["checkpoint"].unique()) == ["epoch=3"]
+    pd.testing.assert_frame_equal(last, table[table["checkpoint"] == "epoch=3"].reset_index(
+        drop=True))  # fmt: skip
+
+
+def test_two_processes_give_the_table_of_one(runs, tmp_path):
+    for devices in (1, 2):
+        assert (
+            probe(
+                "functional-group",
+                "--runs",
+                f"{runs}/*/seed=*",
+                "--checkpoint",
+                "all",
+                "--out",
+                tmp_path / str(devices),
+                "--devices",
+                devices,
+                *OPTIONS,
+            )
+            == 0
+        )
+    one = (tmp_path / "1" / "functional-group.csv").read_text()
+    assert (tmp_path / "2" / "functional-group.csv").read_text() == one
+    assert len(pd.read_csv(tmp_path / "2" / "functional-group.csv")) == 12 * len(TARGETS)
+
+
+def test_rerun_skips_stored_results_and_a_changed_input_is_computed_again(runs, tmp_path,
+                                                                          capsys):  # fmt: skip
+    arguments = ["functional-group", "--runs", f"{runs}/*/seed=*", "--out", tmp_path, *OPTIONS]
+    assert probe(*arguments) == 0
+    first = (tmp_path / "functional-group.csv").read_text()
+    assert "0 already stored, 4 to compute" in capsys.readouterr().out
+    assert probe(*arguments) == 0
+    assert "4 already stored, 0 to compute" in capsys.readouterr().out
+    assert (tmp_path / "functional-group.csv").read_text() == first
+    assert probe(*arguments, "--share", "0.5") == 0  # other options: other results
+    assert "0 already stored, 4 to compute" in capsys.readouterr().out
+    copy = tmp_path / "copy"
+    planted_run(copy / "seed=1", 1)
+    planted_run(copy / "seed=2", 2)  # the same contents as a/seed=2 ...
+    planted_run(copy / "seed=3", 3)  # ... and new ones
+    assert probe("functional-group", "--runs", f"{copy}/*", "--out", tmp_path, *OPTIONS) == 0
+    assert "2 already stored, 1 to compute" in capsys.readouterr().out
+
+
+def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
+    """SIGKILL once some results are stored, start again, compare with an uninterrupted run."""
+    runs = tmp_path / "runs"
+    for seed in range(6):  # 18 tasks, each a few tenths of a second
+        planted_run(runs / f"seed={seed}", seed, noise_units=120, batch=200)
+    command = [sys.executable, "-m", "probes", "functional-group", "--runs", f"{runs}/*",
+               "--checkpoint", "all", *OPTIONS]  # fmt: skip
+    subprocess.run([*command, "--out", tmp_path / "whole"], check=True, capture_output=True)
+    stored = tmp_path / "parts" / "cache" / "functional-group"
+    started = subprocess.Popen([*command, "--out", tmp_path / "parts"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (stored.is_dir() and len(list(stored.glob("*.json"))) >= 2):
+        assert started.poll() is None and time.monotonic() < deadline, "finished before the kill"
+        time.sleep(0.02)
+    os.killpg(started.pid, signal.SIGKILL)
+    started.wait()
+    kept = len(list(stored.glob("*.json")))
+    assert 2 <= kept < 18
+    assert not (tmp_path / "parts" / "functional-group.csv").exists()
+    done = subprocess.run([*command, "--out", tmp_path / "parts"], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert f"{kept} already stored, {18 - kept} to compute" in done.stdout
+    whole = (tmp_path / "whole" / "functional-group.csv").read_text()
+    assert (tmp_path / "parts" / "functional-group.csv").read_text() == whole
+
+
+def broken_runs(root: Path) -> dict[str, Path]:
+    """One run folder per kind of bad input."""
+    corrupt = planted_run(root / "corrupt", 1)
+    (corrupt / "traces" / "second" / "best.safetensors").write_bytes(b"\x00 not safetensors")
+    other = root / "language_model"
+    save_tensors_atomic({"hidden": torch.zeros(2, 3, 4)},
+                        other / "traces" / "validation" / "best.safetensors")  # fmt: skip
+    (other / "checkpoints").mkdir()
+    torch.save({"state_dict": {}, "hyper_parameters": {
+        "_class_path": "lightning_modules.language_model.LanguageModel"}},
+        other / "checkpoints" / "best.ckpt")  # fmt: skip
+    torn = planted_run(root / "torn", 2)
+    checkpoint = torn / "checkpoints" / "best.ckpt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    return {"corrupt": corrupt, "other": other, "torn": torn, "good": planted_run(root / "good", 3)}
+
+
+@pytest.mark.parametrize(
+    ("probe_name", "run", "extra", "message"),
+    [
+        ("functional-group", "nowhere", [], "matches no run folder"),
+        ("functional-group", "corrupt", [], "second/best.safetensors is corrupt"),
+        ("functional-group", "other", [], "a run of lightning_modules.language_model."
+         "LanguageModel, has no traces of split 'first'"),
+        ("functional-group", "good", ["--checkpoint", "epoch=7"],
+         "has no checkpoint 'epoch=7' (it has best, epoch=1, epoch=3)"),
+        ("functional-group", "good", ["--targets", "encoder.hidden"], "is not SITE:LABEL"),
+        ("functional-group", "good", ["--targets", "decoder.hidden:time"],
+         "has no batch.target, decoder.hidden"),
+        ("connectivity", "torn", [], "best.ckpt is corrupt or not a checkpoint"),
+        ("connectivity", "other", [], "a run of lightning_modules.language_model.LanguageModel, "
+         "has no decoder.weight_ih_l0, encoder.weight_hh_l0"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_clear_error_and_writes_no_table(tmp_path, capsys, probe_name, run,
+                                                          extra, message):  # fmt: skip
+    folders = broken_runs(tmp_path / "runs")
+    path = folders.get(run, tmp_path / "runs" / run)
+    options = OPTIONS if probe_name == "functional-group" else []
+    assert probe(probe_name, "--runs", path, "--out", tmp_path / "out", *options, *extra) == 2
+    error = capsys.readouterr().err
+    assert message in error and "Traceback" not in error
+    assert len(error.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / f"{probe_name}.csv").exists()
+
+
+def test_unknown_option_or_probe_is_one_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "probes", "functional-group", "--runs", "x",
+                           "--out", str(tmp_path), "--thresold", "3"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2
+    assert "unrecognized arguments: --thresold 3" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "probes", "functional-groups", "--runs", "x"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2 and "invalid choice: 'functional-groups'" in done.stderr
+
+
+def test_keep_going_reports_failures_at_the_end_and_keeps_the_rest(tmp_path, capsys):
+    folders = broken_runs(tmp_path / "runs")
+    status = probe(
+        "functional-group",
+        "--runs",
+        folders["corrupt"],
+        folders["good"],
+        folders["other"],
+        "--out",
+        tmp_path / "out",
+        "--keep-going",
+        *OPTIONS,
+    )
+    assert status == 1
+    table = pd.read_csv(tmp_path / "out" / "functional-group.csv")
+    assert set(table["run"]) == {str(folders["good"])}
+    error = capsys.readouterr().err
+    assert "2 failed (--keep-going)" in error
+    assert "corrupt" in error and "LanguageModel" in error
+
+
+def test_wandb_logs_the_table_and_figures_offline(runs, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--wandb", *OPTIONS) == 0  # fmt: skip
+    [run] = (tmp_path / "wandb" / "wandb").glob("offline-run-*")
+    assert list(run.glob("*.wandb"))
