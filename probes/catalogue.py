@@ -19,7 +19,7 @@ from safetensors import SafetensorError, safe_open
 from lightning_modules.run_files import RunFileError
 from probes.activations import gate_saturation
 from probes.outputs import save_figure
-from probes.runs import RunFolder
+from probes.runs import RunFolder, tag_order
 from probes.traces import (
     CONVENTIONS,
     joined_trace,
@@ -166,6 +166,30 @@ class WeightProbe(RunProbe):
             raise RunFileError(
                 f"{run.weights_path(tag)}{trained_by(run)}, has no {', '.join(missing)}: "
                 f"{self.name} needs a GRU seq2seq (lightning_modules.seq2seq.Seq2Seq)."
+            )
+
+
+class ModelProbe(RunProbe):
+    """A probe that runs the trained model: a checkpoint (`best`, `last`) of one of
+    `model_classes`, with the DataModule that trained it (`RunFolder.model`, `.datamodule`)."""
+
+    model_classes: tuple[str, ...] = ("lightning_modules.seq2seq.Seq2Seq",)
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        return sorted((p.stem for p in (run.path / "checkpoints").glob("*.ckpt")), key=tag_order)
+
+    def where(self, run: RunFolder, options) -> str:
+        return str(run.path / "checkpoints")
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        return [run.path / "checkpoints" / f"{tag}.ckpt"]
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        trained = run.model_class_path(tag)  # reads the checkpoint: a corrupt one fails here
+        if trained not in self.model_classes:
+            raise RunFileError(
+                f"{self.reads(run, tag, options)[0]} is a run of {trained}: {self.name} probes "
+                f"runs of {', '.join(self.model_classes)}; give --runs of such a model."
             )
 
 
@@ -429,9 +453,3 @@ class ConnectivityProbe(WeightProbe):
             figure.colorbar(image, ax=axis, fraction=0.04)
         figure.suptitle(f"{run} ({tag})", fontsize=9)
         return {"heatmaps": save_figure(figure, folder / "weight_heatmaps.png")}
-
-
-PROBES: dict[str, RunProbe] = {
-    probe.name: probe
-    for probe in (FunctionalGroupProbe(), GateSaturationProbe(), ConnectivityProbe())
-}

@@ -36,7 +36,8 @@ from pathlib import Path
 import pandas as pd
 
 from lightning_modules.run_files import RunFileError, write_text_atomic
-from probes.catalogue import PROBES, RunProbe
+from probes.catalogue import RunProbe
+from probes.registry import PROBES
 from probes.outputs import log_to_wandb, markdown_table, save_table
 from probes.runs import RunFolder
 
