@@ -37,8 +37,8 @@ import pandas as pd
 
 from lightning_modules.run_files import RunFileError, write_text_atomic
 from probes.catalogue import RunProbe
-from probes.registry import PROBES
 from probes.outputs import log_to_wandb, markdown_table, save_table
+from probes.registry import PROBES
 from probes.runs import RunFolder
 
 CHECKPOINT = re.compile(r"best|last|all|epoch=(\d+|init)|step=\d+")
