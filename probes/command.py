@@ -267,8 +267,17 @@ def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) 
                 f"available here ({error}): ask for fewer devices or use --accelerator cpu."
             ) from None
         # plain values only: Fabric's launcher rebuilds dataclasses field by field
-        fabric.launch(work, probe.name, asdict(options), [tuple(asdict(t).values()) for t in tasks],
-                      str(cache), str(session), arguments.keep_going)  # fmt: skip
+        plan = [tuple(asdict(t).values()) for t in tasks]
+        try:
+            fabric.launch(work, probe.name, asdict(options), plan, str(cache), str(session),
+                          arguments.keep_going)  # fmt: skip
+        except Exception as error:  # torch.multiprocessing's ProcessRaised/ExitedException
+            if arguments.devices == 1:
+                raise
+            raise ProbeInputError(
+                f"a probe process stopped ({str(error).strip().splitlines()[-1]}); the results "
+                "it stored are kept: run the same command again to finish."
+            ) from None
         return [
             json.loads(p.read_text())["message"] for p in sorted((session / "failed").iterdir())
         ]
