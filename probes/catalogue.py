@@ -18,7 +18,7 @@ from safetensors import SafetensorError, safe_open
 
 from lightning_modules.run_files import RunFileError
 from probes.activations import gate_saturation
-from probes.outputs import save_figure
+from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder, tag_order
 from probes.traces import (
     CONVENTIONS,
@@ -276,11 +276,7 @@ class FunctionalGroupProbe(TraceProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         summary = self.summary_table(table)
         figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(options.targets)), 4))
         groups = list(dict.fromkeys(summary["group"] + " " + summary["checkpoint"]))
@@ -338,11 +334,7 @@ class GateSaturationProbe(TraceProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         figure, axes = plt.subplots(1, len(options.gates), figsize=(4 * len(options.gates), 4),
                                     squeeze=False)  # fmt: skip
         for axis, site in zip(axes[0], options.gates, strict=True):
@@ -435,11 +427,7 @@ class ConnectivityProbe(WeightProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         run, tag = table["run"].iloc[0], table["checkpoint"].iloc[0]
         state = RunFolder(run).state_dict(tag)
         count = len(options.matrices)

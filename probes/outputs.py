@@ -11,6 +11,16 @@ import pandas as pd
 from lightning_modules.run_files import RunFileError, write_atomic
 
 
+def pyplot():
+    """`matplotlib.pyplot` drawing to files only (the Agg backend), imported when first needed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_figure(figure, path: Path, dpi: int = 110) -> Path:
     """Lay out a matplotlib `figure`, write it to `path` atomically (format from the suffix),
     and close it."""
