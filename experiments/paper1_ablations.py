@@ -31,9 +31,8 @@ from experiments.report import (  # noqa: E402
 )
 from experiments.runner import fit  # noqa: E402
 from lightning_modules.recurrent import removal_edits  # noqa: E402
-from probes.interventions import sequence_accuracy  # noqa: E402
+from probes.interventions import pruned_units, split_accuracy  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
-from probes.weights import strongest_units, unit_strength  # noqa: E402
 
 COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
     "Encoder": ["encoder_embedding", "encoder"],
@@ -46,8 +45,6 @@ COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine
     "Decoder W_hh": ["decoder.weight_hh_l0", "decoder.bias_hh_l0"],
 }
 OPPOSITE = {"guided": "baseline", "baseline": "guided"}
-KEEP_SHARE = 0.05  # section 5.2: "keeping only 5% of neurons with the biggest weights"
-PRUNED_MODULES = ("encoder", "decoder")
 
 
 def slug(component: str) -> str:
@@ -97,27 +94,14 @@ class Substitution:
         return run
 
 
-def pruned_units(state_dict) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """Section 5.2: the hidden units (kept, removed) of each of encoder and decoder; kept are
-    the `KEEP_SHARE` with the strongest connections (`probes.weights.unit_strength`)."""
-    kept, removed = {}, {}
-    for module in PRUNED_MODULES:
-        strength = unit_strength(state_dict, module)
-        strongest = set(strongest_units(strength, KEEP_SHARE).tolist())
-        kept[f"{module}.hidden"] = sorted(strongest)
-        removed[f"{module}.hidden"] = [u for u in range(strength.numel()) if u not in strongest]
-    return kept, removed
-
-
 def pruned_accuracy(run: Path, split: str) -> tuple[float, dict[str, list[int]]]:
-    """Sequence accuracy on `split` of the run's best model with its weak units removed, without
-    retraining; and the kept units."""
+    """Section 5.2: sequence accuracy on `split` of the run's best model with its weak units
+    removed (`probes.interventions.pruned_units`, as the `pruning` probe), without retraining;
+    and the kept units."""
     folder = RunFolder(run)
     kept, removed = pruned_units(folder.state_dict())
     data = folder.datamodule()
-    accuracy = sequence_accuracy(
-        folder.model(), data.split_dataloader(split, batch_size=256), removal_edits(removed)
-    )
+    accuracy = split_accuracy(folder.model(), data, split, removal_edits(removed))
     return accuracy, kept
 
 

@@ -44,7 +44,10 @@ from experiments.report import (  # noqa: E402
     write_report,
 )
 from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from probes.contextual_decomposition import decompose_language_model  # noqa: E402
+from probes.contextual_decomposition import (  # noqa: E402
+    mean_and_standard_error,
+    rule_close_probabilities,
+)
 from probes.runs import RunFolder  # noqa: E402
 
 CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
@@ -148,17 +151,6 @@ def train(setting: Setting, scale: Scale, root: Path, reuse: bool) -> Path:
 
 
 # ---- contextual decomposition over the probe rules --------------------------------------------
-def phrases(open_position: int, conduit_length: int) -> dict[str, list[int]]:
-    """The phrases whose contribution to P(omega) the paper reads, as input positions: the open
-    symbol (Figure 1), the whole conduit (Figure 1), and the open symbol with the first i
-    conduit tokens, `prefix=i` (Figure 2; `prefix=0` is the open symbol alone)."""
-    conduit = list(range(open_position + 1, open_position + conduit_length + 1))
-    named = {"open": [open_position], "conduit": conduit}
-    for i in range(conduit_length + 1):
-        named[f"prefix={i}"] = [open_position, *conduit[:i]]
-    return named
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A mean over the probe rules and its standard error."""
@@ -186,43 +178,26 @@ class Snapshot:
 
 
 def estimate(values: torch.Tensor) -> Estimate:
-    return Estimate(float(values.mean()), float(values.std() / len(values) ** 0.5))
+    return Estimate(*mean_and_standard_error(values))
 
 
-@torch.no_grad()
 def close_probabilities(
     run: Path, tags: list[str], only: Sequence[str] | None = None
 ) -> dict[str, Snapshot]:
     """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
     rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
-    `phrases` (or the phrases named in `only`), decomposed in one batch."""
-    folder = RunFolder(run)
-    data = folder.datamodule("last")
-    model = folder.model("last")
-    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
-    tokens = batch["input"]
-    open_position = int(batch["open_position"][0])
-    close_position = int(batch["close_position"][0])
-    named = phrases(open_position, data.hparams.conduit_length)
-    named = {name: steps for name, steps in named.items() if only is None or name in only}
-    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool)
-    for row, positions in enumerate(named.values()):
-        masks[row, :, positions] = True
-    repeated = tokens.repeat(len(named), 1)
-    close_symbol = data.vocab_size - 1
-    results = {}
-    for tag in tags:
-        model.load_state_dict(folder.state_dict(tag))
-        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
-        probability = parts.relevant_probabilities()[:, close_position, close_symbol]
-        per_phrase = probability.view(len(named), -1)
-        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol]
-        results[tag] = Snapshot(
-            {name: estimate(values) for name, values in zip(named, per_phrase, strict=True)},
-            estimate(full),
-            float(parts.approximation_error().max()),
+    `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
+    in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe runs
+    too), as estimates over the rules."""
+    measured = rule_close_probabilities(RunFolder(run), tags, only)
+    return {
+        tag: Snapshot(
+            {name: estimate(values) for name, values in result.phrase.items()},
+            estimate(result.full),
+            result.error,
         )
-    return results
+        for tag, result in measured.items()
+    }
 
 
 def epoch_tag(epochs: int) -> str:

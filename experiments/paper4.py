@@ -32,7 +32,6 @@ import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 
-from datamodules.token_positioning import SPECIALS  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,
@@ -51,13 +50,17 @@ from experiments.runner import fit, reproduction_parser, reused_note, run_all  #
 from lightning_modules.run_files import write_text_atomic  # noqa: E402
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (  # noqa: E402
+    ANALYSED_POSITIONS,
+    ANALYSED_SPLITS,
     DIAGNOSTICS,
     HYPOTHESES,
     MANIPULATIONS,
     TokenNeurons,
+    analysable,
+    analysed_rows,
+    analysed_tokens,
     gate_interaction,
     identify_neurons,
-    trace_rows,
     verify_neurons,
 )
 from probes.runs import RunFolder  # noqa: E402
@@ -171,17 +174,10 @@ def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, P
 
 
 # ---- the neuron analysis of one GRU model -------------------------------------------------------
-POSITIONS = range(1, 14)
+POSITIONS = ANALYSED_POSITIONS
 """Section 4: positions 1-13."""
 FUNCTIONS = ("storing", "counting", "triggering", "outputting")
 FIGURE2_TOKENS = 10
-
-
-def analysed_tokens(datamodule, count: int) -> list[int]:
-    """Ids of the `count` most frequent words (the vocabulary lists them by training frequency
-    after the special and position tokens)."""
-    first = len(SPECIALS) + datamodule.max_tokens
-    return list(range(first, first + count))
 
 
 @torch.no_grad()
@@ -275,15 +271,11 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
     torch.manual_seed(0)
     model, datamodule = run.model("best"), run.datamodule("best")
     tokens = analysed_tokens(datamodule, scale.tokens)
-    rows = datamodule.requested_rows(("validation", "test"), tokens, POSITIONS,
-                                     scale.analysis_rows)  # fmt: skip
-    traced = trace_rows(model, rows, max(POSITIONS) + 3)
-    correct = traced.answered
-    if scale.correct_only:
-        traced = traced.rows(correct)
+    traced, correct = analysed_rows(model, datamodule, tokens, POSITIONS, scale.analysis_rows,
+                                    ANALYSED_SPLITS, scale.correct_only)  # fmt: skip
     found, per_token = [], {}
     for token in tokens:
-        if (traced.token == token).sum() < 2 or len(set(traced.token.tolist())) < 2:
+        if not analysable(traced, token):
             continue  # too few correctly answered rows to classify
         neurons = identify_neurons(model, traced, token)
         found.append(neurons)

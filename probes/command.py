@@ -110,7 +110,10 @@ def parser() -> argparse.ArgumentParser:
             default = field.default if field.default is not MISSING else field.default_factory()
             shown = " ".join(map(str, default)) if isinstance(default, list) else default
             spec = field.metadata
-            if isinstance(default, list):
+            if isinstance(default, bool):
+                own.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
+                                 help=f"{spec['help']} (default: {shown})")  # fmt: skip
+            elif isinstance(default, list):
                 own.add_argument(flag, nargs="+", type=spec.get("type", str), default=default,
                                  help=f"{spec['help']} (default: {shown})")  # fmt: skip
             else:

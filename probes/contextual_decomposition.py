@@ -13,6 +13,10 @@ Shapley split `decompose_three`, the cell update splits products term by term, a
 `tanh(c)` is split by `decompose_tanh_two`; every split sums exactly to the true value, so the
 parts sum to the LSTM's output up to rounding (paper 2 reports a relative error below 1e-5).
 
+`rule_close_probabilities` is the measurement paper 2's figures plot, shared by
+`experiments/paper2.py` and the `contextual-decomposition` probe: P(omega | phrase) at the close
+symbol of held-out rule instances, per checkpoint or weight snapshot of a run.
+
 Written by hand: captum has no CD, and diagNNose's decomposer works on its own model wrappers
 one sentence at a time. Here the phrase is a `[batch, time]` mask, so one pass decomposes many
 sequences, or one sequence with many different phrases, at once.
@@ -25,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+
+from probes.runs import RunFolder
 
 
 def decompose_three(
@@ -90,11 +96,12 @@ def contextual_decomposition(
     phrase_steps = relevant.any(0).nonzero()
     first = int(phrase_steps[0]) if len(phrase_steps) else time
     if first:
-        representative, row_of = torch.arange(batch), torch.arange(batch)
+        rows = torch.arange(batch, device=inputs.device)
+        representative, row_of = rows, rows
         if sequence_of_row is not None:
             _, row_of = torch.unique(sequence_of_row, return_inverse=True)
-            representative = torch.empty(int(row_of.max()) + 1, dtype=torch.long)
-            representative[row_of] = torch.arange(batch)
+            representative = rows.new_empty(int(row_of.max()) + 1)
+            representative[row_of] = rows
         before, (last_hidden, last_cell) = nn.LSTM.forward(lstm, inputs[representative, :first])
         before = before[row_of]
         irrelevant_hidden, irrelevant_cell = last_hidden[0, row_of], last_cell[0, row_of]
@@ -172,3 +179,79 @@ def decompose_language_model(
         hidden = hidden[:, steps]
     relevant_logits, irrelevant_logits = parts.logits(model.output)
     return DecomposedLogits(relevant_logits, irrelevant_logits, model.output(hidden))
+
+
+# ---- paper 2's measurement: P(omega | phrase) at the close symbol of the probe rules -----------
+def rule_phrases(open_position: int, conduit_length: int) -> dict[str, list[int]]:
+    """Paper 2, section 4.1: the phrases whose contribution to P(omega) the paper reads, as input
+    positions (from 0): the open symbol (`open`, Figure 1), the whole conduit (`conduit`, Figure
+    1), and the open symbol with the first i conduit tokens (`prefix=i`, Figure 2; `prefix=0` is
+    the open symbol alone)."""
+    conduit = list(range(open_position + 1, open_position + conduit_length + 1))
+    named = {"open": [open_position], "conduit": conduit}
+    for i in range(conduit_length + 1):
+        named[f"prefix={i}"] = [open_position, *conduit[:i]]
+    return named
+
+
+@dataclass(frozen=True)
+class CloseProbabilities:
+    """Paper 2, section 3.1 (what Figures 1-3 plot), at one set of weights: per phrase name,
+    `P(omega | phrase) = softmax(v_phrase)[omega]` at the close position of each probe rule
+    `[rules]`; the full model's `P(omega)` `[rules]`; and the largest relative approximation error
+    over every position of every decomposed row (section 4: below 1e-5); and where they were
+    read: each phrase's input positions and the close position (the step before omega)."""
+
+    phrase: dict[str, Tensor]
+    full: Tensor
+    error: float
+    positions: dict[str, list[int]]
+    close_position: int
+
+
+def mean_and_standard_error(values: Tensor) -> tuple[float, float]:
+    """The mean of `values` and its standard error (sample standard deviation / sqrt(count))."""
+    return float(values.mean()), float(values.std() / len(values) ** 0.5)
+
+
+@torch.no_grad()
+def rule_close_probabilities(
+    run: RunFolder,
+    tags: Sequence[str],
+    only: Sequence[str] | None = None,
+    settings_tag: str = "last",
+    device: torch.device | str = "cpu",
+) -> dict[str, CloseProbabilities]:
+    """Paper 2, section 3.1: for each checkpoint or weight snapshot `tag` of a `LanguageModel` run
+    (the model rebuilt from checkpoint `settings_tag`, the tag's weights loaded), P(omega | phrase)
+    at the close symbol of the run's probe rules (the DataModule's `rules` split), for every
+    phrase of `rule_phrases` (or those named in `only`, kept in `rule_phrases`' order), all
+    phrases decomposed in one batch."""
+    data = run.datamodule(settings_tag)
+    model = run.model(settings_tag).to(device)
+    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
+    tokens = batch["input"].to(device)
+    open_position = int(batch["open_position"][0])
+    close_position = int(batch["close_position"][0])
+    named = rule_phrases(open_position, data.hparams.conduit_length)
+    named = {name: steps for name, steps in named.items() if only is None or name in only}
+    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool, device=device)
+    for row, positions in enumerate(named.values()):
+        masks[row, :, positions] = True
+    repeated = tokens.repeat(len(named), 1)
+    close_symbol = data.vocab_size - 1
+    results = {}
+    for tag in tags:
+        model.load_state_dict(run.state_dict(tag))
+        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
+        probability = parts.relevant_probabilities()[:, close_position, close_symbol].cpu()
+        per_phrase = probability.view(len(named), -1)
+        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol].cpu()
+        results[tag] = CloseProbabilities(
+            dict(zip(named, per_phrase, strict=True)),
+            full,
+            float(parts.approximation_error().max()),
+            named,
+            close_position,
+        )
+    return results

@@ -3,7 +3,8 @@
 One routine serves paper 1's pruning (Baan et al. 2019, section 5.2: every unit but the
 strongest held at zero) and paper 4's manipulations of neuron values (zero, previous step, k
 steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, applied only inside
-`model.intervene(...)`.
+`model.intervene(...)`. Paper 1's pruned units (`pruned_units`) are shared by
+`experiments/paper1_ablations.py` and the `pruning` probe.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from torch import Tensor
 from lightning_modules.callbacks import record_split
 from lightning_modules.recurrent import Intervention
 from lightning_modules.seq2seq import Seq2Seq, sequence_correct
+from probes.weights import strongest_units, unit_strength
+
+KEEP_SHARE = 0.05
+"""Paper 1, section 5.2: "keeping only 5% of neurons with the biggest weights"."""
+PRUNED_MODULES = ("encoder", "decoder")
+"""Paper 1, section 5.2: the recurrent layers pruned, each on its own."""
+EVALUATION_BATCH = 256
+"""Rows per batch when a split is evaluated (sequence accuracy does not depend on it)."""
 
 
 def sequence_accuracy(
@@ -24,3 +33,27 @@ def sequence_accuracy(
     with model.intervene(edits):
         traced = record_split(model, batches)
     return float(sequence_correct(traced["prediction"], traced["batch.target"]).double().mean())
+
+
+def split_accuracy(model: Seq2Seq, data, split: str, edits: Sequence[Intervention] = ()) -> float:
+    """`sequence_accuracy` on the DataModule `data`'s `split`, in batches of `EVALUATION_BATCH`."""
+    batches = data.split_dataloader(split, batch_size=EVALUATION_BATCH)
+    return sequence_accuracy(model, batches, edits)
+
+
+def pruned_units(
+    state_dict: dict[str, Tensor],
+    share: float = KEEP_SHARE,
+    modules: Sequence[str] = PRUNED_MODULES,
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Paper 1, section 5.2: the hidden units (kept, removed) of each recurrent layer of
+    `modules`, by site (`"encoder.hidden"`, units indexed from 0, ascending); kept are the
+    `ceil(share * units)` with the strongest connections (`probes.weights.unit_strength`,
+    `strongest_units`), the rest removed (`lightning_modules.recurrent.removal_edits`)."""
+    kept, removed = {}, {}
+    for module in modules:
+        strength = unit_strength(state_dict, module)
+        strongest = set(strongest_units(strength, share).tolist())
+        kept[f"{module}.hidden"] = sorted(strongest)
+        removed[f"{module}.hidden"] = [u for u in range(strength.numel()) if u not in strongest]
+    return kept, removed

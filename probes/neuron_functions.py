@@ -31,6 +31,7 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.svm import LinearSVC
 from torch import Tensor
 
+from datamodules.token_positioning import SPECIALS
 from lightning_modules.recurrent import Intervention
 from lightning_modules.seq2seq import Seq2Seq
 
@@ -321,6 +322,48 @@ def trace_rows(
     return Traced(batch, record, outputs, paper_time_states(record, batch["source_lengths"]))
 
 
+# ---- the analysed rows of section 4 -------------------------------------------------------------
+ANALYSED_TOKENS = 50
+"""Section 4: the 50 most common tokens."""
+ANALYSED_POSITIONS = tuple(range(1, 14))
+"""Section 4: the common positions 1-13."""
+ANALYSED_SPLITS = ("validation", "test")
+"""Held-out line pairs (the paper does not say which; never the training split here)."""
+
+
+def analysed_tokens(datamodule, count: int = ANALYSED_TOKENS) -> list[int]:
+    """Section 4: ids of the `count` most frequent words of a `TokenPositioningDataModule` (the
+    vocabulary lists them by training frequency after the special and position tokens)."""
+    first = len(SPECIALS) + datamodule.max_tokens
+    return list(range(first, first + count))
+
+
+def analysed_rows(
+    model: Seq2Seq,
+    datamodule,
+    tokens: list[int],
+    positions=ANALYSED_POSITIONS,
+    per_token: int = 500,
+    splits=ANALYSED_SPLITS,
+    correct_only: bool = True,
+    seed: int = 0,
+) -> tuple[Traced, Tensor]:
+    """Section 4's rows: held-out pairs of `splits` re-requested with each of `tokens` at each
+    of `positions` where it occurs (at most `per_token` rows per token, drawn with `seed`,
+    `TokenPositioningDataModule.requested_rows`), decoded greedily for max(positions) + 3 steps;
+    with `correct_only` only the rows the model answers correctly. Returns them and `[rows]`
+    booleans over every requested row: answered correctly."""
+    requested = datamodule.requested_rows(splits, tokens, positions, per_token, seed)
+    traced = trace_rows(model, requested, max(positions) + 3)
+    correct = traced.answered
+    return (traced.rows(correct) if correct_only else traced), correct
+
+
+def analysable(traced: Traced, token: int) -> bool:
+    """Whether stage 1 can classify `token`: at least 2 of its rows and rows of another token."""
+    return bool((traced.token == token).sum() >= 2) and len(set(traced.token.tolist())) >= 2
+
+
 def _time_mask(traced: Traced, first: int, last_offset: int) -> Tensor:
     """`[rows, time]` True at the paper's t = first .. T + last_offset of each row."""
     time = torch.arange(traced.states.shape[1])[None] - 1  # index j holds t = j - 1
@@ -343,21 +386,17 @@ class TokenNeurons:
         return getattr(self, function)
 
 
-def identify_neurons(
-    model: Seq2Seq, traced: Traced, token: int, keep: float = 0.5, seed: int = 0, n_steps: int = 32
-) -> TokenNeurons:
-    """Sections 3-4 for one token: candidates by SVM + RFE for three hypotheses, filtered by
-    integrated gradients of P(token at T) w.r.t. h_{T-1} (counting units: w.r.t. h_{T-1} or
-    h_{T-2}, since a counter may reach the output only through the triggering units a step
-    later); outputting units from h_T W_token.
-
-    `traced` holds rows the model answers correctly (the token at T), of every analysed token:
-    - storing (finding 1): h_t, t = -1 .. T-1, of this token's rows against as many of other
-      tokens' rows;
+def hypothesis_samples(
+    traced: Traced, token: int, seed: int = 0
+) -> dict[str, tuple[Tensor, Tensor]]:
+    """Section 3.1 / section 4's three hypotheses for one token: `{hypothesis: (features
+    [samples, units], labels [samples])}` from `traced` (rows the model answers correctly, of
+    every analysed token):
+    - storing (finding 1): h_t, t = -1 .. T-1, of this token's rows (label 1) against as many
+      of other tokens' rows (label 0, drawn with `seed`);
     - counting (finding 2): h_t, t = 0 .. T-1, of this token's rows labelled by T - t;
-    - triggering (finding 3): h_{T-1} against h_t, t = 0 .. T-2, of this token's rows.
-    Filtering uses this token's rows with T >= 2 (h_{T-1} must be a decoder state).
-    """
+    - triggering (finding 3): h_{T-1} (label 1) against h_t, t = 0 .. T-2, of this token's
+      rows."""
     mine = traced.token == token
     own = traced.rows(mine)
     generator = torch.Generator().manual_seed(seed)
@@ -380,22 +419,62 @@ def identify_neurons(
     remaining = own.position[:, None] - time
     features["counting"] = (own.states[counting_mask], remaining[counting_mask])
     features["triggering"] = (own.states[counting_mask], (remaining[counting_mask] == 1).long())
-    candidates = {name: svm_rfe_candidates(*features[name], keep, seed=seed) for name in HYPOTHESES}
+    return features
 
-    attributions, earlier = [], []  # at h_{T-1} (T >= 2) and at h_{T-2} (T >= 3)
+
+def candidate_units(
+    traced: Traced, token: int, keep: float = 0.5, seed: int = 0
+) -> dict[str, Candidates]:
+    """Stage 1 (section 3.1) for one token: a linear SVM and RFE per hypothesis
+    (`hypothesis_samples`, `svm_rfe_candidates`)."""
+    samples = hypothesis_samples(traced, token, seed)
+    return {name: svm_rfe_candidates(*samples[name], keep, seed=seed) for name in HYPOTHESES}
+
+
+def attributions_before_output(
+    model: Seq2Seq, traced: Traced, token: int, n_steps: int = 32
+) -> dict[int, Tensor]:
+    """Stage 2's maps (section 3.2) for one token: `{k: [rows, units]}`, the integrated
+    gradients of P(token at T) with respect to h_{T-k} (`state_attributions`) of this token's
+    rows, k = 1 over the rows with T >= 2 and k = 2 over the rows with T >= 3 (h_{T-k} must be a
+    decoder state; k = 2 is absent when no row has T >= 3), rows ordered by T."""
+    own = traced.rows(traced.token == token)
+    found: dict[int, list[Tensor]] = {1: [], 2: []}
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)
-        for t, found in ((position - 1, attributions), (position - 2, earlier)):
+        for before in (1, 2):
+            t = position - before
             if t >= 1:
-                found.append(state_attributions(
+                found[before].append(state_attributions(
                     model, group.model_batch(), group.states[:, t + 1], t, position, n_steps
                 ))  # fmt: skip
-    attributions = torch.cat(attributions)
-    units = {name: attribution_filter(candidates[name].units, attributions) for name in HYPOTHESES}
-    if earlier:  # counting units may act on the output only through later steps (via triggering)
-        units["counting"] = attribution_filter(
-            candidates["counting"].units, attributions, torch.cat(earlier)
+    if not found[1]:
+        raise ValueError(
+            f"token {token} has no rows with T >= 2: the filter needs h_(T-1) in the decoder."
         )
+    return {before: torch.cat(maps) for before, maps in found.items() if maps}
+
+
+def identify_neurons(
+    model: Seq2Seq, traced: Traced, token: int, keep: float = 0.5, seed: int = 0, n_steps: int = 32
+) -> TokenNeurons:
+    """Sections 3-4 for one token: candidates by SVM + RFE for three hypotheses
+    (`candidate_units`), filtered by integrated gradients of P(token at T) w.r.t. h_{T-1}
+    (counting units: w.r.t. h_{T-1} or h_{T-2}, since a counter may reach the output only
+    through the triggering units a step later; `attributions_before_output`); outputting units
+    from h_T W_token.
+
+    `traced` holds rows the model answers correctly (the token at T), of every analysed token
+    (see `hypothesis_samples`). Filtering uses this token's rows with T >= 2 (h_{T-1} must be a
+    decoder state).
+    """
+    own = traced.rows(traced.token == token)
+    candidates = candidate_units(traced, token, keep, seed)
+    maps = attributions_before_output(model, traced, token, n_steps)
+    attributions = maps[1]
+    units = {name: attribution_filter(candidates[name].units, attributions) for name in HYPOTHESES}
+    if 2 in maps:  # counting units may act on the output only through later steps (via triggering)
+        units["counting"] = attribution_filter(candidates["counting"].units, attributions, maps[2])
     hidden_at_output = own.states[torch.arange(len(own.token)), own.position + 1]
     contributions = output_contributions(hidden_at_output, model.output.weight.detach(), own.token)
     return TokenNeurons(

@@ -6,6 +6,8 @@ from probes.catalogue import (
     GateSaturationProbe,
     RunProbe,
 )
+from probes.catalogue_models import ContextualDecompositionProbe, PruningProbe
+from probes.catalogue_paper4 import IntegratedGradientsProbe, InterventionsProbe, SvmRfeProbe
 
 PROBES: dict[str, RunProbe] = {
     probe.name: probe
@@ -13,5 +15,10 @@ PROBES: dict[str, RunProbe] = {
         FunctionalGroupProbe(),
         GateSaturationProbe(),
         ConnectivityProbe(),
+        PruningProbe(),
+        ContextualDecompositionProbe(),
+        SvmRfeProbe(),
+        IntegratedGradientsProbe(),
+        InterventionsProbe(),
     )
 }

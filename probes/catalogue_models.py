@@ -1,0 +1,325 @@
+"""Probes that run the trained model (`ModelProbe`s): paper 2's contextual decomposition over
+training and paper 1's pruning.
+
+Each one calls the same function as the reproduction it comes from, so the probe and the paper's
+pipeline compute the same numbers by construction: `contextual-decomposition` runs
+`probes.contextual_decomposition.rule_close_probabilities` (`experiments/paper2.py`'s
+`close_probabilities`), `pruning` runs `probes.interventions.pruned_units` and `split_accuracy`
+(`experiments/paper1_ablations.py`'s `pruned_accuracy`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from safetensors import SafetensorError, safe_open
+
+from lightning_modules.recurrent import removal_edits
+from lightning_modules.run_files import RunFileError
+from probes.catalogue import PAPER1, PAPER1_TEST_SPLITS, ModelProbe, grouped, option
+from probes.contextual_decomposition import mean_and_standard_error, rule_close_probabilities
+from probes.interventions import KEEP_SHARE, PRUNED_MODULES, pruned_units, split_accuracy
+from probes.outputs import save_figure
+from probes.runs import RunFolder
+
+PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
+LANGUAGE_MODEL = "lightning_modules.language_model.LanguageModel"
+LSTM_PARAMETERS = ("embedding.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0",
+                   "lstm.bias_hh_l0", "output.weight", "output.bias")  # fmt: skip
+PHRASE = re.compile(r"open|conduit|prefixes|prefix=(\d+)")
+
+
+def epoch_of(tag: str) -> int | None:
+    """N of a snapshot tag `epoch=N` (taken after N + 1 training epochs), else None."""
+    match = re.fullmatch(r"epoch=(\d+)", tag)
+    return int(match[1]) if match else None
+
+
+# ---- paper 2: contextual decomposition (section 3.1, Figures 1-3) ------------------------------
+@dataclass(frozen=True)
+class ContextualDecompositionOptions:
+    phrases: list = option(
+        ["open", "conduit", "prefixes"],
+        "phrases whose P(omega | phrase) is read: open (the open symbol alpha, Figures 1 and 3), "
+        "conduit (the k conduit tokens, Figure 1), prefix=I (alpha and the first I conduit "
+        "tokens, Figure 2) or prefixes (every prefix=I, I = 0..k). All are decomposed in one "
+        "batch, as experiments/paper2.py does: the defaults give its Figure 1-2 numbers, `open` "
+        "alone its Figure 3 numbers",
+    )  # fmt: skip
+
+
+def chosen_phrases(phrases: list[str], conduit_length: int) -> list[str]:
+    """The phrase names of `rule_phrases` that `--phrases` picks, for conduits of `k` tokens."""
+    chosen = []
+    for phrase in phrases:
+        match = PHRASE.fullmatch(phrase)
+        if phrase == "prefixes":
+            chosen += [f"prefix={i}" for i in range(conduit_length + 1)]
+        elif match and match[1] is not None and int(match[1]) > conduit_length:
+            raise RunFileError(
+                f"--phrases {phrase}: the run's conduits have k = {conduit_length} tokens; give "
+                f"prefix=0 .. prefix={conduit_length} or `prefixes`."
+            )
+        else:
+            chosen.append(phrase)
+    return list(dict.fromkeys(chosen))
+
+
+class ContextualDecompositionProbe(ModelProbe):
+    """Paper 2's CD measurement over training: P(omega | phrase) at the close symbol of the
+    run's probe rules, per checkpoint and weight snapshot.
+
+    The figures of paper 2 are read from the weight snapshots taken after every epoch (Figure 1
+    at 40 epochs, Figure 2 at 50, Figure 3 over all of them), which `ModelProbe` does not offer.
+    So the tags are every checkpoint and snapshot (`RunFolder.checkpoint_tags`); the model and its
+    DataModule are rebuilt from the settings of the `last` checkpoint (`best` when there is no
+    `last`), as `experiments/paper2.py` does, and the tag's weights are loaded into it. A result
+    therefore reads (and its cache key hashes) the settings checkpoint and the tag's weights.
+    """
+
+    name = "contextual-decomposition"
+    paper = f"{PAPER2}, section 3.1 (Figures 1-3)"
+    purpose = "P(omega | phrase) at the close symbol by contextual decomposition, over training"
+    details = (
+        "Contextual decomposition (Murdoch et al. 2018) splits the LSTM language model's logits "
+        "at the step before the close symbol omega into the part from a phrase and the rest; "
+        "P(omega | phrase) = softmax(phrase part)[omega] (section 3.1), averaged over the run's "
+        "held-out rule instances (the DataModule's `rules` split). One row per run, checkpoint "
+        "or weight snapshot (--checkpoint all: every epoch=N, N + 1 epochs trained) and phrase, "
+        "with the full model's P(omega) and the largest relative CD error of the decomposition "
+        "(the paper: below 1e-5). Runs of lightning_modules.language_model.LanguageModel on a "
+        "datamodules.RuleCorpusDataModule (experiments/configs/paper2)."
+    )
+    options = ContextualDecompositionOptions
+    model_classes = (LANGUAGE_MODEL,)
+
+    def validate(self, options) -> None:
+        if not options.phrases:
+            raise ValueError("--phrases needs at least one phrase")
+        for phrase in options.phrases:
+            if not PHRASE.fullmatch(phrase):
+                raise ValueError(f"--phrases {phrase!r} is not open, conduit, prefix=I or prefixes")
+
+    @staticmethod
+    def settings_tag(run: RunFolder) -> str:
+        """The checkpoint whose settings rebuild the model and data: `last`, else `best`."""
+        return "last" if (run.path / "checkpoints" / "last.ckpt").is_file() else "best"
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        return run.checkpoint_tags()
+
+    def where(self, run: RunFolder, options) -> str:
+        return str(run.path)
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        settings = run.weights_path(self.settings_tag(run))
+        weights = run.weights_path(tag)
+        return [settings] if weights == settings else [settings, weights]
+
+    def conduit_length(self, run: RunFolder) -> int:
+        settings = self.settings_tag(run)
+        data = run.checkpoint(settings).get("datamodule_hyper_parameters") or {}
+        if "conduit_length" not in data:
+            raise RunFileError(
+                f"{run.weights_path(settings)} was not trained on a rule corpus "
+                f"(datamodules.RuleCorpusDataModule): {self.name} reads its probe rules; give "
+                "--runs of experiments/configs/paper2."
+            )
+        return int(data["conduit_length"])
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        super().check(run, self.settings_tag(run), options)  # names the settings checkpoint
+        chosen_phrases(options.phrases, self.conduit_length(run))
+        path = run.weights_path(tag)
+        if path.suffix != ".safetensors":
+            run.checkpoint(tag)  # a corrupt checkpoint fails here
+            return
+        try:
+            with safe_open(path, "pt") as handle:
+                held = set(handle.keys())
+        except (SafetensorError, OSError) as error:
+            raise RunFileError(
+                f"{path} is corrupt ({error}): delete it, or probe the other tags with "
+                "--checkpoint."
+            ) from None
+        missing = sorted(set(LSTM_PARAMETERS) - held)
+        if missing:
+            raise RunFileError(f"{path} has no {', '.join(missing)}: not a LanguageModel snapshot.")
+
+    def rows(self, run, tag, options, device) -> list[dict]:
+        settings = self.settings_tag(run)
+        data = run.checkpoint(settings)["datamodule_hyper_parameters"]
+        only = chosen_phrases(options.phrases, int(data["conduit_length"]))
+        measured = rule_close_probabilities(run, [tag], only, settings, device)[tag]
+        full, full_error = mean_and_standard_error(measured.full)
+        rows = []
+        for phrase, values in measured.phrase.items():
+            probability, standard_error = mean_and_standard_error(values)
+            rows.append({
+                "phrase": phrase, "positions": " ".join(map(str, measured.positions[phrase])),
+                "close_position": measured.close_position, "epoch": epoch_of(tag),
+                "conduit_length": data["conduit_length"], "rules": data["rules"],
+                "conduit_pool": data.get("conduit_pool"),
+                "conduit_copies": data.get("conduit_copies", 0), "instances": len(values),
+                "probability": probability, "standard_error": standard_error,
+                "full_probability": full, "full_standard_error": full_error,
+                "approximation_error": measured.error,
+            })  # fmt: skip
+        return rows
+
+    def summary_table(self, table):
+        return grouped(table, ["phrase"], {
+            "runs": ("run", "nunique"), "conduit_length": ("conduit_length", "first"),
+            "rules": ("rules", "first"), "probability": ("probability", "mean"),
+            "full_probability": ("full_probability", "mean"),
+            "approximation_error": ("approximation_error", "max"),
+        })  # fmt: skip
+
+    def figures(self, table, options, folder):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figures = {}
+        snapshots = table[table["epoch"].notna()]
+        if not snapshots.empty:  # Figures 1 and 3: P(omega | phrase) over training
+            shown = [p for p in ("open", "conduit") if p in set(snapshots["phrase"])]
+            shown = shown or list(dict.fromkeys(snapshots["phrase"]))
+            figure, axis = plt.subplots(figsize=(7, 4))
+            for index, (group, part) in enumerate(snapshots.groupby("group", sort=False)):
+                for phrase, style in zip(shown, ("-", "--", ":", "-."), strict=False):
+                    means = part[part["phrase"] == phrase].groupby("epoch")["probability"].mean()
+                    axis.plot(means.index + 1, means.values, style, color=f"C{index % 10}",
+                              label=f"{group}: {phrase}")  # fmt: skip
+            axis.set(yscale="log", xlabel="epochs trained",
+                     ylabel="P(omega | phrase) (CD, mean over rules and runs)")  # fmt: skip
+            axis.set_title("P(omega) from the open symbol (solid) and the conduit (dashed)",
+                           fontsize=9)  # fmt: skip
+            axis.legend(fontsize=6)
+            figures["over_training"] = save_figure(figure, folder / "cd_over_training.png")
+        prefixes = table[table["phrase"].str.startswith("prefix=")]
+        if not prefixes.empty:  # Figure 2: alpha with the first i conduit tokens
+            figure, axis = plt.subplots(figsize=(6, 4))
+            for group, part in prefixes.groupby("group", sort=False):
+                epochs = part["epoch"].dropna()
+                tag = (f"epoch={int(epochs.max())}" if not epochs.empty
+                       else part["checkpoint"].iloc[0])  # fmt: skip
+                part = part[part["checkpoint"] == tag]
+                means = part.groupby("phrase", sort=False)["probability"].mean()
+                steps = [int(name.split("=")[1]) for name in means.index]
+                axis.plot(steps, means.values, marker="o", label=f"{group} ({tag})")
+            axis.set(xlabel="i (alpha and the first i conduit tokens)",
+                     ylabel="P(omega | phrase) (CD)")  # fmt: skip
+            axis.legend(fontsize=6)
+            figures["prefixes"] = save_figure(figure, folder / "cd_prefixes.png")
+        return figures
+
+
+# ---- paper 1: pruning (section 5.2) ------------------------------------------------------------
+@dataclass(frozen=True)
+class PruningOptions:
+    share: float = option(
+        KEEP_SHARE,
+        "share of each pruned layer's units kept: the ceil(share * units) with the strongest "
+        "connections (summed |weight| in and out, probes.weights.unit_strength); 1 keeps every "
+        "unit, 0 none (section 5.2 keeps 0.05)",
+    )
+    splits: list = option(PAPER1_TEST_SPLITS, "splits of the run's DataModule tested")
+    modules: list = option(list(PRUNED_MODULES), "recurrent layers pruned, each to its own "
+                           "strongest share (encoder, decoder)")  # fmt: skip
+
+
+class PruningProbe(ModelProbe):
+    """Paper 1's pruning without retraining, on the checkpoints of GRU seq2seq runs (the
+    `ModelProbe` tags: the pruning ranks the trained model's units)."""
+
+    name = "pruning"
+    paper = f"{PAPER1}, section 5.2"
+    purpose = "sequence accuracy with only the strongest units of encoder and decoder kept"
+    details = (
+        "Every unit of each pruned GRU layer but the SHARE with the strongest connections is "
+        "held at zero at every step (removed from the network) and the model is tested, "
+        "without retraining, with greedy decoding (paper 1: 5% of 512 units = 26 kept, 12.4% "
+        "new-composition accuracy). One row per run, checkpoint and split: sequence accuracy "
+        "unpruned and pruned, and the units kept (indexed from 0)."
+    )
+    options = PruningOptions
+
+    def validate(self, options) -> None:
+        if not 0 <= options.share <= 1:
+            raise ValueError(f"--share {options.share} is not between 0 and 1")
+        unknown = sorted(set(options.modules) - set(PRUNED_MODULES))
+        if unknown or not options.modules:
+            raise ValueError(
+                f"--modules {' '.join(options.modules)}: give one or both of "
+                f"{', '.join(PRUNED_MODULES)}"
+            )
+        if not options.splits:
+            raise ValueError("--splits needs at least one split")
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        super().check(run, tag, options)
+        settings = run.checkpoint(tag)["hyper_parameters"]
+        if settings.get("cell", "gru") != "gru" or settings.get("bidirectional", False):
+            raise RunFileError(
+                f"{self.reads(run, tag, options)[0]} is a {settings.get('cell')} seq2seq"
+                f"{' (bidirectional)' if settings.get('bidirectional') else ''}: {self.name} "
+                "ranks the units of unidirectional GRU layers; give --runs of such a model."
+            )
+
+    def rows(self, run, tag, options, device) -> list[dict]:
+        kept, removed = pruned_units(run.state_dict(tag), options.share, options.modules)
+        model = run.model(tag).to(device)
+        data = run.datamodule(tag)
+        rows = []
+        for split in options.splits:
+            try:
+                accuracy = split_accuracy(model, data, split)
+            except (KeyError, ValueError) as error:
+                raise RunFileError(
+                    f"the run's DataModule has no split {split!r} ({error}); name its test "
+                    "splits with --splits."
+                ) from None
+            pruned = split_accuracy(model, data, split, removal_edits(removed))
+            row = {"split": split, "share": options.share, "accuracy": accuracy,
+                   "pruned_accuracy": pruned}  # fmt: skip
+            for site, units in kept.items():
+                module = site.split(".")[0]
+                row[f"{module}_kept"] = len(units)
+                row[f"{module}_units"] = " ".join(map(str, units))
+            rows.append(row)
+        return rows
+
+    def summary_table(self, table):
+        kept = {c: (c, "mean") for c in table.columns if c.endswith("_kept")}
+        return grouped(table, ["split"], {
+            "runs": ("run", "count"), "accuracy": ("accuracy", "mean"),
+            "pruned_accuracy": ("pruned_accuracy", "mean"), **kept,
+        })  # fmt: skip
+
+    def figures(self, table, options, folder):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        summary = self.summary_table(table)
+        names = list(dict.fromkeys(summary["group"] + " " + summary["checkpoint"]))
+        figure, axis = plt.subplots(figsize=(max(6, 1.8 * len(options.splits)), 4))
+        width = 0.8 / (2 * len(names))
+        for index, name in enumerate(names):
+            part = summary[summary["group"] + " " + summary["checkpoint"] == name]
+            positions = [options.splits.index(s) for s in part["split"]]
+            for offset, column, hatch in ((0, "accuracy", ""), (1, "pruned_accuracy", "//")):
+                axis.bar([p + (2 * index + offset) * width for p in positions], part[column],
+                         width, color=f"C{index % 10}", hatch=hatch,
+                         label=f"{name}, {'pruned' if offset else 'unpruned'}")  # fmt: skip
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.splits))],
+                        [s.replace("_", "\n") for s in options.splits], fontsize=7)  # fmt: skip
+        axis.set_ylabel("sequence accuracy (mean over runs)")
+        axis.set_title(f"Keeping the strongest {options.share:.0%} of units (hatched)", fontsize=9)
+        axis.legend(fontsize=6)
+        return {"accuracy": save_figure(figure, folder / "pruning_accuracy.png")}
