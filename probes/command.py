@@ -37,7 +37,7 @@ import pandas as pd
 
 from lightning_modules.run_files import RunFileError, write_text_atomic
 from probes.catalogue import RunProbe
-from probes.outputs import log_to_wandb, markdown_table, save_table
+from probes.outputs import log_to_wandb, markdown_table, require_format, save_table
 from probes.registry import PROBES
 from probes.runs import RunFolder
 
@@ -228,6 +228,7 @@ def run_command(probe: RunProbe, options, arguments) -> int:
     started = time.perf_counter()
     out: Path = arguments.out
     cache: Path = arguments.cache or out / "cache"
+    require_format(arguments.format)
     tasks, failures = planned_tasks(probe, options, arguments)
     pending = [t for t in tasks if not result_path(cache, probe, t.key).is_file()]
     print(

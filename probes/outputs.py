@@ -52,16 +52,22 @@ def markdown_table(frame: pd.DataFrame, digits: int = 4, index: bool = True) -> 
     return "\n".join(lines)
 
 
-def save_table(frame: pd.DataFrame, path: Path) -> Path:
-    """`frame` as CSV, or as parquet when `path` ends in `.parquet` (pandas needs pyarrow)."""
-    if path.suffix == ".parquet":
+def require_format(suffix: str) -> None:
+    """Raise one clear error now if tables of `suffix` (`csv`, `parquet`) cannot be written."""
+    if suffix == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError:
             raise RunFileError(
-                f"Writing {path} needs pyarrow, which is not installed: "
-                "`.venv/bin/pip install pyarrow`, or use --format csv."
+                "--format parquet needs pyarrow, which is not installed: "
+                "`.venv/bin/pip install -e '.[parquet]'`, or use --format csv."
             ) from None
+
+
+def save_table(frame: pd.DataFrame, path: Path) -> Path:
+    """`frame` as CSV, or as parquet when `path` ends in `.parquet` (pandas needs pyarrow)."""
+    require_format(path.suffix[1:])
+    if path.suffix == ".parquet":
         return write_atomic(path, lambda temporary: frame.to_parquet(temporary, index=False))
     return write_atomic(path, lambda temporary: frame.to_csv(temporary, index=False))
 

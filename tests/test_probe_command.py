@@ -284,3 +284,11 @@ def test_wandb_logs_the_table_and_figures_offline(runs, tmp_path, monkeypatch):
                  "--wandb", *OPTIONS) == 0  # fmt: skip
     [run] = (tmp_path / "wandb" / "wandb").glob("offline-run-*")
     assert list(run.glob("*.wandb"))
+
+
+def test_parquet_without_pyarrow_is_one_error_before_any_work(runs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
+    assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--format", "parquet", *OPTIONS) == 2  # fmt: skip
+    assert "--format parquet needs pyarrow" in capsys.readouterr().err
+    assert not tmp_path.joinpath("cache").exists()
