@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from datamodules.token_positioning import TokenPositioningDataModule
+from lightning_modules.run_files import load_checkpoint
 from lightning_modules.seq2seq import Seq2Seq
 from probes.catalogue_paper4 import one_thread
 from probes.command import main
@@ -294,8 +295,7 @@ def test_bad_options_are_one_clear_error(runs, tmp_path, capsys, arguments, mess
 
 
 def test_a_seq2seq_of_other_data_is_one_clear_error(runs, tmp_path, capsys):
-    checkpoint = torch.load(runs / "planted" / "seed=0" / "checkpoints" / "best.ckpt",
-                            weights_only=True)  # fmt: skip
+    checkpoint = load_checkpoint(runs / "planted" / "seed=0" / "checkpoints" / "best.ckpt")
     checkpoint["datamodule_hyper_parameters"] = {"_class_path": "datamodules.ScanDataModule"}
     (tmp_path / "scan" / "checkpoints").mkdir(parents=True)
     torch.save(checkpoint, tmp_path / "scan" / "checkpoints" / "best.ckpt")
