@@ -246,15 +246,17 @@ def test_bad_input_is_one_clear_error_and_writes_no_table(tmp_path, capsys, prob
     assert not (tmp_path / "out" / f"{probe_name}.csv").exists()
 
 
-def test_unknown_option_or_probe_is_one_usage_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "probes", "functional-group", "--runs", "x",
-                           "--out", str(tmp_path), "--thresold", "3"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 2
-    assert "unrecognized arguments: --thresold 3" in done.stderr and "Traceback" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "probes", "functional-groups", "--runs", "x"],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 2 and "invalid choice: 'functional-groups'" in done.stderr
+def test_unknown_option_or_probe_is_one_usage_error(tmp_path, capsys):
+    for arguments, message in (
+        (["functional-group", "--runs", "x", "--out", tmp_path, "--thresold", "3"],
+         "unrecognized arguments: --thresold 3"),
+        (["functional-groups", "--runs", "x"], "invalid choice: 'functional-groups'"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as stopped:
+            probe(*arguments)
+        assert stopped.value.code == 2
+        error = capsys.readouterr().err
+        assert message in error and "Traceback" not in error
 
 
 def test_keep_going_reports_failures_at_the_end_and_keeps_the_rest(tmp_path, capsys):
