@@ -285,8 +285,9 @@ class FunctionalGroupProbe(TraceProbe):
             part = summary[summary["group"] + " " + summary["checkpoint"] == name]
             positions = [options.targets.index(t) + index * width for t in part["target"]]
             axis.bar(positions, part["size_mean"], width, label=name)
-        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.targets))],
-                        [t.replace(":", "\n", 1) for t in options.targets], fontsize=6)  # fmt: skip
+        labels = [t.replace(":", "\n", 1).replace("@", "\n@") for t in options.targets]
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.targets))], labels,
+                        fontsize=6)  # fmt: skip
         axis.set_ylabel("units in the functional group (mean over runs)")
         axis.legend(fontsize=7)
         return {"sizes": save_figure(figure, folder / "functional_group_sizes.png")}
