@@ -193,6 +193,16 @@ class ModelProbe(RunProbe):
             )
 
 
+def units_text(units) -> str:
+    """Unit indices (from 0; a tensor or a list) as one space-separated table cell."""
+    return " ".join(map(str, units.tolist() if hasattr(units, "tolist") else units))
+
+
+def run_labels(table: pd.DataFrame) -> list[str]:
+    """The figure series, `<run group> <checkpoint>`, in first-seen order."""
+    return list(dict.fromkeys(table["group"] + " " + table["checkpoint"]))
+
+
 def grouped(table: pd.DataFrame, by: list[str], columns: dict) -> pd.DataFrame:
     """Means (and the like) of `table` per run group, checkpoint and `by`, in first-seen order."""
     keys = ["group", "checkpoint", *by]
@@ -264,7 +274,7 @@ class FunctionalGroupProbe(TraceProbe):
                 "target": target, "site": site, "label": label, "align": align or "",
                 "accuracy": group.accuracy, "accuracy_all": group.accuracy_all,
                 "majority": group.majority, "size": group.size,
-                "units": " ".join(map(str, group.units.tolist())),
+                "units": units_text(group.units),
             })  # fmt: skip
         return rows
 
@@ -279,7 +289,7 @@ class FunctionalGroupProbe(TraceProbe):
         plt = pyplot()
         summary = self.summary_table(table)
         figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(options.targets)), 4))
-        groups = list(dict.fromkeys(summary["group"] + " " + summary["checkpoint"]))
+        groups = run_labels(summary)
         width = 0.8 / len(groups)
         for index, name in enumerate(groups):
             part = summary[summary["group"] + " " + summary["checkpoint"] == name]

@@ -18,10 +18,18 @@ from safetensors import SafetensorError, safe_open
 
 from lightning_modules.recurrent import removal_edits
 from lightning_modules.run_files import RunFileError
-from probes.catalogue import PAPER1, PAPER1_TEST_SPLITS, ModelProbe, grouped, option
+from probes.catalogue import (
+    PAPER1,
+    PAPER1_TEST_SPLITS,
+    ModelProbe,
+    grouped,
+    option,
+    run_labels,
+    units_text,
+)
 from probes.contextual_decomposition import mean_and_standard_error, rule_close_probabilities
 from probes.interventions import KEEP_SHARE, PRUNED_MODULES, pruned_units, split_accuracy
-from probes.outputs import save_figure
+from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder
 
 PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
@@ -158,7 +166,7 @@ class ContextualDecompositionProbe(ModelProbe):
         for phrase, values in measured.phrase.items():
             probability, standard_error = mean_and_standard_error(values)
             rows.append({
-                "phrase": phrase, "positions": " ".join(map(str, measured.positions[phrase])),
+                "phrase": phrase, "positions": units_text(measured.positions[phrase]),
                 "close_position": measured.close_position, "epoch": epoch_of(tag),
                 "conduit_length": data["conduit_length"], "rules": data["rules"],
                 "conduit_pool": data.get("conduit_pool"),
@@ -178,10 +186,7 @@ class ContextualDecompositionProbe(ModelProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         figures = {}
         snapshots = table[table["epoch"].notna()]
@@ -289,7 +294,7 @@ class PruningProbe(ModelProbe):
             for site, units in kept.items():
                 module = site.split(".")[0]
                 row[f"{module}_kept"] = len(units)
-                row[f"{module}_units"] = " ".join(map(str, units))
+                row[f"{module}_units"] = units_text(units)
             rows.append(row)
         return rows
 
@@ -301,13 +306,10 @@ class PruningProbe(ModelProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         summary = self.summary_table(table)
-        names = list(dict.fromkeys(summary["group"] + " " + summary["checkpoint"]))
+        names = run_labels(summary)
         figure, axis = plt.subplots(figsize=(max(6, 1.8 * len(options.splits)), 4))
         width = 0.8 / (2 * len(names))
         for index, name in enumerate(names):

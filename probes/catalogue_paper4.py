@@ -23,12 +23,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pandas as pd
 import torch
 
 from datamodules.token_positioning import SPECIALS, SPLITS
 from lightning_modules.run_files import RunFileError
-from probes.catalogue import ModelProbe, grouped, option
+from probes.catalogue import ModelProbe, grouped, option, run_labels, units_text
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,
@@ -47,7 +46,7 @@ from probes.neuron_functions import (
     identify_neurons,
     verify_neurons,
 )
-from probes.outputs import save_figure
+from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder
 
 PAPER4 = 'paper 4 (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq")'
@@ -186,16 +185,6 @@ def reaches_the_decoder(traced: Traced, token: int) -> bool:
     return bool((traced.position[traced.token == token] >= 2).any())
 
 
-def units_text(units) -> str:
-    """Unit indices (from 0) as one space-separated cell."""
-    return " ".join(map(str, units.tolist()))
-
-
-def run_labels(table: pd.DataFrame) -> list[str]:
-    """The figure series, `<run group> <checkpoint>`, in first-seen order."""
-    return list(dict.fromkeys(table["group"] + " " + table["checkpoint"]))
-
-
 # ---- stage 1: SVM and recursive feature elimination (section 3.1) ------------------------------
 class SvmRfeProbe(TokenPositioningProbe):
     name = "svm-rfe"
@@ -237,10 +226,7 @@ class SvmRfeProbe(TokenPositioningProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         labels = run_labels(table)
         figure, axis = plt.subplots(figsize=(6, 4))
@@ -311,10 +297,7 @@ class IntegratedGradientsProbe(TokenPositioningProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         run, tag = table["run"].iloc[0], table["checkpoint"].iloc[0]
         first = table[(table["run"] == run) & (table["checkpoint"] == tag)]
@@ -388,10 +371,7 @@ class InterventionsProbe(TokenPositioningProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         summary = self.summary_table(table)
         names = list(MANIPULATIONS + DIAGNOSTICS)
