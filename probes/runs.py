@@ -28,6 +28,7 @@ class RunFolder:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._checkpoints: dict[str, dict] = {}
         if not self.path.is_dir():
             raise RunFileError(
                 f"Run folder {self.path} does not exist: train it first "
@@ -38,8 +39,12 @@ class RunFolder:
         return f"RunFolder({str(self.path)!r})"
 
     def checkpoint(self, tag: str = "best") -> dict:
-        """The Lightning checkpoint `checkpoints/<tag>.ckpt` (`best`, `last`, ...)."""
-        return load_checkpoint(self.path / "checkpoints" / f"{tag}.ckpt")
+        """The Lightning checkpoint `checkpoints/<tag>.ckpt` (`best`, `last`, ...), read once per
+        folder object: `model`, `datamodule`, `state_dict` and `model_class_path` share it
+        (treat it as read-only)."""
+        if tag not in self._checkpoints:
+            self._checkpoints[tag] = load_checkpoint(self.path / "checkpoints" / f"{tag}.ckpt")
+        return self._checkpoints[tag]
 
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
         """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
