@@ -42,7 +42,6 @@ from probes.neuron_functions import (
     analysed_tokens,
     attributions_before_output,
     candidate_units,
-    hypothesis_samples,
     identify_neurons,
     verify_neurons,
 )
@@ -206,13 +205,12 @@ class SvmRfeProbe(TokenPositioningProbe):
         _, datamodule, traced, tokens = self.analysed(run, tag, options)
         rows = []
         for token in tokens:
-            samples = hypothesis_samples(traced, token, options.seed)
             found = candidate_units(traced, token, options.keep, options.seed)
             for hypothesis in HYPOTHESES:
                 candidates = found[hypothesis]
                 rows.append({
                     **token_columns(datamodule, traced, token), "hypothesis": hypothesis,
-                    "samples": len(samples[hypothesis][1]), "accuracy": candidates.accuracy,
+                    "samples": candidates.samples, "accuracy": candidates.accuracy,
                     "plausible": candidates.plausible, "size": len(candidates.units),
                     "candidates": units_text(candidates.units),
                 })  # fmt: skip

@@ -64,11 +64,13 @@ def paper_time_states(record: dict[str, Tensor], source_lengths: Tensor, site: s
 @dataclass(frozen=True)
 class Candidates:
     """Stage 1: the linear SVM's training `accuracy` with every unit, and the `units` (ascending)
-    that recursive feature elimination keeps; `ranking` `[units]` is RFE's (1 = kept)."""
+    that recursive feature elimination keeps; `ranking` `[units]` is RFE's (1 = kept);
+    `samples`: how many it was fitted on."""
 
     accuracy: float
     units: Tensor
     ranking: Tensor
+    samples: int
 
     @property
     def plausible(self) -> bool:
@@ -105,6 +107,7 @@ def svm_rfe_candidates(
         accuracy,
         torch.from_numpy(np.flatnonzero(selector.support_)),
         torch.from_numpy(selector.ranking_),
+        len(y),
     )
 
 
