@@ -34,12 +34,18 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
 from datamodules.sampling import SplitLoaders, split_loader
+from datamodules.text_files import read_rows
 from lightning_modules.run_files import write_text_atomic
 
 Row = tuple[str, str, str]
 TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
 SPLITS = ("train", "validation", *TEST_SPLITS)
 IGNORE_INDEX = -100
+ROW_FORMAT = "'input tables<TAB>outputs<TAB>attention'"
+EMPTY_FIX = (
+    "fill it (or copy it again from machine-tasks), or leave --data.data_dir unset to generate "
+    "the tables"
+)
 
 
 def _row(tables: dict[str, dict[str, str]], bits: str, names: tuple[str, ...]) -> Row:
@@ -120,21 +126,23 @@ def _parse_line(line: str, where: str) -> Row:
             if all(0 <= step <= len(source) for step in steps):
                 return parts[0], parts[1], parts[2]
     raise ValueError(
-        f"{where}: expected 'input tables<TAB>outputs<TAB>attention' with one attention "
+        f"{where}: expected {ROW_FORMAT} with one attention "
         f"index (0..#input tokens) per output token plus eos, got {line!r}"
     )
 
 
 def read_lookup_tables(path: str | os.PathLike) -> dict[str, list[Row]]:
-    """Read a machine-tasks sample folder (``<split>.tsv`` for every split in ``SPLITS``)."""
+    """Read a machine-tasks sample folder (``<split>.tsv`` for every split in ``SPLITS``).
+
+    Every file must be UTF-8 with at least one row (blank lines are skipped); a file that is
+    not, or a malformed row, is one ValueError naming the file (and line).
+    """
     folder = check_lookup_folder(path)
     splits = {}
     for split in SPLITS:
         file = folder / f"{split}.tsv"
-        lines = file.read_text(encoding="utf-8").splitlines()
-        splits[split] = [
-            _parse_line(line, f"{file}, line {n}") for n, line in enumerate(lines, 1) if line
-        ]
+        rows = read_rows(file, ROW_FORMAT, EMPTY_FIX)
+        splits[split] = [_parse_line(line, f"{file}, line {n}") for n, line in rows]
     return splits
 
 

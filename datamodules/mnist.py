@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
+from datamodules.text_files import decode_text
 from lightning_modules.run_files import save_tensors_atomic
 
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049  # 0x0803: uint8 with 3 dims; 0x0801: uint8 with 1 dim
@@ -66,8 +67,8 @@ def load_mnist(data_dir: str | os.PathLike | None = None) -> Mnist:
 def read_idx(path: str | os.PathLike, magic: int) -> torch.Tensor:
     """A uint8 IDX file (``.gz`` if its name says so) as a tensor of its declared shape.
 
-    Raises ValueError naming the file when the magic number is not ``magic`` or the byte count
-    does not match the declared dimensions.
+    Raises ValueError naming the file when it is empty, its magic number is not ``magic``, or
+    the byte count does not match the declared dimensions.
     """
     path = Path(path)
     try:
@@ -75,6 +76,8 @@ def read_idx(path: str | os.PathLike, magic: int) -> torch.Tensor:
             data = handle.read()
     except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"cannot read MNIST IDX file {path}: {error}") from error
+    if not data:
+        raise ValueError(f"{path} is empty (0 bytes), not an MNIST IDX file; download it again.")
     found = int.from_bytes(data[:4], "big") if len(data) >= 4 else None
     if found != magic:
         raise ValueError(
@@ -83,6 +86,11 @@ def read_idx(path: str | os.PathLike, magic: int) -> torch.Tensor:
         )
     ndim = magic & 0xFF
     header = 4 + 4 * ndim
+    if len(data) < header:
+        raise ValueError(
+            f"{path} has {len(data)} bytes, fewer than its {header}-byte header: the file is "
+            "truncated or corrupt; download it again."
+        )
     shape = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     expected = header + int(np.prod(shape))
     if len(data) != expected:
@@ -90,6 +98,8 @@ def read_idx(path: str | os.PathLike, magic: int) -> torch.Tensor:
             f"{path} has {len(data)} bytes but its header declares shape {shape} "
             f"({expected} bytes): the file is truncated or corrupt; download it again."
         )
+    if expected == header:  # torch.frombuffer refuses an empty buffer
+        return torch.empty(shape, dtype=torch.uint8)
     return torch.frombuffer(bytearray(data[header:]), dtype=torch.uint8).reshape(shape)
 
 
@@ -140,7 +150,12 @@ def load_mnist_idx(data_dir: str | os.PathLike) -> Mnist:
                 f"{where}: expected [n, 28, 28] images with n labels, got images "
                 f"{list(images.shape)} and {len(labels)} labels."
             )
-        if len(labels) and int(labels.max()) > 9:
+        if not len(images):
+            raise ValueError(
+                f"{where}: no images (the headers declare 0): give --data.data_dir the full "
+                "MNIST IDX files, or download them again."
+            )
+        if int(labels.max()) > 9:
             raise ValueError(f"{where}: labels must be 0..9, found {int(labels.max())}.")
         tensors[f"{split}_labels"] = labels.long()
     return Mnist(**tensors, source=f"MNIST IDX files from {paths['train_images'].parent}")
@@ -170,8 +185,9 @@ def read_mnist_csv(path: Path, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Images uint8 ``[rows, 28, 28]`` and labels int64 from a ``label,1x1,...,28x28`` CSV."""
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: reinstall {PACKAGE} (or {INSTALL_HINT}).")
-    with open(path, encoding="ascii") as handle:
-        header = handle.readline().strip().split(",")
+    with open(path, "rb") as handle:
+        first_line = handle.readline()
+    header = decode_text(first_line, path, "ascii", f"reinstall {PACKAGE}").strip().split(",")
     if header[:2] != ["label", "1x1"] or len(header) != 785:
         raise ValueError(f"{path}: expected a header 'label,1x1,...,28x28', got {header[:3]}...")
     try:

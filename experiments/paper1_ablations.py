@@ -94,11 +94,11 @@ class Substitution:
         return run
 
 
-def pruned_accuracy(run: Path, split: str) -> tuple[float, dict[str, list[int]]]:
+def pruned_accuracy(run: Path | RunFolder, split: str) -> tuple[float, dict[str, list[int]]]:
     """Section 5.2: sequence accuracy on `split` of the run's best model with its weak units
     removed (`probes.interventions.pruned_units`, as the `pruning` probe), without retraining;
     and the kept units."""
-    folder = RunFolder(run)
+    folder = run if isinstance(run, RunFolder) else RunFolder(run)
     kept, removed = pruned_units(folder.state_dict())
     data = folder.datamodule()
     accuracy = split_accuracy(folder.model(), data, split, removal_edits(removed))

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from lightning_modules.run_files import RunFolderLock, write_text_atomic
+
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
 
@@ -54,16 +56,20 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     command = ["-m", "experiments", "fit", *arguments]
     if reuse and finished(run, command):
         return False
+    RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
     shutil.rmtree(run, ignore_errors=True)  # from scratch: no metrics or checkpoints of old runs
     run.mkdir(parents=True)
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # Each fit starts its own W&B service, as from a shell: one inherited from this process
+    # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
+    environment.pop("WANDB_SERVICE", None)
     with open(run / "train.log", "w") as log:
         done = subprocess.run(
             [sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=environment
         )
     if done.returncode:
         raise RuntimeError(f"{run} failed: see {run / 'train.log'}")
-    (run / "command.txt").write_text("\n".join(command))
+    write_text_atomic(run / "command.txt", "\n".join(command))
     return True
 
 

@@ -4,7 +4,8 @@ run and checkpoint, on CPU or several devices, cached and resumable.
 - Work: one task per (run, checkpoint tag). Each result is stored once in
   `<cache>/<probe>/<key>.json`, written atomically; the key is a hash of the probe, its options
   and the contents of the files the result reads. A rerun skips what is stored, so a command that
-  was killed finishes, when started again, with the table of an uninterrupted one.
+  was killed finishes, when started again, with the table of an uninterrupted one; a stored
+  result that is not whole (cut short, say) is discarded with a warning and computed again.
 - Devices: `--devices N` spreads the tasks over N processes through Lightning Fabric
   (`ddp_spawn`, one device each with `--accelerator gpu`). The processes take tasks from a shared
   list one at a time (claim files) and write results only to the cache, so the table does not
@@ -13,7 +14,8 @@ run and checkpoint, on CPU or several devices, cached and resumable.
   parquet` with pyarrow), `<out>/<probe>.summary.md` (means per run group), figures in
   `<out>/figures/`, and with `--wandb` the same as a W&B run (offline unless `WANDB_MODE=online`).
 - Bad input (no matching run, a missing or corrupt checkpoint or trace, a run of another model,
-  an unknown option) is one line naming the file and the fix. `--keep-going` carries on past
+  an unknown option, an `--out` or `--cache` folder that cannot be written) is one line naming
+  the file and the fix; the folders are checked before any work. `--keep-going` carries on past
   failed tasks and lists them at the end; the exit status is then 1.
 """
 
@@ -27,6 +29,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -43,10 +46,15 @@ from probes.runs import RunFolder
 
 CHECKPOINT = re.compile(r"best|last|all|epoch=(\d+|init)|step=\d+")
 VERSION = 1  # bump when a probe's results change for the same inputs
+RESULT_FIELDS = ("probe", "run", "tag", "options", "rows")  # what `work` stores
 
 
 class ProbeInputError(RuntimeError):
     """Input the command cannot use; the message names it and the fix."""
+
+
+class UnreadableResult(RuntimeError):
+    """A stored result that is there but not whole; the message says what is wrong with it."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,10 @@ def parser() -> argparse.ArgumentParser:
         )
         common.add_argument("--wandb", action="store_true", help="log the table and figures "
                             "to a W&B run (offline unless WANDB_MODE=online)")  # fmt: skip
+        common.add_argument("--trust-class", action="append", default=[], metavar="CLASS",
+                            help="a class (package.module.Class) that checkpoints may name "
+                            "besides the suite's own, e.g. your model's; no other class a "
+                            "checkpoint names is imported (repeat for several)")  # fmt: skip
         own = sub.add_argument_group(f"{probe.name} options")
         for field in fields(probe.options):
             flag = "--" + field.name.replace("_", "-")
@@ -205,7 +217,7 @@ def planned_tasks(probe: RunProbe, options, arguments) -> tuple[list[Task], list
     tasks, failures = [], []
     for path in matching_runs(arguments.runs):
         try:
-            run = RunFolder(path)
+            run = RunFolder(path, arguments.trust_class)
             available = probe.tags(run, options)
             for tag in chosen_tags(arguments.checkpoint, available, probe.where(run, options)):
                 probe.check(run, tag, options)
@@ -224,13 +236,55 @@ def result_path(cache: Path, probe: RunProbe, key: str) -> Path:
     return cache / probe.name / f"{key}.json"
 
 
+def stored_rows(path: Path, probe: RunProbe) -> list[dict] | None:
+    """The rows of `probe`'s result stored at `path`, or None where nothing is stored; a file
+    that does not parse or lacks the fields `work` writes raises UnreadableResult."""
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UnreadableResult(error.strerror or str(error)) from None
+    except ValueError as error:  # json.JSONDecodeError, UnicodeDecodeError
+        raise UnreadableResult(f"not JSON: {error}") from None
+    if not isinstance(record, dict):
+        raise UnreadableResult(f"a JSON {type(record).__name__}, not an object")
+    missing = [name for name in RESULT_FIELDS if name not in record]
+    if missing:
+        raise UnreadableResult(f"no {', '.join(map(repr, missing))}")
+    if record["probe"] != probe.name:
+        raise UnreadableResult(f"a result of probe {record['probe']!r}")
+    rows = record["rows"]
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise UnreadableResult("'rows' is not a list of objects")
+    return rows
+
+
+def stored_keys(probe: RunProbe, cache: Path, tasks: list[Task]) -> set[str]:
+    """The keys of `tasks` whose result is stored whole. One that is stored but not whole (a
+    truncated file, say) is deleted, with one warning line, to be computed again."""
+    stored = set()
+    for task in tasks:
+        path = result_path(cache, probe, task.key)
+        try:
+            if stored_rows(path, probe) is not None:
+                stored.add(task.key)
+        except UnreadableResult as error:
+            print(f"discarding unreadable stored result {path} ({error}): computing it again",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            path.unlink(missing_ok=True)
+    return stored
+
+
 def run_command(probe: RunProbe, options, arguments) -> int:
     started = time.perf_counter()
     out: Path = arguments.out
     cache: Path = arguments.cache or out / "cache"
     require_format(arguments.format)
+    require_writable({"--out": out, "--cache": cache})
     tasks, failures = planned_tasks(probe, options, arguments)
-    pending = [t for t in tasks if not result_path(cache, probe, t.key).is_file()]
+    stored = stored_keys(probe, cache, tasks)
+    pending = [t for t in tasks if t.key not in stored]
     print(
         f"{probe.name}: {len(tasks)} results ({len({t.run for t in tasks})} runs), "
         f"{len(tasks) - len(pending)} already stored, {len(pending)} to compute on "
@@ -241,14 +295,41 @@ def run_command(probe: RunProbe, options, arguments) -> int:
         failures += spread(probe, options, pending, cache, arguments)
     if failures and not arguments.keep_going:
         raise ProbeInputError(failures[0])
-    done = [t for t in tasks if result_path(cache, probe, t.key).is_file()]
-    table = result_table(probe, cache, done)
+    table = result_table(probe, cache, tasks)
     written = write_outputs(probe, options, table, out, arguments)
     print(f"wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - started:.1f} s")
     if failures:
         print(f"{len(failures)} failed (--keep-going):", *failures, sep="\n  ", file=sys.stderr)
         return 1
     return 0
+
+
+def require_writable(folders: dict[str, Path]) -> None:
+    """Create each folder (`{flag: folder}`) and write and remove a small file in it, before any
+    work: one that cannot be written is one ProbeInputError, and the folders made here are
+    removed again, so that nothing is left behind."""
+    made: list[Path] = []  # deepest first
+    for flag, folder in folders.items():
+        new = [p for p in (folder, *folder.parents) if not p.exists()]
+        made = new + made
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(dir=folder, prefix=".probes-write-test.")
+            try:
+                os.write(handle, b"probes\n")
+            finally:
+                os.close(handle)
+                os.unlink(name)
+        except OSError as error:
+            for path in made:
+                try:
+                    path.rmdir()
+                except OSError:  # not made after all, or no longer empty: leave it
+                    pass
+            raise ProbeInputError(
+                f"cannot write to {flag} {folder} ({error.strerror or error}): choose a folder "
+                "you can write to"
+            ) from None
 
 
 def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) -> list[str]:
@@ -274,7 +355,7 @@ def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) 
         plan = [tuple(asdict(t).values()) for t in tasks]
         try:
             fabric.launch(work, probe.name, asdict(options), plan, str(cache), str(session),
-                          arguments.keep_going)  # fmt: skip
+                          arguments.keep_going, arguments.trust_class)  # fmt: skip
         except Exception as error:  # torch.multiprocessing's ProcessRaised/ExitedException
             if arguments.devices == 1:
                 raise
@@ -290,9 +371,9 @@ def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) 
 
 
 def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str, session: str,
-         keep_going: bool) -> None:  # fmt: skip
+         keep_going: bool, trusted_classes: list[str]) -> None:  # fmt: skip
     """One process's share: claim the next unclaimed task, compute it, store it; stop claiming
-    after a failure unless `keep_going`."""
+    after a failure unless `keep_going`. `trusted_classes`: `--trust-class`."""
     from threadpoolctl import threadpool_limits
 
     probe = PROBES[probe_name]
@@ -313,7 +394,8 @@ def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str,
                 continue
             started = time.perf_counter()
             try:
-                rows = probe.rows(RunFolder(task.run), task.tag, options, fabric.device)
+                run = RunFolder(task.run, trusted_classes)
+                rows = probe.rows(run, task.tag, options, fabric.device)
             except Exception as error:
                 failure(session, task, error)
                 continue
@@ -350,13 +432,21 @@ def failure(session: Path, task: Task, error: Exception) -> None:
 
 # ---- the table and what is made of it ----------------------------------------------------------
 def result_table(probe: RunProbe, cache: Path, tasks: list[Task]) -> pd.DataFrame:
-    """Every stored row of `tasks`, in task order, with its run, run group and checkpoint."""
+    """Every stored row of `tasks`, in task order, with its run, run group and checkpoint; a
+    task with no stored result (failed, with --keep-going) has none."""
     rows = []
     for task in tasks:
-        stored = json.loads(result_path(cache, probe, task.key).read_text())
+        path = result_path(cache, probe, task.key)
+        try:
+            stored = stored_rows(path, probe)
+        except UnreadableResult as error:
+            raise ProbeInputError(
+                f"stored result {path} is unreadable ({error}): run the same command again to "
+                "compute it again"
+            ) from None
         group = str(Path(task.run).parent)
         rows += [{"run": task.run, "group": group, "checkpoint": task.tag, **row}
-                 for row in stored["rows"]]  # fmt: skip
+                 for row in stored or []]  # fmt: skip
     return pd.DataFrame(rows)
 
 

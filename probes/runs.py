@@ -3,31 +3,39 @@
 `<run>/checkpoints/{best,last}.ckpt` (Lightning, read with `weights_only=True`),
 `<run>/traces/<split>/<tag>.safetensors` (`TraceRecorder`), `<run>/weights/<tag>.safetensors`
 (`WeightSnapshot`) and `<run>/metrics.csv`. A missing or unreadable file is one `RunFileError`
-naming the file and the fix.
+naming the file and the fix. A checkpoint is data: the classes it names are imported only when
+they are the suite's or named by the user (`lightning_modules.trusted_classes`).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from pytorch_lightning import LightningModule
+from pytorch_lightning import LightningDataModule, LightningModule
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
 from lightning_modules.run_files import RunFileError, load_checkpoint
+from lightning_modules.trusted_classes import check_class_paths, resolve_class
+
+CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
 
 
 class RunFolder:
-    """One recorded run, e.g. `RunFolder("runs/paper1/guided/seed=1")`."""
+    """One recorded run, e.g. `RunFolder("runs/paper1/guided/seed=1")`.
 
-    def __init__(self, path: str | Path):
+    `trusted_classes`: class paths beyond the suite's own that its checkpoints may name (the
+    user's own models and DataModules, e.g. from `--trust-class`).
+    """
+
+    def __init__(self, path: str | Path, trusted_classes: Sequence[str] = ()):
         self.path = Path(path)
+        self.trusted_classes = tuple(trusted_classes)
         self._checkpoints: dict[str, dict] = {}
         if not self.path.is_dir():
             raise RunFileError(
@@ -41,9 +49,11 @@ class RunFolder:
     def checkpoint(self, tag: str = "best") -> dict:
         """The Lightning checkpoint `checkpoints/<tag>.ckpt` (`best`, `last`, ...), read once per
         folder object: `model`, `datamodule`, `state_dict` and `model_class_path` share it
-        (treat it as read-only)."""
+        (treat it as read-only). Reading it imports nothing; `model` and `datamodule` resolve
+        the classes it names against the trusted ones first."""
         if tag not in self._checkpoints:
-            self._checkpoints[tag] = load_checkpoint(self.path / "checkpoints" / f"{tag}.ckpt")
+            path = self.path / "checkpoints" / f"{tag}.ckpt"
+            self._checkpoints[tag] = load_checkpoint(path, fix=CHECKPOINT_FIX)
         return self._checkpoints[tag]
 
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
@@ -58,7 +68,10 @@ class RunFolder:
         checkpoint's `_class_path`; runs from before the CLI recorded it are `Seq2Seq`)."""
         checkpoint = self.checkpoint(tag)
         settings = checkpoint["hyper_parameters"]
-        model_class = _imported(self.model_class_path(tag))
+        check_class_paths(settings, self._where(tag), self.trusted_classes)
+        model_class = resolve_class(
+            self.model_class_path(tag), LightningModule, self._where(tag), self.trusted_classes
+        )
         accepted = inspect.signature(model_class).parameters  # the CLI may store linked extras
         model = model_class(**{k: v for k, v in settings.items() if k in accepted})
         model.load_state_dict(checkpoint["state_dict"])
@@ -72,12 +85,17 @@ class RunFolder:
                 f"{self.path / 'checkpoints' / f'{tag}.ckpt'} does not say which DataModule "
                 "trained it: train the run through `python -m experiments fit`."
             )
-        data = _imported(settings["_class_path"])(
-            **{k: v for k, v in settings.items() if not k.startswith("_")}
+        check_class_paths(settings, self._where(tag), self.trusted_classes)
+        data_class = resolve_class(
+            settings["_class_path"], LightningDataModule, self._where(tag), self.trusted_classes
         )
+        data = data_class(**{k: v for k, v in settings.items() if not k.startswith("_")})
         data.prepare_data()
         data.setup("test")
         return data
+
+    def _where(self, tag: str) -> str:
+        return str(self.path / "checkpoints" / f"{tag}.ckpt")
 
     def trace(
         self, split: str, tag: str = "best", keys: Sequence[str] | None = None
@@ -169,8 +187,3 @@ def tag_order(tag: str) -> tuple:
     if match:
         return (3 if match[1] == "epoch" else 4, int(match[2]), "")
     return (5, 0, tag)
-
-
-def _imported(class_path: str) -> type:
-    module, _, name = class_path.rpartition(".")
-    return getattr(importlib.import_module(module), name)

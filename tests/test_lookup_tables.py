@@ -120,15 +120,18 @@ def test_write_read_round_trip(splits, tmp_path):
 
 def test_reads_machine_tasks_format(tmp_path):
     for name in SPLITS:
-        (tmp_path / f"{name}.tsv").write_text("")
-    train = "000 t7\t000 011\t0 1 2\n111 t4 t5\t111 011 100\t0 1 2 3\n\n"
+        (tmp_path / f"{name}.tsv").write_text("001 t1\t001 010\t0 1 2\n")
+    train = "000 t7\t000 011\t0 1 2\n  \n111 t4 t5\t111 011 100\t0 1 2 3\n\n"
     (tmp_path / "train.tsv").write_text(train)
     data = read_lookup_tables(tmp_path)
     assert data["train"] == [
         ("000 t7", "000 011", "0 1 2"),
         ("111 t4 t5", "111 011 100", "0 1 2 3"),
     ]
-    assert data["validation"] == []
+    assert data["validation"] == [("001 t1", "001 010", "0 1 2")]
+    # a UTF-8 byte-order mark (as some editors save) is not part of the first token
+    (tmp_path / "validation.tsv").write_bytes(b"\xef\xbb\xbf001 t1\t001 010\t0 1 2\n")
+    assert read_lookup_tables(tmp_path)["validation"] == [("001 t1", "001 010", "0 1 2")]
 
 
 def test_missing_folder_and_file_are_explained(splits, tmp_path):
@@ -156,6 +159,35 @@ def test_malformed_line_names_file_and_line(splits, tmp_path, bad):
     (tmp_path / "validation.tsv").write_text("\n".join(rows) + "\n")
     with pytest.raises(ValueError, match=r"validation\.tsv, line 3"):
         read_lookup_tables(tmp_path)
+
+
+@pytest.mark.parametrize("split", ["train", "validation", "heldout_tables"])
+@pytest.mark.parametrize("content", ["", "\n \n\t\n"], ids=["0 bytes", "blank lines"])
+def test_empty_split_file_is_one_error_naming_it(splits, tmp_path, split, content):
+    write_lookup_tables(splits, tmp_path)
+    (tmp_path / f"{split}.tsv").write_text(content)
+    message = (
+        f"{tmp_path / split}.tsv is empty: a split file needs at least one "
+        "'input tables<TAB>outputs<TAB>attention' row; fill it (or copy it again from "
+        "machine-tasks), or leave --data.data_dir unset to generate the tables"
+    )
+    with pytest.raises(ValueError) as info:
+        read_lookup_tables(tmp_path)
+    assert str(info.value) == message
+    with pytest.raises(ValueError, match=rf"{split}\.tsv is empty"):
+        LookupTableDataModule(data_dir=str(tmp_path)).setup()
+
+
+def test_non_utf8_split_file_names_the_file_and_line(splits, tmp_path):
+    write_lookup_tables(splits, tmp_path)
+    lines = (tmp_path / "train.tsv").read_bytes().splitlines(keepends=True)
+    lines[11] = "110 t3\t110 caf\u00e9\t0 1 2\n".encode("latin-1")  # 0xe9, line 12
+    (tmp_path / "train.tsv").write_bytes(b"".join(lines))
+    with pytest.raises(ValueError) as info:
+        read_lookup_tables(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / 'train.tsv'} is not UTF-8 text (byte 0xe9 on line 12): save it as UTF-8"
+    )
 
 
 @pytest.fixture(scope="module")

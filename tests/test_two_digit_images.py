@@ -16,11 +16,8 @@ def fake_images(count: int, first_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     return images.to(torch.uint8), labels
 
 
-@pytest.fixture(scope="module")
-def fake_mnist_dir(tmp_path_factory):
-    """100 training images (ids 0..99) and 50 test images (ids 100..149) as MNIST IDX files."""
-    folder = tmp_path_factory.mktemp("fake_mnist")
-    train, test = fake_images(100, 0), fake_images(50, 100)
+def write_fake_mnist(folder, train, test) -> str:
+    """The (images, labels) of `train` and `test` as the four MNIST IDX files in `folder`."""
     for prefix, (images, labels) in (("train", train), ("t10k", test)):
         for kind, tensor, magic in (
             ("images-idx3", images, IMAGE_MAGIC),
@@ -31,6 +28,13 @@ def fake_mnist_dir(tmp_path_factory):
                 header + tensor.to(torch.uint8).numpy().tobytes()
             )
     return str(folder)
+
+
+@pytest.fixture(scope="module")
+def fake_mnist_dir(tmp_path_factory):
+    """100 training images (ids 0..99) and 50 test images (ids 100..149) as MNIST IDX files."""
+    folder = tmp_path_factory.mktemp("fake_mnist")
+    return write_fake_mnist(folder, fake_images(100, 0), fake_images(50, 100))
 
 
 def datamodule(fake_mnist_dir, setting="A", **kwargs):
@@ -141,6 +145,17 @@ def test_pairs_are_deterministic_for_a_data_seed(fake_mnist_dir):
     )
     draws = [torch.cat([b["index"] for b in d.train_dataloader()]) for d in (first, again)]
     assert torch.equal(*draws)
+
+
+def test_mnist_without_test_images_is_one_error_naming_the_files(tmp_path):
+    """A folder whose t10k files hold 0 images: one error naming them, not an empty test set."""
+    data_dir = write_fake_mnist(tmp_path, fake_images(20, 0), fake_images(0, 0))
+    data = TwoDigitImagesDataModule(data_dir=data_dir, train_pairs=10, test_pairs=10)
+    with pytest.raises(ValueError) as info:
+        data.setup()
+    assert str(info.value).startswith(
+        f"{tmp_path / 't10k-images-idx3-ubyte'} and t10k-labels-idx1-ubyte: no images"
+    )
 
 
 def test_unknown_setting_is_refused():

@@ -1,0 +1,112 @@
+"""`<run>/metrics.csv` that survives a resume and a kill.
+
+Lightning's `CSVLogger` deletes an existing `metrics.csv` when it starts (a resumed fit kept only
+the epochs after the resume) and rewrites the file in place when a new column appears (a kill
+then left it at 0 bytes). `RunMetricsCSV` keeps the rows logged before the step a fit resumes
+from (the rows after it are logged again by the resumed fit, so every epoch is there once),
+replaces the file atomically whenever its header changes, and otherwise appends the new rows in
+one write that is undone if it fails (a full disk leaves the file as it was). Lightning lacks this
+behaviour, hence this small subclass.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+
+from pytorch_lightning.loggers import CSVLogger
+from pytorch_lightning.loggers.csv_logs import ExperimentWriter
+from pytorch_lightning.loggers.logger import rank_zero_experiment
+
+from lightning_modules.run_files import write_text_atomic
+
+
+def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=keys, lineterminator="\n")
+    if header:
+        writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
+
+
+class _MetricsWriter(ExperimentWriter):
+    """Lightning's writer, keeping the rows with step < `keep_before_step` of an existing file."""
+
+    def __init__(self, log_dir: str, keep_before_step: float):
+        super().__init__(log_dir)  # Lightning's `_check_log_dir_exists` is a no-op below
+        kept: list[dict] = []
+        if os.path.isfile(self.metrics_file_path) and keep_before_step > 0:
+            with open(self.metrics_file_path, newline="", encoding="utf-8") as file:
+                reader = csv.DictReader(file)
+                self.metrics_keys = list(reader.fieldnames or [])
+                kept = [row for row in reader if _step(row) < keep_before_step]
+        if self.metrics_keys:
+            write_text_atomic(self.metrics_file_path, _csv_text(kept, self.metrics_keys, True))
+        elif os.path.isfile(self.metrics_file_path):
+            os.remove(self.metrics_file_path)  # a fresh fit: the old run's rows go
+
+    def _check_log_dir_exists(self) -> None:
+        pass
+
+    def save(self) -> None:
+        if not self.metrics:
+            return
+        if self._record_new_keys() or not os.path.isfile(self.metrics_file_path):
+            rows = []
+            if os.path.isfile(self.metrics_file_path):
+                with open(self.metrics_file_path, newline="", encoding="utf-8") as file:
+                    rows = list(csv.DictReader(file))
+            text = _csv_text(rows + self.metrics, self.metrics_keys, True)
+            write_text_atomic(self.metrics_file_path, text)
+        else:
+            _append(self.metrics_file_path, _csv_text(self.metrics, self.metrics_keys, False))
+        self.metrics = []
+
+
+def _step(row: dict) -> float:
+    try:
+        return float(row.get("step") or math.inf)
+    except ValueError:
+        return math.inf
+
+
+def _append(path: str, text: str) -> None:
+    """Append `text` in one write; on any failure cut the file back to its old length."""
+    data = text.encode("utf-8")
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        size = os.fstat(handle).st_size
+        try:
+            if os.write(handle, data) != len(data):
+                raise OSError(f"short write to {path}")
+        except BaseException:
+            os.ftruncate(handle, size)
+            raise
+    finally:
+        os.close(handle)
+
+
+class RunMetricsCSV(CSVLogger):
+    """`CSVLogger` writing `<save_dir>/metrics.csv`.
+
+    Args:
+        save_dir: the run folder.
+        keep_before_step: rows of an existing file kept: those logged before this global step
+            (0, a fresh fit: none; a resumed fit: its checkpoint's `global_step`; `math.inf`, a
+            `validate` or `test` of a finished run: all).
+    """
+
+    def __init__(self, save_dir, keep_before_step: float = 0, **kwargs):
+        super().__init__(save_dir=save_dir, name="", version="", **kwargs)
+        self.keep_before_step = keep_before_step
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _MetricsWriter(self.log_dir, self.keep_before_step)
+        return self._experiment

@@ -1,0 +1,226 @@
+"""What a run folder's writers keep through kills, resumes, a second writer and the umask.
+
+- A fit killed inside training, validation and test and resumed each time from `last.ckpt` ends
+  with the `metrics.csv` of an uninterrupted fit, byte for byte (every epoch once), and one W&B
+  run id across all its processes.
+- `metrics.csv` is never left truncated: a header change is an atomic replacement, an append
+  that fails is undone.
+- A second fit into a run folder being written is refused before it writes anything.
+- Written files follow the umask (not `mkstemp`'s 0600).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.cli import WANDB_ID_FILE, main
+from lightning_modules.metrics_csv import RunMetricsCSV
+from lightning_modules.run_files import (
+    RunFileError,
+    RunFolderLock,
+    save_tensors_atomic,
+    write_text_atomic,
+)
+from tests.test_runs import TINY
+
+ROOT = Path(__file__).parents[1]
+EPOCHS = 3
+
+
+def config_file(tmp_path: Path, phase_file: Path, seconds: float) -> Path:
+    config = {**TINY, "trainer": {**TINY["trainer"], "max_epochs": EPOCHS}}
+    config["trainer"]["callbacks"] = [
+        *TINY["trainer"]["callbacks"],
+        {"class_path": "tests.phase_marker.PhaseMarker",
+         "init_args": {"path": str(phase_file), "seconds": seconds}},
+    ]  # fmt: skip
+    path = tmp_path / f"config-{seconds}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def start_fit(config: Path, root: Path, *extra: str) -> subprocess.Popen:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline",
+                   "WANDB_SILENT": "true"}  # fmt: skip
+    environment.pop("WANDB_SERVICE", None)  # each fit its own W&B service, as from a shell
+    return subprocess.Popen(
+        [sys.executable, "-m", "experiments", "fit", "--config", str(config),
+         "--run.root", str(root), *extra],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def kill_inside(process: subprocess.Popen, phase_file: Path, phase: str, epoch: int | None,
+                batch: int) -> str:  # fmt: skip
+    """SIGKILL `process` (and its children) once it reports `phase` (at `epoch`, any epoch if
+    None) at batch `batch` or later; the phase it was killed in."""
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the fit ended before the kill: {process.stderr.read()}")
+        try:
+            seen_phase, seen_epoch, seen_batch = phase_file.read_text().split()
+        except (OSError, ValueError):
+            seen_phase, seen_epoch, seen_batch = "", "-1", "-1"
+        if seen_phase == phase and epoch in (None, int(seen_epoch)) and int(seen_batch) >= batch:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return f"{seen_phase} {seen_epoch} {seen_batch}"
+        time.sleep(0.01)
+    raise AssertionError(f"the fit never reached {phase} {epoch} {batch}")
+
+
+def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
+    run = Path("paper1") / "tiny" / "seed=3"
+    whole = start_fit(config_file(tmp_path, tmp_path / "phase-whole", 0.0), tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+
+    phase_file = tmp_path / "phase"
+    config = config_file(tmp_path, phase_file, 0.1)
+    root = tmp_path / "parts"
+    last = root / run / "checkpoints" / "last.ckpt"
+    draw = random.Random(16)
+    kills = [("train", 1, draw.randrange(6)), ("validation", 2, draw.randrange(4)),
+             ("test", None, draw.randrange(8))]  # fmt: skip
+    killed = []
+    for phase, epoch, batch in kills:
+        resume = ["--ckpt_path", str(last)] if last.is_file() else []
+        process = start_fit(config, root, *resume)
+        killed.append(kill_inside(process, phase_file, phase, epoch, batch))
+    final = start_fit(config, root, "--ckpt_path", str(last))
+    assert final.wait(timeout=300) == 0, final.stderr.read()
+
+    resumed_csv = (root / run / "metrics.csv").read_text()
+    assert resumed_csv == (tmp_path / "whole" / run / "metrics.csv").read_text(), killed
+    with open(root / run / "metrics.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    validated = [int(r["epoch"]) for r in rows if r["val/seq_acc"]]
+    tested = [r for r in rows if r["test/new_compositions/seq_acc"]]
+    assert validated == list(range(EPOCHS)) and len(tested) == 1, killed
+    run_id = (root / run / WANDB_ID_FILE).read_text()
+    offline_runs = sorted(p.name for p in (root / run / "wandb").glob("offline-run-*"))
+    assert len(offline_runs) == len(kills) + 1
+    assert all(name.endswith(f"-{run_id}") for name in offline_runs), offline_runs
+
+
+def rows(path: Path) -> list[dict]:
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_metrics_csv_survives_a_kill_during_a_header_rewrite(tmp_path, monkeypatch):
+    logger = RunMetricsCSV(tmp_path)
+    logger.log_metrics({"train/loss": 1.5}, step=0)
+    logger.save()
+    before = (tmp_path / "metrics.csv").read_text()
+
+    def killed(self, rows):
+        raise KeyboardInterrupt  # as if killed while the rows are written
+
+    logger.log_metrics({"val/seq_acc": 0.25}, step=1)  # a new column: the header changes
+    with monkeypatch.context() as patch:
+        patch.setattr(csv.DictWriter, "writerows", killed)
+        with pytest.raises(KeyboardInterrupt):
+            logger.save()
+    assert (tmp_path / "metrics.csv").read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.csv"]  # no temporary file left
+
+
+def test_metrics_csv_append_that_fails_is_undone(tmp_path, monkeypatch):
+    logger = RunMetricsCSV(tmp_path)
+    logger.log_metrics({"train/loss": 1.5}, step=0)
+    logger.save()
+    before = (tmp_path / "metrics.csv").read_text()
+    real_write = os.write
+
+    def half_then_full_disk(handle, data):
+        real_write(handle, data[: len(data) // 2])
+        raise OSError(28, "No space left on device")
+
+    logger.log_metrics({"train/loss": 1.25}, step=1)
+    monkeypatch.setattr(os, "write", half_then_full_disk)
+    with pytest.raises(OSError, match="No space"):
+        logger.save()
+    monkeypatch.undo()
+    assert (tmp_path / "metrics.csv").read_text() == before
+
+
+def test_metrics_csv_keeps_the_rows_before_the_resumed_step(tmp_path):
+    first = RunMetricsCSV(tmp_path)
+    for step in range(4):
+        first.log_metrics({"train/loss": float(step)}, step=step)
+    first.save()
+    assert RunMetricsCSV(tmp_path, keep_before_step=2).experiment  # a fit resumed at step 2
+    assert [r["step"] for r in rows(tmp_path / "metrics.csv")] == ["0", "1"]
+    assert RunMetricsCSV(tmp_path, keep_before_step=float("inf")).experiment  # a test of it
+    assert [r["step"] for r in rows(tmp_path / "metrics.csv")] == ["0", "1"]
+    assert RunMetricsCSV(tmp_path).experiment  # a fresh fit
+    assert not (tmp_path / "metrics.csv").exists()
+
+
+def test_second_fit_into_a_run_being_written_is_refused_and_leaves_it_untouched(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    run = tmp_path / "runs" / "paper1" / "tiny" / "seed=3"
+    main(["fit", "--config", str(config), "--run.root", str(tmp_path / "runs"),
+          "--trainer.max_epochs", "1"])  # fmt: skip
+    writing = RunFolderLock(run)  # the first writer, still at work
+    before = sorted((p, p.stat().st_mtime_ns, p.stat().st_size) for p in run.rglob("*"))
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            main(["fit", "--config", str(config), "--run.root", str(tmp_path / "runs")])
+        assert stopped.value.code == 2
+        error = capsys.readouterr().err
+        assert f"{run} is in use by another process (pid {os.getpid()}" in error
+        from experiments.runner import fit
+
+        with pytest.raises(RunFileError, match="in use"):
+            fit(run, ["--config", str(config)])
+    finally:
+        writing.release()
+    assert sorted((p, p.stat().st_mtime_ns, p.stat().st_size) for p in run.rglob("*")) == before
+
+
+def test_unwritable_run_root_is_one_clear_error(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # a run root under a file cannot be made, even by root
+    with pytest.raises(SystemExit) as stopped:
+        main(["fit", "--config", str(config), "--run.root", str(blocker / "runs")])
+    assert stopped.value.code == 2
+    assert "Cannot write the run folder" in capsys.readouterr().err
+
+
+def test_bad_trainer_setting_is_one_clear_error(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    with pytest.raises(SystemExit) as stopped:
+        main(["fit", "--config", str(config), "--run.root", str(tmp_path / "runs"),
+              "--trainer.max_epochs", "-5"])  # fmt: skip
+    assert stopped.value.code == 2
+    assert "max_epochs" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_written_files_follow_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        written = [write_text_atomic(tmp_path / "report.md", "text"),
+                   save_tensors_atomic({}, tmp_path / "weights.safetensors")]  # fmt: skip
+    finally:
+        os.umask(old)
+    for path in written:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
