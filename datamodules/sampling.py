@@ -46,6 +46,17 @@ class WithReplacementSampler(Sampler[int]):
         yield from torch.randint(self.size, (self.num_samples,), generator=generator).tolist()
 
 
+class EpochShuffle(DistributedSampler):
+    """torch's one-replica `DistributedSampler` (a shuffle seeded with `seed + epoch`) whose
+    `set_epoch` also tells the dataset the epoch when the dataset has a `set_epoch`, so a dataset
+    can draw per epoch what it serves (paper 4's signals) as reproducibly as the order."""
+
+    def set_epoch(self, epoch: int) -> None:
+        super().set_epoch(epoch)
+        if hasattr(self.dataset, "set_epoch"):
+            self.dataset.set_epoch(epoch)
+
+
 def split_loader(
     datasets: dict[str, Dataset],
     name: str,
@@ -55,13 +66,14 @@ def split_loader(
     shuffle_seed: int | None = None,
 ) -> DataLoader:
     """A loader over `datasets[name]`: in order, or with `shuffle_seed` shuffled by a sampler
-    that Lightning reseeds every epoch (`seed + epoch`), so a resumed fit repeats the order.
+    that Lightning reseeds every epoch (`seed + epoch`, `EpochShuffle`), so a resumed fit repeats
+    the order.
     An unknown `name` is one error listing the valid ones."""
     if name not in datasets:
         raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(datasets)}")
     sampler = None
     if shuffle_seed is not None:
-        sampler = DistributedSampler(
+        sampler = EpochShuffle(
             datasets[name], num_replicas=1, rank=0, shuffle=True, seed=shuffle_seed % 2**31
         )
     return DataLoader(

@@ -152,8 +152,11 @@ def position_token(position: int) -> str:
 
 
 class TokenPositioningDataset(Dataset):
-    """Pairs encoded on access; each pair's signal positions come from its own seeded generator
-    (``random.Random(data_seed * 1_000_003 + pair_index)``), so they never change."""
+    """Pairs encoded on access. Each pair's signal positions come from its own seeded generator:
+    ``random.Random(data_seed * 1_000_003 + pair_index)``, the same every epoch; or, with
+    ``redraw``, ``random.Random(f"{data_seed}/{pair_index}/{epoch}")``, a fresh draw every epoch
+    (``set_epoch``, which the training loader's sampler calls), as reproducible and resumable as
+    the shuffle."""
 
     def __init__(
         self,
@@ -162,15 +165,24 @@ class TokenPositioningDataset(Dataset):
         ids: dict[str, int],
         signals: int,
         data_seed: int,
+        redraw: bool = False,
     ) -> None:
         self.pairs, self.pair_indices, self.ids = pairs, pair_indices, ids
-        self.signals, self.data_seed = signals, data_seed
+        self.signals, self.data_seed, self.redraw = signals, data_seed, redraw
+        self.epoch = 0
 
     def __len__(self) -> int:
         return len(self.pairs)
 
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
     def signal_positions(self, index: int) -> list[int]:
-        rng = random.Random(self.data_seed * 1_000_003 + self.pair_indices[index])
+        pair = self.pair_indices[index]
+        if self.redraw:
+            rng = random.Random(f"{self.data_seed}/{pair}/{self.epoch}")
+        else:
+            rng = random.Random(self.data_seed * 1_000_003 + pair)
         return rng.sample(range(1, len(self.pairs[index][1]) + 1), self.signals)
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
@@ -220,6 +232,10 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         batch_size: rows per batch.
         data_seed: seed of the split, the signals and the training order.
         num_workers: DataLoader workers.
+        redraw_signals: draw the training pairs' signals afresh every epoch (the paper "randomly
+            select[s] one token from the output sequence" and does not say once per pair; a
+            reading of it that multiplies the positioning examples without changing the text).
+            Validation and test signals are drawn once either way.
     """
 
     test_splits = ("test",)
@@ -235,6 +251,7 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         batch_size: int = 64,
         data_seed: int = 0,
         num_workers: int = 0,
+        redraw_signals: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -254,6 +271,7 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         self.batch_size = batch_size
         self.data_seed = data_seed
         self.num_workers = num_workers
+        self.redraw_signals = redraw_signals
         self.datasets: dict[str, TokenPositioningDataset] | None = None
 
     def prepare_data(self) -> None:
@@ -281,7 +299,12 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         ids = {token: i for i, token in enumerate(self._vocab)}
         self.datasets = {
             name: TokenPositioningDataset(
-                [pairs[i] for i in indices], indices, ids, self.signals, self.data_seed
+                [pairs[i] for i in indices],
+                indices,
+                ids,
+                self.signals,
+                self.data_seed,
+                redraw=self.redraw_signals and name == "train",
             )
             for name, indices in ((name, split_indices[name]) for name in SPLITS)
         }

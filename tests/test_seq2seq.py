@@ -139,3 +139,35 @@ def test_metrics_are_named_by_stage_and_split(data):
     model.training_step(batch, 0)
     assert {"val/test_sample/seq_acc", "test/train/seq_acc", "train/loss"} <= set(logged)
     assert "train/batch_seq_acc" in logged and "val/seq_acc" not in logged
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("bridge", ["last", "zeros", "first_last"])
+def test_fused_teacher_forced_decoder_equals_the_step_loop(cell, bridge):
+    """Under full teacher forcing without attention the decoder runs torch's fused layer over the
+    whole target; its logits and gradients equal the step loop's (which recording forces)."""
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, cell=cell, embedding_size=5, hidden_size=7, attention="none",
+                    bridge=bridge).double()  # fmt: skip
+    source = torch.randint(3, 11, (6, 5))
+    lengths = torch.tensor([5, 4, 2, 5, 3, 1])
+    source[torch.arange(5)[None] >= lengths[:, None]] = 0
+    target = torch.randint(3, 13, (6, 4))
+    target[4:, 3:] = 0  # padding after a short target, fed to the decoder like any token
+    fused, _ = model(source, lengths, target, teacher_forcing_ratio=1.0)
+    fused.sum().backward()
+    fused_grads = {n: p.grad for n, p in model.named_parameters()}
+    model.zero_grad(set_to_none=True)
+    stepped, _ = model(source, lengths, target, teacher_forcing_ratio=1.0, record={})
+    stepped.sum().backward()
+    torch.testing.assert_close(fused, stepped, rtol=1e-12, atol=1e-12)
+    for name, parameter in model.named_parameters():  # the encoder has none with zeros
+        if fused_grads[name] is None:
+            assert parameter.grad is None, name
+        else:
+            torch.testing.assert_close(fused_grads[name], parameter.grad, rtol=1e-10, atol=1e-12)
+    shorter, _ = model(source, lengths, target, steps=2, teacher_forcing_ratio=1.0)
+    torch.testing.assert_close(shorter, stepped[:, :2], rtol=1e-12, atol=1e-12)
+    assert model._fusable(target, 4, 1.0, None, (), None)
+    assert not model._fusable(target, 4, 0.5, None, (), None)
+    assert not model._fusable(target, 4, 1.0, {}, (), None)

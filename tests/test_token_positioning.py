@@ -234,3 +234,58 @@ def test_default_shakespeare():
     assert len(datamodule.vocab) == 20000
     batch = next(iter(datamodule.train_dataloader()))
     assert batch["source"].shape[0] == 64
+
+
+def signals_by_pair(datamodule, split="train", epoch=None) -> dict[int, tuple]:
+    """{pair index: (positions, tokens)} of one pass over `split` (after `set_epoch(epoch)`)."""
+    loader = datamodule.split_dataloader(split, shuffle=split == "train", batch_size=64)
+    if epoch is not None:
+        loader.sampler.set_epoch(epoch)  # what Lightning does before each training epoch
+    seen = {}
+    for batch in loader:
+        for row, index in enumerate(batch["index"].tolist()):
+            seen[index] = (batch["signal_position"][row].tolist(),
+                           batch["signal_token"][row].tolist())  # fmt: skip
+    return seen
+
+
+def test_signals_redrawn_every_epoch_are_seeded_and_leave_held_out_splits_alone(tmp_path):
+    data_dir = repeated_books(tmp_path / "books")
+
+    def module(**kwargs):
+        return TokenPositioningDataModule(data_dir=data_dir, signals=2, data_seed=3, **kwargs)
+
+    fixed, redrawn, again = module(), module(redraw_signals=True), module(redraw_signals=True)
+    assert signals_by_pair(fixed, epoch=0) == signals_by_pair(fixed, epoch=5)
+    epochs = [signals_by_pair(redrawn, epoch=e) for e in range(3)]
+    assert epochs[1] == signals_by_pair(again, epoch=1)  # seeded: the same draw again
+    changed = sum(epochs[0][i] != epochs[1][i] for i in epochs[0]) / len(epochs[0])
+    assert changed > 0.8  # lines of 4-10 tokens, 2 signals: a new draw differs most of the time
+    assert signals_by_pair(redrawn, epoch=0) == epochs[0]  # a resumed epoch draws the same
+    for split in ("validation", "test"):
+        assert signals_by_pair(redrawn, split) == signals_by_pair(fixed, split)
+    for positions, tokens in epochs[2].values():  # still tokens of the target at those positions
+        assert len(set(positions)) == 2 and all(t > 0 for t in tokens)
+
+
+def test_fit_with_redrawn_signals_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
+    from experiments.cli import main
+    from lightning_modules.run_files import load_checkpoint
+
+    data_dir = repeated_books(tmp_path / "books", copies=4)
+    base = ["fit", "--config", "experiments/configs/paper4/gru.yaml",
+            "--trainer.enable_progress_bar", "false", "--data.data_dir", data_dir,
+            "--data.redraw_signals", "true", "--data.batch_size", "16",
+            "--model.init_args.hidden_size", "8", "--model.init_args.embedding_size", "4",
+            "--trainer.deterministic", "true"]  # fmt: skip
+
+    def fit(root: str, epochs: int, *extra: str):
+        main([*base, "--run.root", str(tmp_path / root), "--trainer.max_epochs", str(epochs),
+              *extra])  # fmt: skip
+        return tmp_path / root / "paper4" / "gru" / "seed=0" / "checkpoints" / "last.ckpt"
+
+    whole = load_checkpoint(fit("whole", 3))["state_dict"]
+    part = fit("parts", 1)
+    resumed = load_checkpoint(fit("parts", 3, "--ckpt_path", str(part)))["state_dict"]
+    for name in whole:
+        assert torch.equal(whole[name], resumed[name]), name

@@ -1,0 +1,130 @@
+"""`make bench`: paper 4's training step against a bare fused PyTorch seq2seq, in one run.
+
+The suite's side is a Lightning fit of `Seq2Seq` at the default scale of `make reproduce-paper4`
+(GRU, embedding 64, hidden 128, vocabulary 2,000, batches of 128, full teacher forcing), over
+the first training batches of the token-positioning data. The bare side is the same network
+written plainly: embeddings, `torch.nn.GRU` over the packed source, `torch.nn.GRU` over the
+whole teacher-forced target from the encoder's last state, one output projection,
+cross-entropy, Adam, on the same batches. Both alternate 3 times and the fastest of each counts,
+so the ratio does not depend on how fast or busy this machine is (target: at most 1.15x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import pytorch_lightning as pl  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn.utils.rnn import pack_padded_sequence  # noqa: E402
+
+from datamodules import TokenPositioningDataModule  # noqa: E402
+from lightning_modules.seq2seq import Seq2Seq  # noqa: E402
+
+SIZES = dict(vocab_size=2000, embedding_size=64, hidden_size=128, batch_size=128)
+"""The default scale of `experiments/paper4.py`."""
+
+
+def batches(count: int) -> list[dict[str, torch.Tensor]]:
+    data = TokenPositioningDataModule(
+        vocab_size=SIZES["vocab_size"], batch_size=SIZES["batch_size"]
+    )
+    loader = data.split_dataloader("train", shuffle=True)
+    loader.sampler.set_epoch(0)
+    chosen = []
+    for batch in loader:
+        chosen.append(batch)
+        if len(chosen) == count:
+            return chosen
+    return chosen
+
+
+class BareSeq2Seq(nn.Module):
+    """Paper 4's vanilla GRU seq2seq without the suite: fused layers only."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        embedding, hidden = SIZES["embedding_size"], SIZES["hidden_size"]
+        self.source_embedding = nn.Embedding(vocab, embedding, padding_idx=0)
+        self.target_embedding = nn.Embedding(vocab, embedding, padding_idx=0)
+        self.encoder = nn.GRU(embedding, hidden, batch_first=True)
+        self.decoder = nn.GRU(embedding, hidden, batch_first=True)
+        self.output = nn.Linear(hidden, vocab)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        packed = pack_padded_sequence(self.source_embedding(batch["source"]),
+                                      batch["source_lengths"], batch_first=True,
+                                      enforce_sorted=False)  # fmt: skip
+        _, state = self.encoder(packed)
+        target = batch["target"]
+        inputs = torch.cat([torch.ones_like(target[:, :1]), target[:, :-1]], 1)
+        outputs, _ = self.decoder(self.target_embedding(inputs), state)
+        logits = self.output(outputs)
+        return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)
+
+
+def bare_seconds(chosen: list[dict], vocab: int) -> float:
+    torch.manual_seed(0)
+    model = BareSeq2Seq(vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.002, fused=True)
+    start = time.perf_counter()
+    for batch in chosen:
+        optimizer.zero_grad()
+        model(batch).backward()
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+class Batches(pl.LightningDataModule):
+    def __init__(self, chosen: list[dict]):
+        super().__init__()
+        self.chosen = chosen
+
+    def train_dataloader(self):
+        return self.chosen
+
+
+def suite_seconds(chosen: list[dict], vocab: int) -> float:
+    pl.seed_everything(0, verbose=False)
+    model = Seq2Seq(vocab, vocab, cell="gru", embedding_size=SIZES["embedding_size"],
+                    hidden_size=SIZES["hidden_size"], attention="none", bridge="last",
+                    learning_rate=0.002, teacher_forcing_ratio=1.0)  # fmt: skip
+    trainer = pl.Trainer(max_epochs=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         limit_val_batches=0, num_sanity_val_steps=0)  # fmt: skip
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=Batches(chosen))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    arguments = parser.parse_args()
+    torch.set_num_threads(arguments.threads)
+    chosen = batches(arguments.batches)
+    vocab = SIZES["vocab_size"]
+    bare_seconds(chosen[:3], vocab), suite_seconds(chosen[:3], vocab)  # warm-up
+    bare, suite = [], []
+    for _ in range(arguments.rounds):
+        bare.append(bare_seconds(chosen, vocab))
+        suite.append(suite_seconds(chosen, vocab))
+    per_batch = {name: 1000 * min(times) / len(chosen) for name, times in
+                 (("bare", bare), ("suite", suite))}  # fmt: skip
+    ratio = per_batch["suite"] / per_batch["bare"]
+    print(
+        f"paper 4 training step ({len(chosen)} batches of {SIZES['batch_size']}, "
+        f"{arguments.threads} threads): suite {per_batch['suite']:.1f} ms, bare fused "
+        f"{per_batch['bare']:.1f} ms per batch, ratio {ratio:.2f}x (target at most 1.15x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
