@@ -32,17 +32,20 @@ import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 from sklearn.decomposition import PCA  # noqa: E402
 
+from experiments.paper4_claims import (  # noqa: E402
+    FUNCTIONS,
+    PAPER,
+    claims_of,
+    manipulation_accuracy,
+    mean_over_tokens,
+)
 from experiments.report import (  # noqa: E402
     Claim,
-    Measured,
     claims_frame,
-    compare_summaries,
     current_commit,
     log_to_wandb,
     markdown_table,
-    ratio_claim,
     save_figure,
-    threshold_claim,
     verdict_line,
     write_report,
 )
@@ -66,7 +69,6 @@ from probes.neuron_functions import (  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper4"
-PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper4.json").read_text())
 VARIANTS = {
     "gru": (),
     "lstm": ("--model.init_args.cell", "lstm"),
@@ -90,6 +92,8 @@ class Scale:
     """Training-time cap per variant (Lightning's `DD:HH:MM:SS`); None: early stopping only."""
     analysis_rows: int
     """Rows per token for the neuron analysis (the paper's Figure 2 shows 500)."""
+    control_draws: int = 3
+    """Draws of size-matched random units for the control of each Table 1 manipulation."""
     tokens: int = 50
     """The most common tokens analysed (section 4: 50)."""
     correct_only: bool = True
@@ -128,6 +132,7 @@ SCALES = {
         learning_rate=0.005,
         max_time=None,
         analysis_rows=20,
+        control_draws=1,
         tokens=8,
         correct_only=False,
         overrides=(
@@ -176,7 +181,6 @@ def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, P
 # ---- the neuron analysis of one GRU model -------------------------------------------------------
 POSITIONS = ANALYSED_POSITIONS
 """Section 4: positions 1-13."""
-FUNCTIONS = ("storing", "counting", "triggering", "outputting")
 FIGURE2_TOKENS = 10
 
 
@@ -205,6 +209,39 @@ def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
     if neurons.storing.numel() == 0 or not others.any():
         return float("nan")
     return float(change[:, neurons.storing].mean() / change[:, others].mean())
+
+
+def output_magnitude(traced, neurons: TokenNeurons) -> float:
+    """Finding 4: the mean |h_T| of the outputting units over this token's rows ("their values
+    tend to be close to -1 or +1")."""
+    own = traced.rows(traced.token == neurons.token)
+    if neurons.outputting.numel() == 0:
+        return float("nan")
+    at_output = own.states[torch.arange(len(own.token)), own.position + 1]  # index T + 1 is t = T
+    return float(at_output[:, neurons.outputting].abs().mean())
+
+
+def counting_directions(traced, neurons: TokenNeurons) -> dict[str, int]:
+    """Finding 2: how many counting units rise from t = 0 to T - 1 on average over this token's
+    rows, and how many fall ("some neurons perform counting in the opposite manner")."""
+    own = traced.rows(traced.token == neurons.token)
+    rows = torch.arange(len(own.token))
+    units = neurons.counting
+    rise = (own.states[rows, own.position][:, units] - own.states[rows, 1][:, units]).mean(0)
+    return {"rising": int((rise > 0).sum()), "falling": int((rise < 0).sum())}
+
+
+def signal_coverage(datamodule, tokens: list[int], positions) -> dict[str, float]:
+    """Section 4: the share of the data on the analysed tokens ("50 most common tokens
+    (occupying 48% of the data)") and positions ("1 to 13 (occupying 75% of the data)"), as the
+    chance that a signal drawn uniformly from a training pair's output line has one of them."""
+    vocab = datamodule.vocab
+    analysed, last = {vocab[t] for t in tokens}, max(positions)
+    token_share, position_share = [], []
+    for _, target in datamodule.datasets["train"].pairs:
+        token_share.append(sum(word in analysed for word in target) / len(target))
+        position_share.append(min(last, len(target)) / len(target))
+    return {"tokens": float(np.mean(token_share)), "positions": float(np.mean(position_share))}
 
 
 def counting_curves(traced, neurons: list[TokenNeurons]) -> dict[int, list[float]]:
@@ -285,7 +322,9 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
             **{name: neurons.units(name).tolist() for name in FUNCTIONS},
             "accuracy": neurons.accuracy,
             "candidates": {name: neurons.candidates[name].tolist() for name in HYPOTHESES},
-            "verification": verify_neurons(model, traced, neurons),
+            "verification": verify_neurons(model, traced, neurons, scale.control_draws),
+            "outputting_abs": output_magnitude(traced, neurons),
+            "counting_directions": counting_directions(traced, neurons),
             "gates": gate_interaction(model, traced, neurons),
             "storing_change_ratio": storing_change_ratio(traced, neurons),
         }
@@ -293,6 +332,7 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
     rho, rises = counting_statistics(curves) if len(curves) > 2 else (float("nan"),) * 2
     return {
         "hidden_size": model.hparams.hidden_size,
+        "coverage": signal_coverage(datamodule, tokens, POSITIONS),
         "rows": int(correct.numel()),
         "correct": int(correct.sum()),
         "tokens": per_token,
@@ -318,157 +358,6 @@ def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
     result = analyse(RunFolder(path), scale)
     write_text_atomic(cache, json.dumps(result) + "\n")
     return result
-
-
-# ---- claims --------------------------------------------------------------------------------------
-def exact(value: float) -> Measured:
-    """A value the paper reports once, without spread."""
-    return Measured(value, 0.0, 1, (value,))
-
-
-def per_model(analyses: list[dict], read) -> list[float]:
-    return [float(read(a)) for a in analyses]
-
-
-def mean_over_tokens(analysis: dict, read) -> float:
-    values = [read(t) for t in analysis["tokens"].values()]
-    values = [v for v in values if v == v]  # drop NaN
-    return float(np.mean(values)) if values else float("nan")
-
-
-def manipulation_accuracy(analysis: dict, name: str) -> float:
-    hits = sum(t["verification"][name][0] for t in analysis["tokens"].values())
-    rows = sum(t["verification"][name][1] for t in analysis["tokens"].values())
-    return hits / rows if rows else float("nan")
-
-
-def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[Claim]:
-    """Every number and finding of sections 2, 4 and 5, each with its rule (fixed before the
-    runs)."""
-    paper = PAPER
-    claims = [
-        compare_summaries("accuracy.gru", "GRU token-positioning accuracy (section 2, Gutenberg)",
-                          exact(paper["accuracy"]["gru_gutenberg"]),
-                          Measured.of(accuracies["gru"])),
-        compare_summaries("accuracy.lstm", "LSTM token-positioning accuracy (section 2)",
-                          exact(paper["accuracy"]["lstm"]), Measured.of(accuracies["lstm"])),
-        compare_summaries("accuracy.two_signals",
-                          "Accuracy with several (token, position) signals (section 2; here 2)",
-                          exact(paper["accuracy"]["two_signals"]),
-                          Measured.of(accuracies["two_signals"])),
-        compare_summaries("accuracy.random_decoder_inputs",
-                          "GRU accuracy with every decoder input a random token (section 5)",
-                          exact(paper["accuracy"]["random_decoder_inputs"]),
-                          Measured.of(per_model(analyses, lambda a: a["random_inputs_accuracy"]))),
-    ]  # fmt: skip
-    kept = [r / c for r, c in zip(per_model(analyses, lambda a: a["random_inputs_accuracy"]),
-                                  accuracies["gru"], strict=True)]  # fmt: skip
-    claims.append(threshold_claim(
-        "accuracy.random_inputs_barely_matter",
-        "Decoder inputs barely matter: random-input accuracy / normal accuracy (section 5; paper "
-        "98.0 / 98.1)", round(0.980 / 0.981, 3), kept, float(np.mean(kept)),
-        "mean ratio of random-input to normal accuracy", 0.98, 0.9,
-    ))  # fmt: skip
-    for hypothesis in HYPOTHESES:
-        shares = per_model(analyses, lambda a, h=hypothesis: mean_over_tokens(
-            a, lambda t: t["accuracy"][h] > paper["plausible_above"]))  # fmt: skip
-        claims.append(threshold_claim(
-            f"plausible.{hypothesis}",
-            f"The {hypothesis} hypothesis is plausible (SVM accuracy > 95%) for the analysed "
-            "tokens (sections 3.1, 4)", "all 50 tokens", shares, float(np.mean(shares)),
-            "mean share of tokens whose SVM (balanced) training accuracy > 0.95", 0.9, 0.5,
-        ))  # fmt: skip
-    for function in FUNCTIONS:
-        shares = per_model(analyses, lambda a, f=function: mean_over_tokens(
-            a, lambda t: len(t[f]) / a["hidden_size"]))  # fmt: skip
-        claims.append(ratio_claim(
-            f"share.{function}",
-            f"Share of units that are {function} neurons per token (paper: "
-            f"{paper['share_text'][function]})", paper["shares"][function], shares, within=1.5,
-        ))  # fmt: skip
-    steadiness = per_model(analyses, lambda a: 1 / mean_over_tokens(
-        a, lambda t: t["storing_change_ratio"]))  # fmt: skip
-    claims.append(threshold_claim(
-        "finding1.storing_steady",
-        "Storing neurons hardly change from t = -1 to T - 1 (finding 1, Figure 2)",
-        "hardly change", steadiness, float(np.mean(steadiness)),
-        "mean step-to-step change of other units / of storing units (mean over models)", 2.0, 1.0,
-    ))  # fmt: skip
-    for name in MANIPULATIONS:
-        section = "outputting" if name in paper["outputting"] else "table1_gutenberg"
-        claims.append(compare_summaries(
-            f"table1.{name}" if section == "table1_gutenberg" else f"finding4.{name}",
-            MANIPULATION_TEXT[name], exact(paper[section][name]),
-            Measured.of(per_model(analyses, lambda a, n=name: manipulation_accuracy(a, n))),
-            rounding=0.05,
-        ))  # fmt: skip
-    rho = per_model(analyses, lambda a: -a["counting_rho"])
-    claims.append(threshold_claim(
-        "finding2.deeper_drop_for_larger_T",
-        "Counting neurons drop at t = 0 further the larger T is (finding 2, Figure 3)",
-        "drop grows with T", rho, float(np.mean(rho)),
-        "mean over models of -Spearman rho(T, aligned counting value at t = 0), T = 2..13",
-        0.8, 0.5,
-    ))  # fmt: skip
-    rises = per_model(analyses, lambda a: a["counting_rises"])
-    claims.append(threshold_claim(
-        "finding2.steady_rise",
-        "Counting neurons then rise step by step until T - 1 (finding 2, Figure 3)",
-        "rise every step", rises, float(np.mean(rises)),
-        "mean share of steps t -> t+1 (t = 0..T-2) where the mean aligned value rises",
-        0.9, 0.7,
-    ))  # fmt: skip
-    for key, direction, text in (
-        ("update_output", 1, "the mean update gate of outputting neurons at T rises"),
-        ("reset_store", -1, "the mean reset gate of storing neurons at T falls"),
-    ):
-        shares = per_model(analyses, lambda a, k=key, d=direction: mean_over_tokens(
-            a, lambda t: d * (t["gates"][k + "_masked"] - t["gates"][k]) > 0))  # fmt: skip
-        claims.append(threshold_claim(
-            f"section5.{key}_when_triggering_masked",
-            f"With the triggering neurons of h_(T-1) masked, {text} (section 5)",
-            f"{paper['section5_token_i'][key]} -> {paper['section5_token_i'][key + '_masked']} "
-            "(token 'i')", shares, float(np.mean(shares)),
-            "mean share of tokens where it does", 0.9, 0.5,
-        ))  # fmt: skip
-    for key, sign, text in (
-        ("update_drive_from_triggering", -1, "U_z h_(T-1) over the outputting units is negative"),
-        ("reset_drive_from_triggering", 1, "U_r h_(T-1) over the storing units is positive"),
-    ):
-        shares = per_model(analyses, lambda a, k=key, d=sign: mean_over_tokens(
-            a, lambda t: d * t["gates"][k] > 0))  # fmt: skip
-        claims.append(threshold_claim(
-            f"section5.{key}",
-            f"With every unit of h_(T-1) but the triggering ones masked, {text} (section 5, "
-            "Equation 3, Figure 5a/b)", "negative" if sign < 0 else "positive", shares,
-            float(np.mean(shares)), "mean share of tokens where it is", 0.9, 0.5,
-        ))  # fmt: skip
-    for key, value in paper["section5_token_i"].items():
-        measured = [a["tokens"]["i"]["gates"][key] for a in analyses if "i" in a["tokens"]]
-        if measured:
-            claims.append(compare_summaries(
-                f"section5.token_i.{key}", f"Token 'i': {GATE_TEXT[key]} (section 5)",
-                exact(value), Measured.of(measured), rounding=0.05,
-            ))  # fmt: skip
-    return claims
-
-
-MANIPULATION_TEXT = {
-    "storing_zero": "Storing neurons zeroed at T - 1: accuracy (Table 1)",
-    "storing_previous": "Storing neurons replaced by their previous value: accuracy (Table 1)",
-    **{f"counting_k{k}": f"Counting neurons at T - 1 set to their values at T - 1 - {k}: token "
-       f"{k} step(s) later (Table 1)" for k in (1, 2, 3)},
-    **{f"triggering_k{k}": f"Triggering neurons' T - 1 values written at T - 1 - {k}: token "
-       f"{k} step(s) earlier (Table 1)" for k in (1, 2, 3, 4)},
-    "outputting_zero": "Outputting neurons zeroed at T: accuracy (finding 4)",
-    "others_zero": "Every unit but the outputting neurons zeroed at T: accuracy (finding 4)",
-}  # fmt: skip
-GATE_TEXT = {
-    "update_output": "mean update gate z[output] at T",
-    "update_output_masked": "z[output] at T with triggering neurons masked",
-    "reset_store": "mean reset gate r[store] at T",
-    "reset_store_masked": "r[store] at T with triggering neurons masked",
-}
 
 
 # ---- figures -------------------------------------------------------------------------------------
@@ -599,6 +488,8 @@ def table1(analyses: list[dict]) -> pd.DataFrame:
          for i, a in enumerate(analyses)}, index=names,
     )  # fmt: skip
     frame.insert(0, "mean", frame.mean(axis=1))
+    controls = [[manipulation_accuracy(a, f"control.{m}") for a in analyses] for m in names]
+    frame.insert(1, "random units (control)", [np.mean(c) for c in controls])
     frame["rows (first model)"] = [
         sum(t["verification"][m][1] for t in analyses[0]["tokens"].values()) for m in names
     ]
@@ -721,7 +612,9 @@ triggering units fire: a second reading, added after the first results, reported
 information and not as a claim. Triggering: the triggering units' values at T - 1 are written at
 T - 1 - k (rows with T - 1 - k >= 1, all T, where the paper shows T = 6); a hit is the token at
 T - k. Storing "previous": at every t = 1..T-1 the storing units get their unedited value from
-t - 1.
+t - 1. "random units (control)": the same edit on as many units drawn at random among those that
+are not the function's stage-1 candidates ({scale.control_draws} draws per token, pooled), so a
+reader sees whether the named units matter more than any units (claims `control.*`).
 
 {markdown_table(tables["table1"], 3, index=False)}
 

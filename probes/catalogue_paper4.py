@@ -92,6 +92,11 @@ class IntegratedGradientsOptions(AnalysedRowsOptions):
 @dataclass(frozen=True)
 class InterventionsOptions(SvmRfeOptions):
     ig_steps: int = option(32, "integration points of integrated gradients (captum's default)")
+    control_draws: int = option(
+        3,
+        "draws of as many random non-candidate units, each edited "
+        "like the named ones (the control rows control.*; 0: none)",
+    )
 
 
 class TokenPositioningProbe(ModelProbe):
@@ -330,11 +335,14 @@ class InterventionsProbe(TokenPositioningProbe):
         "diagnostic), triggering units' T-1 values written at T-1-k (the token at T-k), and at "
         "T the outputting units zeroed or every other unit zeroed (finding 4). One row per run, "
         "checkpoint, token and manipulation: hits, rows and accuracy, and the edited function's "
-        "units (indexed from 0; others_zero zeroes every unit but these). The summary is "
+        "units (indexed from 0; others_zero zeroes every unit but these); rows control.* edit "
+        "as many random units that are not the function's candidates instead (CONTROL_DRAWS "
+        "draws, pooled). The summary is "
         "experiments/paper4.py's Table 1: per run, hits / rows over all tokens, then the mean "
         "over the runs of a group."
     )
     options = InterventionsOptions
+    version = 2  # control rows (issue 17)
 
     def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
         model, datamodule, traced, tokens = self.analysed(run, tag, options)
@@ -344,16 +352,19 @@ class InterventionsProbe(TokenPositioningProbe):
                 continue  # nothing to filter or manipulate (experiments/paper4.py would stop)
             neurons = identify_neurons(model, traced, token, options.keep, options.seed,
                                        options.ig_steps)  # fmt: skip
-            verification = verify_neurons(model, traced, neurons)
-            for manipulation in MANIPULATIONS + DIAGNOSTICS:
+            verification = verify_neurons(model, traced, neurons, options.control_draws,
+                                          options.seed)  # fmt: skip
+            controls = [f"control.{m}" for m in MANIPULATIONS if f"control.{m}" in verification]
+            for manipulation in MANIPULATIONS + DIAGNOSTICS + tuple(controls):
                 hits, total = verification[manipulation]
-                function = MANIPULATED[manipulation]
+                control = manipulation.startswith("control.")
+                function = MANIPULATED[manipulation.removeprefix("control.")]
                 rows.append({
                     **token_columns(datamodule, traced, token), "manipulation": manipulation,
-                    "diagnostic": manipulation in DIAGNOSTICS, "hits": hits, "rows": total,
-                    "accuracy": hits / total if total else None, "function": function,
-                    "size": len(neurons.units(function)),
-                    "units": units_text(neurons.units(function)),
+                    "diagnostic": manipulation in DIAGNOSTICS, "control": control, "hits": hits,
+                    "rows": total, "accuracy": hits / total if total else None,
+                    "function": function, "size": len(neurons.units(function)),
+                    "units": "" if control else units_text(neurons.units(function)),
                 })  # fmt: skip
         return rows
 
@@ -371,7 +382,9 @@ class InterventionsProbe(TokenPositioningProbe):
     def figures(self, table, options, folder):
         plt = pyplot()
 
-        summary = self.summary_table(table)
+        everything = self.summary_table(table)
+        control = everything["manipulation"].str.startswith("control.")
+        summary, controls = everything[~control], everything[control]
         names = list(MANIPULATIONS + DIAGNOSTICS)
         labels = run_labels(summary)
         figure, axis = plt.subplots(figsize=(11, 4))
@@ -382,6 +395,11 @@ class InterventionsProbe(TokenPositioningProbe):
             axis.bar([names.index(m) + index * width for m in part["manipulation"]],
                      part["accuracy"], width, color=f"C{index % 10}", label=label,
                      hatch=hatches)  # fmt: skip
+            random = controls[controls["group"] + " " + controls["checkpoint"] == label]
+            axis.scatter([names.index(m.removeprefix("control.")) + index * width
+                          for m in random["manipulation"]], random["accuracy"], marker="_",
+                         s=120, color="black", label="random units (control)" if not index
+                         else None, zorder=3)  # fmt: skip
         ticks = [n.replace("counting_before_trigger_", "counting at\nT-2, ") for n in names]
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(names))],
                         [n.replace("_", "\n", 1) for n in ticks], fontsize=6)  # fmt: skip

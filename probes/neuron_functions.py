@@ -488,42 +488,88 @@ def identify_neurons(
     )  # fmt: skip
 
 
-def verify_neurons(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dict[str, list[int]]:
+def manipulation_trials(
+    units: dict[str, Tensor], position: int, states: Tensor, size: int
+) -> dict[str, tuple[Intervention, int]]:
+    """Section 4's manipulations of `units` (`{function: units}`) for rows of one T =
+    `position`: `{manipulation: (edit, position where the token is expected)}`, for those that
+    T allows (counting: T - 1 - k >= 0, or T - 2 - k >= 0 when edited at T - 2; triggering:
+    T - 1 - k >= 1)."""
+    trials = {
+        "storing_zero": (storing_zero(units["storing"], position), position),
+        "storing_previous": (storing_previous(units["storing"], position, states), position),
+        "outputting_zero": (zero_at_output(units["outputting"], position), position),
+        "others_zero": (zero_at_output(complement(units["outputting"], size), position), position),
+    }
+    for k in (1, 2, 3):
+        if position - 1 - k >= 0:
+            edit = counting_delay(units["counting"], position, k, states)
+            trials[f"counting_k{k}"] = (edit, position + k)
+        if position - 2 - k >= 0 and position >= 3:
+            edit = counting_delay(units["counting"], position, k, states, before=2)
+            trials[f"counting_before_trigger_k{k}"] = (edit, position + k)
+    for k in (1, 2, 3, 4):
+        if position - 1 - k >= 1:
+            edit = triggering_advance(units["triggering"], position, k, states)
+            trials[f"triggering_k{k}"] = (edit, position - k)
+    return trials
+
+
+def control_units(
+    neurons: TokenNeurons, size: int, generator: torch.Generator
+) -> dict[str, Tensor]:
+    """A size-matched control for every function: as many units as `neurons` names, drawn at
+    random among the units that are not its candidates (storing, counting, triggering: not
+    among stage 1's candidates of that hypothesis; outputting: not outputting units). Where
+    fewer such units exist than are needed, all of them."""
+    drawn = {}
+    for function in (*HYPOTHESES, "outputting"):
+        named = neurons.units(function)
+        excluded = neurons.candidates[function] if function in HYPOTHESES else named
+        pool = complement(torch.cat([excluded, named]).unique(), size)
+        order = torch.randperm(len(pool), generator=generator)
+        drawn[function] = pool[order[: len(named)]].sort().values
+    return drawn
+
+
+def verify_neurons(
+    model: Seq2Seq, traced: Traced, neurons: TokenNeurons, control_draws: int = 0, seed: int = 0
+) -> dict[str, list[int]]:
     """Section 4's manipulations (Table 1 and finding 4) on this token's rows with T >= 2:
     `{manipulation: [hits, rows]}` for `MANIPULATIONS` and `DIAGNOSTICS`, a hit being the token
     at the expected position (T for the storing and outputting checks, T + k for counting, T - k
-    for triggering). Counting needs T - 1 - k >= 0 (edited at T - 2: T - 2 - k >= 0) and
-    triggering T - 1 - k >= 1; rows that allow neither are not counted."""
+    for triggering; see `manipulation_trials`); rows that allow neither counting nor triggering
+    are not counted there.
+
+    With `control_draws`, also `control.<manipulation>` for every one of `MANIPULATIONS`: the
+    same edit applied to `control_units` (size-matched random non-candidates, drawn
+    `control_draws` times with `seed`), hits and rows summed over the draws: whether the named
+    units matter more than any as many units. `storing_zero.T=<T>` splits `storing_zero` by T.
+    """
     counts = {name: [0, 0] for name in MANIPULATIONS + DIAGNOSTICS}
+    counts.update({f"control.{name}": [0, 0] for name in MANIPULATIONS if control_draws})
     own = traced.rows(traced.token == neurons.token)
     size = own.states.shape[-1]
+    named = {function: neurons.units(function) for function in (*HYPOTHESES, "outputting")}
+    generator = torch.Generator().manual_seed(seed)
+    controls = [control_units(neurons, size, generator) for _ in range(control_draws)]
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)
-        states, token = group.states, group.token
-        trials = {
-            "storing_zero": (storing_zero(neurons.storing, position), position),
-            "storing_previous": (storing_previous(neurons.storing, position, states), position),
-            "outputting_zero": (zero_at_output(neurons.outputting, position), position),
-            "others_zero": (
-                zero_at_output(complement(neurons.outputting, size), position),
-                position,
-            ),
-        }
-        for k in (1, 2, 3):
-            if position - 1 - k >= 0:
-                edit = counting_delay(neurons.counting, position, k, states)
-                trials[f"counting_k{k}"] = (edit, position + k)
-            if position - 2 - k >= 0 and position >= 3:
-                edit = counting_delay(neurons.counting, position, k, states, before=2)
-                trials[f"counting_before_trigger_k{k}"] = (edit, position + k)
-        for k in (1, 2, 3, 4):
-            if position - 1 - k >= 1:
-                edit = triggering_advance(neurons.triggering, position, k, states)
-                trials[f"triggering_k{k}"] = (edit, position - k)
-        for name, (edit, expected) in trials.items():
-            outputs = greedy_outputs(model, group.batch, max(expected, position), [edit])
-            counts[name][0] += int(position_hits(outputs, token, expected).sum())
-            counts[name][1] += len(token)
+        for prefix, units in [("", named)] + [("control.", c) for c in controls]:
+            for name, (edit, expected) in manipulation_trials(
+                units, position, group.states, size
+            ).items():
+                if prefix + name not in counts:
+                    continue  # no control of the diagnostics
+                outputs = greedy_outputs(model, group.batch, max(expected, position), [edit])
+                hits = int(position_hits(outputs, group.token, expected).sum())
+                keys = [prefix + name]
+                if prefix + name == "storing_zero":  # per T: one storing group for every T?
+                    keys.append(f"storing_zero.T={position}")
+                for key in keys:
+                    total = counts.setdefault(key, [0, 0])
+                    total[0] += hits
+                    total[1] += len(group.token)
     return counts
 
 

@@ -515,7 +515,39 @@ def test_verify_neurons_with_the_planted_units(model, traced):
         **{f"triggering_k{k}": [rows[k + 2], rows[k + 2]] for k in (1, 2, 3, 4)},
         "outputting_zero": [0, rows[2]],
         "others_zero": [rows[2], rows[2]],
+        **{f"storing_zero.T={t}": [0, 4] for t in range(2, P + 1)},  # the one group serves all T
     }
+
+
+def test_controls_are_size_matched_random_non_candidates(model, traced):
+    """The control of each manipulation edits as many random units that are not the function's
+    candidates. In the planted network only o_A carries token A to the output: zeroing any one
+    other unit at T keeps the token (every row a hit), keeping only one other unit loses it."""
+    from probes.neuron_functions import TokenNeurons, control_units, verify_neurons
+
+    candidates = {"storing": torch.tensor(STORING), "counting": torch.tensor(REGISTER + [G]),
+                  "triggering": torch.tensor(sorted([G, REGISTER[0]]))}  # fmt: skip
+    planted = TokenNeurons(
+        A, torch.tensor([S_A]), torch.tensor(sorted(REGISTER + [G])), torch.tensor([G]),
+        torch.tensor([O_A]), {}, candidates,
+    )  # fmt: skip
+    draws = [control_units(planted, H, torch.Generator().manual_seed(s)) for s in range(20)]
+    for drawn in draws:
+        # counting names 9 of the 16 units: fewer non-candidates are left, and all are taken
+        sizes = {"storing": 1, "counting": H - 9, "triggering": 1, "outputting": 1}
+        assert {f: len(units) for f, units in drawn.items()} == sizes
+        assert not set(drawn["storing"].tolist()) & set(STORING)
+        assert not set(drawn["triggering"].tolist()) & {G, REGISTER[0]}
+        assert drawn["outputting"].tolist() != [O_A]
+    assert len({tuple(d["storing"].tolist()) for d in draws}) > 1  # random
+    again = control_units(planted, H, torch.Generator().manual_seed(3))
+    assert all(torch.equal(again[f], draws[3][f]) for f in again)  # seeded
+    counts = verify_neurons(model, traced, planted, control_draws=3, seed=1)
+    rows = 4 * (P + 1 - 2)
+    assert counts["control.outputting_zero"] == [3 * rows, 3 * rows]
+    assert counts["control.others_zero"] == [0, 3 * rows]
+    assert counts["control.storing_zero"][1] == 3 * rows
+    assert "control.counting_before_trigger_k1" not in counts
 
 
 def test_identify_neurons_on_the_planted_network(model, traced):

@@ -209,7 +209,7 @@ def test_interventions_give_the_planted_table_1(runs, tmp_path):
     j = 1 + k: the token comes at T + k iff u_(k+1) is among the counting units (edited at
     T - 2 instead: iff u_(k+2) is)."""
     assert probe("interventions", "--runs", f"{runs}/planted/seed=*", "--tokens", 2, "--keep",
-                 KEEP, "--out", tmp_path) == 0  # fmt: skip
+                 KEEP, "--control-draws", 0, "--out", tmp_path) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "interventions.csv", dtype={"units": str})
     assert len(table) == 2 * 2 * len(MANIPULATIONS + DIAGNOSTICS)
     for (run, token), part in table.groupby(["run", "token"]):
@@ -250,10 +250,14 @@ def test_interventions_rows_are_verify_neurons_on_the_analysed_rows(runs, tmp_pa
     for token, part in table.groupby("token", sort=False):
         with one_thread():
             neurons = identify_neurons(model, traced, token)
-            direct = verify_neurons(model, traced, neurons)
+            direct = verify_neurons(model, traced, neurons, control_draws=3)
         probed = part.set_index("manipulation")
-        assert {m: [h, r] for m, h, r in zip(probed.index, probed["hits"], probed["rows"],
-                                             strict=True)} == direct  # fmt: skip
+        assert {
+            m: [h, r] for m, h, r in zip(probed.index, probed["hits"], probed["rows"], strict=True)
+        } == {  # fmt: skip
+            m: v for m, v in direct.items() if not m.startswith("storing_zero.T=")
+        }
+        assert probed["control"].sum() == 11  # every manipulation has its control
         for function in ("storing", "counting", "triggering", "outputting"):
             units = probed.loc[probed["function"] == function, "units"].iloc[0]
             assert units.split() == [str(u) for u in neurons.units(function).tolist()]

@@ -1,0 +1,311 @@
+"""Paper 4's claims (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq"):
+every number and finding of sections 2, 4 and 5 with the rule that decides it, computed from the
+per-model analyses of `experiments/paper4.py` (`analyse`).
+
+Rules are fixed before the runs. Added with issue 17 (new ids; the earlier claims keep their
+rules): beside each Table 1 / finding 4 manipulation, the same edit on size-matched random
+non-candidate units (`probes.neuron_functions.control_units`) and a directional claim against
+it; the paper's directional words ("drops significantly", "remains high") as claims of their
+own; and the statements of sections 4-5 not covered before (the share of the data the analysed
+tokens and positions cover, one storing group for every position, counting in the opposite
+direction, outputting values near -1 or +1, units with several functions).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from experiments.report import (
+    Claim,
+    Measured,
+    compare_summaries,
+    ratio_claim,
+    threshold_claim,
+)
+from probes.neuron_functions import HYPOTHESES, MANIPULATIONS
+
+PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper4.json").read_text())
+FUNCTIONS = ("storing", "counting", "triggering", "outputting")
+
+
+def exact(value: float) -> Measured:
+    """A value the paper reports once, without spread."""
+    return Measured(value, 0.0, 1, (value,))
+
+
+def per_model(analyses: list[dict], read) -> list[float]:
+    return [float(read(a)) for a in analyses]
+
+
+def mean_over_tokens(analysis: dict, read) -> float:
+    values = [read(t) for t in analysis["tokens"].values()]
+    values = [v for v in values if v == v]  # drop NaN
+    return float(np.mean(values)) if values else float("nan")
+
+
+def manipulation_accuracy(analysis: dict, name: str) -> float:
+    hits = sum(t["verification"].get(name, [0, 0])[0] for t in analysis["tokens"].values())
+    rows = sum(t["verification"].get(name, [0, 0])[1] for t in analysis["tokens"].values())
+    return hits / rows if rows else float("nan")
+
+
+def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[Claim]:
+    """Every number and finding of sections 2, 4 and 5, each with its rule (fixed before the
+    runs), then the size-matched controls and directional claims of Table 1 and the claims added
+    in issue 17 (`control_claims`, `added_claims`)."""
+    paper = PAPER
+    claims = [
+        compare_summaries("accuracy.gru", "GRU token-positioning accuracy (section 2, Gutenberg)",
+                          exact(paper["accuracy"]["gru_gutenberg"]),
+                          Measured.of(accuracies["gru"])),
+        compare_summaries("accuracy.lstm", "LSTM token-positioning accuracy (section 2)",
+                          exact(paper["accuracy"]["lstm"]), Measured.of(accuracies["lstm"])),
+        compare_summaries("accuracy.two_signals",
+                          "Accuracy with several (token, position) signals (section 2; here 2)",
+                          exact(paper["accuracy"]["two_signals"]),
+                          Measured.of(accuracies["two_signals"])),
+        compare_summaries("accuracy.random_decoder_inputs",
+                          "GRU accuracy with every decoder input a random token (section 5)",
+                          exact(paper["accuracy"]["random_decoder_inputs"]),
+                          Measured.of(per_model(analyses, lambda a: a["random_inputs_accuracy"]))),
+    ]  # fmt: skip
+    kept = [r / c for r, c in zip(per_model(analyses, lambda a: a["random_inputs_accuracy"]),
+                                  accuracies["gru"], strict=True)]  # fmt: skip
+    claims.append(threshold_claim(
+        "accuracy.random_inputs_barely_matter",
+        "Decoder inputs barely matter: random-input accuracy / normal accuracy (section 5; paper "
+        "98.0 / 98.1)", round(0.980 / 0.981, 3), kept, float(np.mean(kept)),
+        "mean ratio of random-input to normal accuracy", 0.98, 0.9,
+    ))  # fmt: skip
+    for hypothesis in HYPOTHESES:
+        shares = per_model(analyses, lambda a, h=hypothesis: mean_over_tokens(
+            a, lambda t: t["accuracy"][h] > paper["plausible_above"]))  # fmt: skip
+        claims.append(threshold_claim(
+            f"plausible.{hypothesis}",
+            f"The {hypothesis} hypothesis is plausible (SVM accuracy > 95%) for the analysed "
+            "tokens (sections 3.1, 4)", "all 50 tokens", shares, float(np.mean(shares)),
+            "mean share of tokens whose SVM (balanced) training accuracy > 0.95", 0.9, 0.5,
+        ))  # fmt: skip
+    for function in FUNCTIONS:
+        shares = per_model(analyses, lambda a, f=function: mean_over_tokens(
+            a, lambda t: len(t[f]) / a["hidden_size"]))  # fmt: skip
+        claims.append(ratio_claim(
+            f"share.{function}",
+            f"Share of units that are {function} neurons per token (paper: "
+            f"{paper['share_text'][function]})", paper["shares"][function], shares, within=1.5,
+        ))  # fmt: skip
+    steadiness = per_model(analyses, lambda a: 1 / mean_over_tokens(
+        a, lambda t: t["storing_change_ratio"]))  # fmt: skip
+    claims.append(threshold_claim(
+        "finding1.storing_steady",
+        "Storing neurons hardly change from t = -1 to T - 1 (finding 1, Figure 2)",
+        "hardly change", steadiness, float(np.mean(steadiness)),
+        "mean step-to-step change of other units / of storing units (mean over models)", 2.0, 1.0,
+    ))  # fmt: skip
+    for name in MANIPULATIONS:
+        section = "outputting" if name in paper["outputting"] else "table1_gutenberg"
+        claims.append(compare_summaries(
+            f"table1.{name}" if section == "table1_gutenberg" else f"finding4.{name}",
+            MANIPULATION_TEXT[name], exact(paper[section][name]),
+            Measured.of(per_model(analyses, lambda a, n=name: manipulation_accuracy(a, n))),
+            rounding=0.05,
+        ))  # fmt: skip
+    rho = per_model(analyses, lambda a: -a["counting_rho"])
+    claims.append(threshold_claim(
+        "finding2.deeper_drop_for_larger_T",
+        "Counting neurons drop at t = 0 further the larger T is (finding 2, Figure 3)",
+        "drop grows with T", rho, float(np.mean(rho)),
+        "mean over models of -Spearman rho(T, aligned counting value at t = 0), T = 2..13",
+        0.8, 0.5,
+    ))  # fmt: skip
+    rises = per_model(analyses, lambda a: a["counting_rises"])
+    claims.append(threshold_claim(
+        "finding2.steady_rise",
+        "Counting neurons then rise step by step until T - 1 (finding 2, Figure 3)",
+        "rise every step", rises, float(np.mean(rises)),
+        "mean share of steps t -> t+1 (t = 0..T-2) where the mean aligned value rises",
+        0.9, 0.7,
+    ))  # fmt: skip
+    for key, direction, text in (
+        ("update_output", 1, "the mean update gate of outputting neurons at T rises"),
+        ("reset_store", -1, "the mean reset gate of storing neurons at T falls"),
+    ):
+        shares = per_model(analyses, lambda a, k=key, d=direction: mean_over_tokens(
+            a, lambda t: d * (t["gates"][k + "_masked"] - t["gates"][k]) > 0))  # fmt: skip
+        claims.append(threshold_claim(
+            f"section5.{key}_when_triggering_masked",
+            f"With the triggering neurons of h_(T-1) masked, {text} (section 5)",
+            f"{paper['section5_token_i'][key]} -> {paper['section5_token_i'][key + '_masked']} "
+            "(token 'i')", shares, float(np.mean(shares)),
+            "mean share of tokens where it does", 0.9, 0.5,
+        ))  # fmt: skip
+    for key, sign, text in (
+        ("update_drive_from_triggering", -1, "U_z h_(T-1) over the outputting units is negative"),
+        ("reset_drive_from_triggering", 1, "U_r h_(T-1) over the storing units is positive"),
+    ):
+        shares = per_model(analyses, lambda a, k=key, d=sign: mean_over_tokens(
+            a, lambda t: d * t["gates"][k] > 0))  # fmt: skip
+        claims.append(threshold_claim(
+            f"section5.{key}",
+            f"With every unit of h_(T-1) but the triggering ones masked, {text} (section 5, "
+            "Equation 3, Figure 5a/b)", "negative" if sign < 0 else "positive", shares,
+            float(np.mean(shares)), "mean share of tokens where it is", 0.9, 0.5,
+        ))  # fmt: skip
+    for key, value in paper["section5_token_i"].items():
+        measured = [a["tokens"]["i"]["gates"][key] for a in analyses if "i" in a["tokens"]]
+        if measured:
+            claims.append(compare_summaries(
+                f"section5.token_i.{key}", f"Token 'i': {GATE_TEXT[key]} (section 5)",
+                exact(value), Measured.of(measured), rounding=0.05,
+            ))  # fmt: skip
+    return claims + control_claims(analyses) + added_claims(analyses)
+
+
+MANIPULATION_TEXT = {
+    "storing_zero": "Storing neurons zeroed at T - 1: accuracy (Table 1)",
+    "storing_previous": "Storing neurons replaced by their previous value: accuracy (Table 1)",
+    **{f"counting_k{k}": f"Counting neurons at T - 1 set to their values at T - 1 - {k}: token "
+       f"{k} step(s) later (Table 1)" for k in (1, 2, 3)},
+    **{f"triggering_k{k}": f"Triggering neurons' T - 1 values written at T - 1 - {k}: token "
+       f"{k} step(s) earlier (Table 1)" for k in (1, 2, 3, 4)},
+    "outputting_zero": "Outputting neurons zeroed at T: accuracy (finding 4)",
+    "others_zero": "Every unit but the outputting neurons zeroed at T: accuracy (finding 4)",
+}  # fmt: skip
+GATE_TEXT = {
+    "update_output": "mean update gate z[output] at T",
+    "update_output_masked": "z[output] at T with triggering neurons masked",
+    "reset_store": "mean reset gate r[store] at T",
+    "reset_store_masked": "r[store] at T with triggering neurons masked",
+}
+
+
+DIRECTIONS = {
+    "storing_zero": -1, "storing_previous": 0, "outputting_zero": -1, "others_zero": 1,
+    **{f"counting_k{k}": 1 for k in (1, 2, 3)}, **{f"triggering_k{k}": 1 for k in (1, 2, 3, 4)},
+}  # fmt: skip
+"""How the named units' edit should compare with the same edit on random units: -1 the
+accuracy falls more (the token is lost), 1 the intended effect happens more often (the token
+moves, or survives with only these units), 0 no direction (replacing units by their previous
+values should keep any units' token)."""
+
+
+def control_claims(analyses: list[dict]) -> list[Claim]:
+    """For every manipulation with a direction: the named units' accuracy minus the control's,
+    signed so that the paper's direction is positive; reproduced when the mean over models is at
+    least 0.1, partially when above 0. And the paper's two directional words of Table 1."""
+    claims = []
+    for name, sign in DIRECTIONS.items():
+        if not sign or not all(f"control.{name}" in next(iter(a["tokens"].values()))["verification"]
+                               for a in analyses if a["tokens"]):  # fmt: skip
+            continue
+        gaps = per_model(analyses, lambda a, n=name, d=sign: d * (
+            manipulation_accuracy(a, n) - manipulation_accuracy(a, f"control.{n}")))  # fmt: skip
+        control = per_model(analyses, lambda a, n=name: manipulation_accuracy(a, f"control.{n}"))
+        claims.append(threshold_claim(
+            f"control.{name}",
+            f"{MANIPULATION_TEXT[name].split(':')[0]}: the named units "
+            f"{'lose the token' if sign < 0 else 'have the effect'} more often than as many "
+            f"random non-candidate units (control accuracy {np.mean(control):.3f})",
+            "named units matter", gaps, float(np.mean(gaps)),
+            "mean over models of (named - control accuracy), signed by the paper's direction",
+            0.1, 1e-9,
+        ))  # fmt: skip
+    drops = per_model(analyses, lambda a: 1 - manipulation_accuracy(a, "storing_zero"))
+    claims.append(threshold_claim(
+        "direction.storing_zero_drops",
+        "Zeroing the storing neurons at T - 1 makes the accuracy drop significantly (section 4.1)",
+        "drops significantly (to 20.0 / 10.7%)", drops, float(np.mean(drops)),
+        "mean over models of 1 - accuracy (the rows were answered correctly unedited)", 0.5, 0.2,
+    ))  # fmt: skip
+    kept = per_model(analyses, lambda a: manipulation_accuracy(a, "storing_previous"))
+    claims.append(threshold_claim(
+        "direction.storing_previous_remains_high",
+        "Replacing the storing neurons by their previous values, the accuracy remains high "
+        "(section 4.1)", "remains high (83.3 / 87.9%)", kept, float(np.mean(kept)),
+        "mean accuracy over models", 0.8, 0.5,
+    ))  # fmt: skip
+    return claims
+
+
+def added_claims(analyses: list[dict]) -> list[Claim]:
+    """The statements of sections 4-5 that issue 17 added, each with its rule."""
+    claims = []
+    for key, paper, text in (("tokens", 0.48, "the 50 most common tokens"),
+                             ("positions", 0.75, "positions 1-13")):  # fmt: skip
+        shares = per_model(analyses, lambda a, k=key: a["coverage"][k])
+        closeness = [1 - abs(v - paper) for v in shares]
+        claims.append(threshold_claim(
+            f"data.coverage_{key}",
+            f"Share of the data's (token, position) signals on {text} (section 4; measured on "
+            "the corpus used: a signal drawn uniformly from each training pair)", paper, shares,
+            float(np.mean(closeness)), "1 - |measured - paper| of the mean over models",
+            0.9, 0.8,
+        ))  # fmt: skip
+    claims.append(threshold_claim(
+        "finding1.one_group_for_every_position",
+        "One fixed group of storing neurons per token serves every position T (finding 1: "
+        "'regardless of its position')", "every position",
+        *_share_and_mean(analyses, _positions_where_storing_matters),
+        "mean over models of the share of positions T = 2..13 where zeroing the token's one "
+        "storing group loses the token in at least half the rows", 0.9, 0.5,
+    ))  # fmt: skip
+    opposite = per_model(analyses, _opposite_counting_share)
+    claims.append(threshold_claim(
+        "finding2.some_count_the_opposite_way",
+        "Some counting neurons count the opposite way: they jump up at t = 0 and fall (finding 2)",
+        "some", opposite, float(np.mean(opposite) > 0) * float(np.mean(opposite) <= 0.5),
+        "1 if the mean over models of the share of counting units that fall from t = 0 to "
+        "T - 1 is in (0, 0.5], else 0", 1.0, 1.0,
+    ))  # fmt: skip
+    extreme = per_model(analyses, lambda a: mean_over_tokens(a, lambda t: t["outputting_abs"]))
+    claims.append(threshold_claim(
+        "finding4.outputting_values_near_one",
+        "Outputting neurons' values at T lie close to -1 or +1 (finding 4)", "close to -1 or +1",
+        extreme, float(np.mean(extreme)),
+        "mean over models and tokens of |h_T| over the outputting units", 0.8, 0.5,
+    ))  # fmt: skip
+    shared = per_model(analyses, lambda a: mean_over_tokens(a, _has_multi_function_unit))
+    claims.append(threshold_claim(
+        "functions.several_at_once",
+        "Neurons serve several functions at once (a unit in two or more of the four groups)",
+        "some", shared, float(np.mean(shared)),
+        "mean over models of the share of tokens with a unit in two or more function groups",
+        0.9, 0.5,
+    ))  # fmt: skip
+    return claims
+
+
+def _share_and_mean(analyses: list[dict], read) -> tuple[list[float], float]:
+    values = per_model(analyses, read)
+    return values, float(np.mean(values))
+
+
+def _positions_where_storing_matters(analysis: dict) -> float:
+    """Share of the positions T (pooled over tokens) where zeroing the storing group at T - 1
+    leaves the token in at most half the rows."""
+    hits: dict[str, list[int]] = {}
+    for token in analysis["tokens"].values():
+        for key, (hit, rows) in token["verification"].items():
+            if key.startswith("storing_zero.T="):
+                total = hits.setdefault(key, [0, 0])
+                total[0] += hit
+                total[1] += rows
+    lost = [hit / rows <= 0.5 for hit, rows in hits.values() if rows]
+    return float(np.mean(lost)) if lost else float("nan")
+
+
+def _opposite_counting_share(analysis: dict) -> float:
+    falling = sum(t["counting_directions"]["falling"] for t in analysis["tokens"].values())
+    total = sum(sum(t["counting_directions"].values()) for t in analysis["tokens"].values())
+    return falling / total if total else float("nan")
+
+
+def _has_multi_function_unit(token: dict) -> float:
+    counts: dict[int, int] = {}
+    for function in FUNCTIONS:
+        for unit in token[function]:
+            counts[unit] = counts.get(unit, 0) + 1
+    return float(any(count >= 2 for count in counts.values()))
