@@ -128,6 +128,8 @@ SCALES = {
         learning_rate=0.002,
         max_time={"gru": "00:00:20:00", "lstm": "00:00:30:00", "two_signals": "00:00:30:00"},
         analysis_rows=200,
+        redraw_signals=True,
+        select_on_position=True,
     ),  # fmt: skip
     "smoke": Scale(
         seeds={"gru": (0, 1), "lstm": (0,), "two_signals": (0,)},
