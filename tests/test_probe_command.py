@@ -238,9 +238,9 @@ def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path
     assert "4 already stored, 0 to compute" in captured.out and not captured.err
 
 
-@pytest.mark.parametrize("case", ["out under a file", "cache denied", "out parent read-only"])
+@pytest.mark.parametrize("case", ["out under a file", "cache denied", "out on a read-only disk"])
 def test_unwritable_out_or_cache_is_one_error_before_any_work(
-    runs, tmp_path, capsys, monkeypatch, request, case
+    runs, tmp_path, capsys, monkeypatch, case
 ):
     out, cache = tmp_path / "out", tmp_path / "out" / "cache"
     flag, folder, reason = "--cache", cache, "Permission denied"
@@ -257,15 +257,19 @@ def test_unwritable_out_or_cache_is_one_error_before_any_work(
             return mkstemp(*args, dir=dir, **kwargs)
 
         monkeypatch.setattr(tempfile, "mkstemp", denied)
-    else:
-        if os.geteuid() == 0:
-            pytest.skip("root writes to read-only folders")
-        parent = tmp_path / "locked"
+    else:  # a folder on a read-only file system (chmod would not stop root, who runs CI)
+        parent = tmp_path / "mounted"
         parent.mkdir()
-        parent.chmod(0o500)
-        request.addfinalizer(lambda: parent.chmod(0o700))
         out = cache = parent / "out"
-        flag, folder = "--out", out
+        flag, folder, reason = "--out", out, "Read-only file system"
+        mkdir = Path.mkdir
+
+        def read_only(self, *args, **kwargs):
+            if self == parent or parent in self.parents:
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+            return mkdir(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "mkdir", read_only)
     logged = []
     monkeypatch.setattr(probes.command, "log_to_wandb", lambda *a, **k: logged.append(a))
     monkeypatch.setenv("WANDB_MODE", "offline")
