@@ -52,9 +52,11 @@ class RunFolder:
         (treat it as read-only). Reading it imports nothing; `model` and `datamodule` resolve
         the classes it names against the trusted ones first."""
         if tag not in self._checkpoints:
-            path = self.path / "checkpoints" / f"{tag}.ckpt"
-            self._checkpoints[tag] = load_checkpoint(path, fix=CHECKPOINT_FIX)
+            self._checkpoints[tag] = load_checkpoint(self.checkpoint_path(tag), fix=CHECKPOINT_FIX)
         return self._checkpoints[tag]
+
+    def checkpoint_path(self, tag: str = "best") -> Path:
+        return self.path / "checkpoints" / f"{tag}.ckpt"
 
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
         """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
@@ -68,9 +70,8 @@ class RunFolder:
         checkpoint's `_class_path`; runs from before the CLI recorded it are `Seq2Seq`)."""
         checkpoint = self.checkpoint(tag)
         settings = checkpoint["hyper_parameters"]
-        check_class_paths(settings, self._where(tag), self.trusted_classes)
-        model_class = resolve_class(
-            self.model_class_path(tag), LightningModule, self._where(tag), self.trusted_classes
+        model_class = self._trusted_class(
+            settings, self.model_class_path(tag), LightningModule, tag
         )
         accepted = inspect.signature(model_class).parameters  # the CLI may store linked extras
         model = model_class(**{k: v for k, v in settings.items() if k in accepted})
@@ -82,20 +83,23 @@ class RunFolder:
         settings = self.checkpoint(tag).get("datamodule_hyper_parameters")
         if not settings or "_class_path" not in settings:
             raise RunFileError(
-                f"{self.path / 'checkpoints' / f'{tag}.ckpt'} does not say which DataModule "
-                "trained it: train the run through `python -m experiments fit`."
+                f"{self.checkpoint_path(tag)} does not say which DataModule trained it: train "
+                "the run through `python -m experiments fit`."
             )
-        check_class_paths(settings, self._where(tag), self.trusted_classes)
-        data_class = resolve_class(
-            settings["_class_path"], LightningDataModule, self._where(tag), self.trusted_classes
+        data_class = self._trusted_class(
+            settings, settings["_class_path"], LightningDataModule, tag
         )
         data = data_class(**{k: v for k, v in settings.items() if not k.startswith("_")})
         data.prepare_data()
         data.setup("test")
         return data
 
-    def _where(self, tag: str) -> str:
-        return str(self.path / "checkpoints" / f"{tag}.ckpt")
+    def _trusted_class(self, settings: dict, class_path: str, base: type, tag: str) -> type:
+        """The class that `settings` (the checkpoint's hyperparameters of a model or DataModule)
+        are built with: every class path in them trusted, `class_path` a subclass of `base`."""
+        where = str(self.checkpoint_path(tag))
+        check_class_paths(settings, where, self.trusted_classes)
+        return resolve_class(class_path, base, where, self.trusted_classes)
 
     def trace(
         self, split: str, tag: str = "best", keys: Sequence[str] | None = None
@@ -124,7 +128,7 @@ class RunFolder:
         """The file `state_dict(tag)` reads."""
         if tag.startswith(("epoch=", "step=")):
             return self.path / "weights" / f"{tag}.safetensors"
-        return self.path / "checkpoints" / f"{tag}.ckpt"
+        return self.checkpoint_path(tag)
 
     def model_class_path(self, tag: str = "best") -> str:
         """The class that trained the run, from its checkpoint (`Seq2Seq` for runs from before the
