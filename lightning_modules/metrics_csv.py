@@ -32,17 +32,24 @@ def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
     return text.getvalue()
 
 
+def _read_csv(path: str) -> tuple[list[str], list[dict]]:
+    """The header and rows of the CSV file at `path` (none if there is no file)."""
+    if not os.path.isfile(path):
+        return [], []
+    with open(path, newline="", encoding="utf-8") as file:
+        reader = csv.DictReader(file)
+        return list(reader.fieldnames or []), list(reader)
+
+
 class _MetricsWriter(ExperimentWriter):
     """Lightning's writer, keeping the rows with step < `keep_before_step` of an existing file."""
 
     def __init__(self, log_dir: str, keep_before_step: float):
         super().__init__(log_dir)  # Lightning's `_check_log_dir_exists` is a no-op below
         kept: list[dict] = []
-        if os.path.isfile(self.metrics_file_path) and keep_before_step > 0:
-            with open(self.metrics_file_path, newline="", encoding="utf-8") as file:
-                reader = csv.DictReader(file)
-                self.metrics_keys = list(reader.fieldnames or [])
-                kept = [row for row in reader if _step(row) < keep_before_step]
+        if keep_before_step > 0:
+            self.metrics_keys, rows = _read_csv(self.metrics_file_path)
+            kept = [row for row in rows if _step(row) < keep_before_step]
         if self.metrics_keys:
             write_text_atomic(self.metrics_file_path, _csv_text(kept, self.metrics_keys, True))
         elif os.path.isfile(self.metrics_file_path):
@@ -55,10 +62,7 @@ class _MetricsWriter(ExperimentWriter):
         if not self.metrics:
             return
         if self._record_new_keys() or not os.path.isfile(self.metrics_file_path):
-            rows = []
-            if os.path.isfile(self.metrics_file_path):
-                with open(self.metrics_file_path, newline="", encoding="utf-8") as file:
-                    rows = list(csv.DictReader(file))
+            _, rows = _read_csv(self.metrics_file_path)
             text = _csv_text(rows + self.metrics, self.metrics_keys, True)
             write_text_atomic(self.metrics_file_path, text)
         else:
