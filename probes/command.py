@@ -260,15 +260,16 @@ def stored_rows(path: Path, probe: RunProbe) -> list[dict] | None:
     return rows
 
 
-def stored_keys(probe: RunProbe, cache: Path, tasks: list[Task]) -> set[str]:
-    """The keys of `tasks` whose result is stored whole. One that is stored but not whole (a
-    truncated file, say) is deleted, with one warning line, to be computed again."""
-    stored = set()
+def stored_results(probe: RunProbe, cache: Path, tasks: list[Task]) -> dict[str, list[dict]]:
+    """The rows of each of `tasks` whose result is stored whole, by key. One that is stored but
+    not whole (a truncated file, say) is deleted, with one warning line, to be computed again."""
+    stored = {}
     for task in tasks:
         path = result_path(cache, probe, task.key)
         try:
-            if stored_rows(path, probe) is not None:
-                stored.add(task.key)
+            rows = stored_rows(path, probe)
+            if rows is not None:
+                stored[task.key] = rows
         except UnreadableResult as error:
             print(f"discarding unreadable stored result {path} ({error}): computing it again",
                   file=sys.stderr, flush=True)  # fmt: skip
@@ -283,7 +284,7 @@ def run_command(probe: RunProbe, options, arguments) -> int:
     require_format(arguments.format)
     require_writable({"--out": out, "--cache": cache})
     tasks, failures = planned_tasks(probe, options, arguments)
-    stored = stored_keys(probe, cache, tasks)
+    stored = stored_results(probe, cache, tasks)
     pending = [t for t in tasks if t.key not in stored]
     print(
         f"{probe.name}: {len(tasks)} results ({len({t.run for t in tasks})} runs), "
@@ -295,7 +296,7 @@ def run_command(probe: RunProbe, options, arguments) -> int:
         failures += spread(probe, options, pending, cache, arguments)
     if failures and not arguments.keep_going:
         raise ProbeInputError(failures[0])
-    table = result_table(probe, cache, tasks)
+    table = result_table(probe, cache, tasks, stored)
     written = write_outputs(probe, options, table, out, arguments)
     print(f"wrote {', '.join(str(p) for p in written)} in {time.perf_counter() - started:.1f} s")
     if failures:
@@ -431,14 +432,17 @@ def failure(session: Path, task: Task, error: Exception) -> None:
 
 
 # ---- the table and what is made of it ----------------------------------------------------------
-def result_table(probe: RunProbe, cache: Path, tasks: list[Task]) -> pd.DataFrame:
+def result_table(
+    probe: RunProbe, cache: Path, tasks: list[Task], read: dict[str, list[dict]]
+) -> pd.DataFrame:
     """Every stored row of `tasks`, in task order, with its run, run group and checkpoint; a
-    task with no stored result (failed, with --keep-going) has none."""
+    task with no stored result (failed, with --keep-going) has none. `read`: the rows already
+    read by key (`stored_results`); the others are read from the cache now."""
     rows = []
     for task in tasks:
         path = result_path(cache, probe, task.key)
         try:
-            stored = stored_rows(path, probe)
+            stored = read[task.key] if task.key in read else stored_rows(path, probe)
         except UnreadableResult as error:
             raise ProbeInputError(
                 f"stored result {path} is unreadable ({error}): run the same command again to "
