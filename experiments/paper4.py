@@ -228,17 +228,19 @@ def output_magnitude(traced, neurons: TokenNeurons) -> float:
     own = traced.rows(traced.token == neurons.token)
     if neurons.outputting.numel() == 0:
         return float("nan")
-    at_output = own.states[torch.arange(len(own.token)), own.position + 1]  # index T + 1 is t = T
-    return float(at_output[:, neurons.outputting].abs().mean())
+    return float(own.states_at()[:, neurons.outputting].abs().mean())
+
+
+def counting_rise(own, units: torch.Tensor) -> torch.Tensor:
+    """`[units]`: how much each of `units` rises from t = 0 to T - 1, on average over the rows
+    of `own` (negative: it counts "in the opposite manner", finding 2)."""
+    return (own.states_at(-1) - own.states[:, 1])[:, units].mean(0)
 
 
 def counting_directions(traced, neurons: TokenNeurons) -> dict[str, int]:
     """Finding 2: how many counting units rise from t = 0 to T - 1 on average over this token's
     rows, and how many fall ("some neurons perform counting in the opposite manner")."""
-    own = traced.rows(traced.token == neurons.token)
-    rows = torch.arange(len(own.token))
-    units = neurons.counting
-    rise = (own.states[rows, own.position][:, units] - own.states[rows, 1][:, units]).mean(0)
+    rise = counting_rise(traced.rows(traced.token == neurons.token), neurons.counting)
     return {"rising": int((rise > 0).sum()), "falling": int((rise < 0).sum())}
 
 
@@ -266,9 +268,8 @@ def counting_curves(traced, neurons: list[TokenNeurons]) -> dict[int, list[float
         units = token_neurons.counting
         if units.numel() == 0:
             continue
-        rows = torch.arange(len(own.token))
-        rise = own.states[rows, own.position][:, units] - own.states[rows, 1][:, units]
-        aligned = own.states[:, :, units] * rise.mean(0).sign().where(rise.mean(0) != 0, 1.0)
+        rise = counting_rise(own, units)
+        aligned = own.states[:, :, units] * rise.sign().where(rise != 0, 1.0)
         for position in sorted(set(own.position.tolist())):
             curve = aligned[own.position == position][:, : position + 2].mean(-1)  # t=-1..T
             sums[position] = sums.get(position, 0) + curve.sum(0).numpy()

@@ -298,6 +298,11 @@ class Traced:
         """`[rows]` booleans: the greedy output holds the requested token at its position."""
         return position_hits(self.outputs, self.token, self.position)
 
+    def states_at(self, offset: int = 0) -> Tensor:
+        """`[rows, units]`: each row's h_t at the paper's t = T + `offset` (h_T by default;
+        `states` index j holds t = j - 1)."""
+        return self.states[torch.arange(len(self.token)), self.position + 1 + offset]
+
     def rows(self, keep: Tensor) -> Traced:
         """The rows where `keep` `[rows]` is True (or at the given indices)."""
         return Traced(
@@ -478,8 +483,7 @@ def identify_neurons(
     units = {name: attribution_filter(candidates[name].units, attributions) for name in HYPOTHESES}
     if 2 in maps:  # counting units may act on the output only through later steps (via triggering)
         units["counting"] = attribution_filter(candidates["counting"].units, attributions, maps[2])
-    hidden_at_output = own.states[torch.arange(len(own.token)), own.position + 1]
-    contributions = output_contributions(hidden_at_output, model.output.weight.detach(), own.token)
+    contributions = output_contributions(own.states_at(), model.output.weight.detach(), own.token)
     return TokenNeurons(
         token, units["storing"], units["counting"], units["triggering"],
         outputting_units(contributions),
