@@ -244,11 +244,12 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
             float(np.mean(closeness)), "1 - |measured - paper| of the mean over models",
             0.9, 0.8,
         ))  # fmt: skip
+    storing_positions = per_model(analyses, _positions_where_storing_matters)
     claims.append(threshold_claim(
         "finding1.one_group_for_every_position",
         "One fixed group of storing neurons per token serves every position T (finding 1: "
         "'regardless of its position')", "every position",
-        *_share_and_mean(analyses, _positions_where_storing_matters),
+        storing_positions, float(np.mean(storing_positions)),
         "mean over models of the share of positions T = 2..13 where zeroing the token's one "
         "storing group loses the token in at least half the rows", 0.9, 0.5,
     ))  # fmt: skip
@@ -276,11 +277,6 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
         0.9, 0.5,
     ))  # fmt: skip
     return claims
-
-
-def _share_and_mean(analyses: list[dict], read) -> tuple[list[float], float]:
-    values = per_model(analyses, read)
-    return values, float(np.mean(values))
 
 
 def _positions_where_storing_matters(analysis: dict) -> float:
