@@ -236,12 +236,11 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
     for key, paper, text in (("tokens", 0.48, "the 50 most common tokens"),
                              ("positions", 0.75, "positions 1-13")):  # fmt: skip
         shares = per_model(analyses, lambda a, k=key: a["coverage"][k])
-        closeness = [1 - abs(v - paper) for v in shares]
         claims.append(threshold_claim(
             f"data.coverage_{key}",
             f"Share of the data's (token, position) signals on {text} (section 4; measured on "
             "the corpus used: a signal drawn uniformly from each training pair)", paper, shares,
-            float(np.mean(closeness)), "1 - |measured - paper| of the mean over models",
+            1 - abs(float(np.mean(shares)) - paper), "1 - |mean over models - paper|",
             0.9, 0.8,
         ))  # fmt: skip
     storing_positions = per_model(analyses, _positions_where_storing_matters)
