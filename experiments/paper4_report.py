@@ -44,8 +44,9 @@ def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
         accuracy_axis.plot(trained["epoch"] + 1, trained["train/position_acc"], linestyle="--",
                            color=line.get_color())  # fmt: skip
         loss_axis.plot(frame["epoch"] + 1, frame["val/loss"], marker=".", label=label)
-    accuracy_axis.set(xlabel="epoch", ylabel="token-positioning accuracy",
-                      title="validation (solid, greedy), training (dashed, teacher-forced)")  # fmt: skip
+    accuracy_axis.set(xlabel="epoch", ylabel="token-positioning accuracy")
+    accuracy_axis.set_title("validation (solid, greedy), training (dashed, teacher-forced)",
+                            fontsize=9)  # fmt: skip
     loss_axis.set(xlabel="epoch", ylabel="validation loss (teacher forcing)")
     accuracy_axis.legend(fontsize=7)
     return save_figure(fig, path)
