@@ -67,6 +67,7 @@ from experiments.report import (  # noqa: E402
 )
 from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper1"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper1.json").read_text())
@@ -120,7 +121,7 @@ def our_values(
 
 
 def run_dir(root: Path, variant: str, seed: int) -> Path:
-    return root / "paper1" / variant / f"seed={seed}"
+    return RunLayout.of(root, "paper1", variant, seed).path
 
 
 def test_accuracies(run: Path) -> dict[str, float]:
@@ -290,7 +291,7 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
             label=f"{variant} (ours)",
         )
         for seed in SEEDS:
-            metrics = pd.read_csv(run_dir(root, variant, seed) / "metrics.csv")
+            metrics = pd.read_csv(RunLayout.of(root, "paper1", variant, seed).metrics)
             validation = metrics.dropna(subset=["val/seq_acc"])
             curves.plot(
                 validation["epoch"],
@@ -376,7 +377,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     total = sum(minutes.values())
     stages = ", ".join(f"{name} {value:.1f} min" for name, value in minutes.items())
     every_run = [run for variant in VARIANTS for run in runs[variant]] + ablation["runs"]
-    earlier = [r for r in every_run if (r / "command.txt").stat().st_mtime < began]
+    earlier = [r for r in every_run if RunLayout(r).command.stat().st_mtime < began]
     reused = (
         f" {len(earlier)} of the {len(every_run)} runs were finished runs of the same command "
         "kept from an earlier invocation (`--reuse-runs`); their training time is not included."

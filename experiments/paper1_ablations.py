@@ -33,6 +33,7 @@ from experiments.runner import fit  # noqa: E402
 from lightning_modules.recurrent import removal_edits  # noqa: E402
 from probes.interventions import pruned_units, split_accuracy  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
 
 COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
     "Encoder": ["encoder_embedding", "encoder"],
@@ -72,9 +73,9 @@ class Substitution:
     def run(self, root: Path, base: list[str], configs: Path, trained, reuse: bool) -> Path:
         """Retrain the receiver of `trained(variant, seed)` with the donor's component frozen;
         `base` holds the scale's overrides (epochs, sizes)."""
-        run = root / "paper1" / self.variant / f"seed={self.seed}"
-        own = trained(self.receiver, self.seed) / "checkpoints" / "best.ckpt"
-        donor = trained(OPPOSITE[self.receiver], self.seed) / "checkpoints" / "best.ckpt"
+        run = RunLayout.of(root, "paper1", self.variant, self.seed).path
+        own = RunLayout(trained(self.receiver, self.seed)).checkpoint("best")
+        donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint("best")
         arguments = [
             "--config",
             str(configs / f"{self.receiver}.yaml"),
@@ -111,7 +112,7 @@ def retrain_pruned(
     """Retrain the guided model of `seed` with its weak units removed (section 5.2)."""
     source = trained("guided", seed)
     _, removed = pruned_units(RunFolder(source).state_dict())
-    run = root / "paper1" / "pruned" / "guided" / f"seed={seed}"
+    run = RunLayout.of(root, "paper1", "pruned/guided", seed).path
     arguments = [
         "--config",
         str(configs / "guided.yaml"),
@@ -126,7 +127,7 @@ def retrain_pruned(
         *base,
         "--model.removed_units",
         json.dumps(removed),
-        load_weights(source / "checkpoints" / "best.ckpt"),
+        load_weights(RunLayout(source).checkpoint("best")),
     ]
     fit(run, arguments, reuse)
     return run

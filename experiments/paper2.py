@@ -49,6 +49,7 @@ from probes.contextual_decomposition import (  # noqa: E402
     rule_close_probabilities,
 )
 from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
 
 CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())
@@ -128,7 +129,7 @@ def figure3_settings(scale: Scale) -> dict[tuple[int, bool], Setting]:
 
 
 def run_dir(root: Path, setting: Setting, seed: int) -> Path:
-    return root / "paper2" / setting.variant / f"seed={seed}"
+    return RunLayout.of(root, "paper2", setting.variant, seed).path
 
 
 def train(setting: Setting, scale: Scale, root: Path, reuse: bool) -> Path:
@@ -452,7 +453,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
          for (k, p), values in curves.items()},
         index=pd.Index(range(1, scale.epochs + 1), name="epoch"),
     )  # fmt: skip
-    reused = [r for r in runs.values() if (r / "command.txt").stat().st_mtime < began]
+    reused = [r for r in runs.values() if RunLayout(r).command.stat().st_mtime < began]
     reused_note = (
         f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept from "
         "an earlier invocation (`--reuse-runs`); their training time is not included."

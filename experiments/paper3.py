@@ -48,6 +48,7 @@ from experiments.report import (  # noqa: E402
 )
 from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
 from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper3"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper3.json").read_text())
@@ -107,7 +108,7 @@ def train(experiment: str, setting: str, seed: int, scale: Scale, root: Path, re
     """One run through the CLI; returns its folder. Runs differ in the model's seed and in the
     data's (the sampled pairs, the training draws and, for SCAN setting B, the action words)."""
     name = variant(experiment, setting)
-    run = root / "paper3" / name / f"seed={seed}"
+    run = RunLayout.of(root, "paper3", name, seed).path
     arguments = [
         "--config", str(CONFIGS / f"{experiment}.yaml"),
         "--seed_everything", str(seed),

@@ -50,7 +50,6 @@ from experiments.report import (  # noqa: E402
     write_report,
 )
 from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
-from lightning_modules.run_files import write_text_atomic  # noqa: E402
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (  # noqa: E402
     ANALYSED_POSITIONS,
@@ -67,6 +66,8 @@ from probes.neuron_functions import (  # noqa: E402
     verify_neurons,
 )
 from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
+from storage.files import write_text_atomic  # noqa: E402
 
 CONFIGS = Path(__file__).parent / "configs" / "paper4"
 VARIANTS = {
@@ -159,7 +160,7 @@ SCALES = {
 
 def train(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
     """One run of `name` (a key of `VARIANTS`) through the CLI; returns its folder."""
-    run = root / "paper4" / name / f"seed={seed}"
+    run = RunLayout.of(root, "paper4", name, seed).path
     time_cap = () if scale.max_time is None else ("--trainer.max_time", scale.max_time[name])
     arguments = [
         "--config", str(CONFIGS / "gru.yaml"),
@@ -359,11 +360,11 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
 
 def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
     """`analyse`, cached in `<run>/analysis.json` (read back only with `reuse`)."""
-    cache = path / "analysis.json"
+    cache = RunLayout(path).analysis
     if (
         reuse
         and cache.is_file()
-        and cache.stat().st_mtime >= (path / "command.txt").stat().st_mtime
+        and cache.stat().st_mtime >= RunLayout(path).command.stat().st_mtime
     ):
         return json.loads(cache.read_text())
     torch.set_num_threads(1)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from jsonargparse import Namespace
 
-from lightning_modules.run_files import RunFileError
 from lightning_modules.trusted_classes import check_class_paths
+from storage.files import RunFileError
 
 
 def plain(value: object) -> object:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import RunFolderLock, write_text_atomic
+from storage import RunLayout
+from storage.files import RunFolderLock, write_text_atomic
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
@@ -38,13 +39,13 @@ def finished(run: Path, command: Sequence[str]) -> bool:
     """`run` was trained by `command` (the arguments after the interpreter, paths compared by
     what they name) and tested."""
     try:
-        recorded = (run / "command.txt").read_text().split("\n")
+        recorded = RunLayout(run).command.read_text().split("\n")
         same = normalised(recorded) == normalised(command)
-        metrics = pd.read_csv(run / "metrics.csv")
+        metrics = pd.read_csv(RunLayout(run).metrics)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
     tested = any(c.startswith("test/") and metrics[c].notna().any() for c in metrics.columns)
-    checkpoints = [run / "checkpoints" / f"{tag}.ckpt" for tag in ("best", "last")]
+    checkpoints = [RunLayout(run).checkpoint(tag) for tag in ("best", "last")]
     return same and tested and any(path.is_file() for path in checkpoints)
 
 
@@ -63,24 +64,24 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     # Each fit starts its own W&B service, as from a shell: one inherited from this process
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
-    with open(run / "train.log", "w") as log:
+    with open(RunLayout(run).train_log, "w") as log:
         done = subprocess.run(
             [sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=environment
         )
     if done.returncode:
         raise RuntimeError(f"{run} failed: see {run / 'train.log'}")
-    write_text_atomic(run / "command.txt", "\n".join(command))
+    write_text_atomic(RunLayout(run).command, "\n".join(command))
     return True
 
 
 def reused_note(runs: Sequence[Path], began: float) -> str:
     """A report's sentence on the `runs` kept by `--reuse-runs` (finished before `began`, a
     `time.time()`), with the span they were trained in, from their own files ("" if none)."""
-    reused = [run for run in runs if (run / "command.txt").stat().st_mtime < began]
+    reused = [run for run in runs if RunLayout(run).command.stat().st_mtime < began]
     if not reused:
         return ""
-    span = max((run / "train.log").stat().st_mtime for run in reused) - min(
-        (run / "config.yaml").stat().st_mtime for run in reused
+    span = max(RunLayout(run).train_log.stat().st_mtime for run in reused) - min(
+        RunLayout(run).config.stat().st_mtime for run in reused
     )
     return (
         f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "

@@ -9,7 +9,6 @@ rank zero only.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
@@ -17,7 +16,8 @@ import torch.nn.functional as F
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from torch import Tensor
 
-from lightning_modules.run_files import load_checkpoint, save_tensors_atomic
+from storage import RunLayout
+from storage.files import load_checkpoint, save_tensors_atomic
 
 
 def pad_and_concatenate(chunks: list[Tensor]) -> Tensor:
@@ -83,7 +83,7 @@ class TraceRecorder(Callback):
         for split in self.splits:
             loader = datamodule.split_dataloader(split, batch_size=self.batch_size)
             tensors = record_split(model, loader)
-            path = Path(trainer.default_root_dir) / "traces" / split / f"{tag}.safetensors"
+            path = RunLayout(trainer.default_root_dir).trace(split, tag)
             save_tensors_atomic(tensors, path, {"split": split, "tag": tag})
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -120,7 +120,7 @@ class WeightSnapshot(Callback):
 
     def _save(self, trainer: pl.Trainer, pl_module: pl.LightningModule, tag: str) -> None:
         if trainer.is_global_zero:
-            path = Path(trainer.default_root_dir) / "weights" / f"{tag}.safetensors"
+            path = RunLayout(trainer.default_root_dir).weight_snapshot(tag)
             save_tensors_atomic(dict(pl_module.state_dict()), path)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

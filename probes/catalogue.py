@@ -16,7 +16,6 @@ import pandas as pd
 import torch
 from safetensors import SafetensorError, safe_open
 
-from lightning_modules.run_files import RunFileError
 from probes.activations import gate_saturation
 from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder, tag_order
@@ -29,6 +28,7 @@ from probes.traces import (
     valid_steps,
 )
 from probes.weights import connectivity, gate_weights
+from storage.files import RunFileError
 
 PAPER1 = "paper 1 (Baan et al. 2019)"
 PAPER1_TEST_SPLITS = [
@@ -106,8 +106,8 @@ class TraceProbe(RunProbe):
     def tags(self, run: RunFolder, options) -> list[str]:
         common = None
         for split in options.splits:
-            if not (run.path / "traces" / split).is_dir():
-                recorded = sorted(p.name for p in (run.path / "traces").glob("*"))
+            if not run.files.traces(split).is_dir():
+                recorded = sorted(p.name for p in run.files.traces(split).parent.glob("*"))
                 raise RunFileError(
                     f"{run.path}{trained_by(run)}, has no traces of split {split!r} (it has "
                     f"{', '.join(recorded) or 'none'}): {self.name} reads traces of "
@@ -119,7 +119,7 @@ class TraceProbe(RunProbe):
         return common or []
 
     def where(self, run: RunFolder, options) -> str:
-        return str(run.path / "traces" / options.splits[0])
+        return str(run.files.traces(options.splits[0]))
 
     def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
         return [run.trace_path(split, tag) for split in options.splits]
@@ -176,13 +176,13 @@ class ModelProbe(RunProbe):
     model_classes: tuple[str, ...] = ("lightning_modules.seq2seq.Seq2Seq",)
 
     def tags(self, run: RunFolder, options) -> list[str]:
-        return sorted((p.stem for p in (run.path / "checkpoints").glob("*.ckpt")), key=tag_order)
+        return sorted((p.stem for p in run.files.checkpoints.glob("*.ckpt")), key=tag_order)
 
     def where(self, run: RunFolder, options) -> str:
-        return str(run.path / "checkpoints")
+        return str(run.files.checkpoints)
 
     def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
-        return [run.path / "checkpoints" / f"{tag}.ckpt"]
+        return [run.files.checkpoint(tag)]
 
     def check(self, run: RunFolder, tag: str, options) -> None:
         trained = run.model_class_path(tag)  # reads the checkpoint: a corrupt one fails here

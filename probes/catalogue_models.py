@@ -17,7 +17,6 @@ from pathlib import Path
 from safetensors import SafetensorError, safe_open
 
 from lightning_modules.recurrent import removal_edits
-from lightning_modules.run_files import RunFileError
 from probes.catalogue import (
     PAPER1,
     PAPER1_TEST_SPLITS,
@@ -31,6 +30,7 @@ from probes.contextual_decomposition import mean_and_standard_error, rule_close_
 from probes.interventions import KEEP_SHARE, PRUNED_MODULES, pruned_units, split_accuracy
 from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder
+from storage.files import RunFileError
 
 PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
 LANGUAGE_MODEL = "lightning_modules.language_model.LanguageModel"
@@ -113,7 +113,7 @@ class ContextualDecompositionProbe(ModelProbe):
     @staticmethod
     def settings_tag(run: RunFolder) -> str:
         """The checkpoint whose settings rebuild the model and data: `last`, else `best`."""
-        return "last" if (run.path / "checkpoints" / "last.ckpt").is_file() else "best"
+        return "last" if run.files.checkpoint("last").is_file() else "best"
 
     def tags(self, run: RunFolder, options) -> list[str]:
         return run.checkpoint_tags()

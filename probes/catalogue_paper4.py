@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import torch
 
 from datamodules.token_positioning import SPECIALS, SPLITS
-from lightning_modules.run_files import RunFileError
 from probes.catalogue import ModelProbe, grouped, option, run_labels, units_text
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,
@@ -47,6 +46,7 @@ from probes.neuron_functions import (
 )
 from probes.outputs import pyplot, save_figure
 from probes.runs import RunFolder
+from storage.files import RunFileError
 
 PAPER4 = 'paper 4 (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq")'
 TOKEN_POSITIONING = ("datamodules.TokenPositioningDataModule",

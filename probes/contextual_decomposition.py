@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from lightning_modules.recurrent import gate_blocks
 from probes.runs import RunFolder
 
 
@@ -107,7 +108,7 @@ def contextual_decomposition(
         irrelevant_hidden, irrelevant_cell = last_hidden[0, row_of], last_cell[0, row_of]
         relevant_states += [zeros] * first
         irrelevant_states += list(before.unbind(1))
-    # [batch, steps from `first`, 4 units], torch's gate order i, f, g, o
+    # [batch, steps from `first`, 4 units], in torch's gate order (GATE_BLOCKS)
     projected = inputs[:, first:] @ lstm.weight_ih_l0.T
     for step in range(first, time):
         from_input = projected[:, step - first]
@@ -115,9 +116,9 @@ def contextual_decomposition(
         irrelevant_pre = (
             from_input * (1 - in_phrase[:, step]) + irrelevant_hidden @ lstm.weight_hh_l0.T
         )
-        rel_i, rel_f, rel_g, rel_o = relevant_pre.chunk(4, -1)
-        irr_i, irr_f, irr_g, irr_o = irrelevant_pre.chunk(4, -1)
-        b_i, b_f, b_g, b_o = bias.chunk(4)
+        rel_i, rel_f, rel_g, rel_o = gate_blocks(relevant_pre, "lstm", -1).values()
+        irr_i, irr_f, irr_g, irr_o = gate_blocks(irrelevant_pre, "lstm", -1).values()
+        b_i, b_f, b_g, b_o = gate_blocks(bias, "lstm").values()
         input_gate = decompose_three(rel_i, irr_i, b_i, torch.sigmoid)
         candidate = decompose_three(rel_g, irr_g, b_g, torch.tanh)
         forget_gate = decompose_three(rel_f, irr_f, b_f, torch.sigmoid)

@@ -32,7 +32,7 @@ from sklearn.svm import LinearSVC
 from torch import Tensor
 
 from datamodules.token_positioning import SPECIALS
-from lightning_modules.recurrent import Intervention
+from lightning_modules.recurrent import Intervention, gate_blocks
 from lightning_modules.seq2seq import Seq2Seq
 
 PLAUSIBLE = 0.95
@@ -590,9 +590,8 @@ def gate_interaction(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> d
         ("update_output", "update_output_masked", "reset_store", "reset_store_masked",
          "update_drive_from_triggering", "reset_drive_from_triggering"), 0.0,
     )  # fmt: skip
-    size = own.states.shape[-1]
-    weight_hh = model.decoder.weight_hh_l0.detach()  # torch's [reset; update; candidate] rows
-    reset_weight, update_weight = weight_hh[:size], weight_hh[size : 2 * size]
+    blocks = gate_blocks(model.decoder.weight_hh_l0.detach(), "gru")
+    reset_weight, update_weight = blocks["reset_gate"], blocks["update_gate"]
     rows = 0
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)

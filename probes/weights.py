@@ -16,8 +16,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-GRU_GATES = ("reset_gate", "update_gate", "candidate")
-"""The row blocks of torch's GRU `weight_ih_l0` / `weight_hh_l0`, in torch's order."""
+from lightning_modules.recurrent import gate_blocks
 
 
 def gate_weights(
@@ -32,10 +31,7 @@ def gate_weights(
     Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
     the paper's keeps the new one; the paper's `W_z` is therefore minus this block.
     """
-    weight = state_dict[f"{module}.weight_{kind}_l0"]
-    units = weight.shape[0] // 3
-    index = GRU_GATES.index(gate)
-    return weight[index * units : (index + 1) * units]
+    return gate_blocks(state_dict[f"{module}.weight_{kind}_l0"], "gru")[gate]
 
 
 def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:
@@ -56,13 +52,6 @@ def strongest_units(strength: Tensor, share: float) -> Tensor:
     count = math.ceil(share * strength.numel() - 1e-9)
     order = torch.sort(strength, descending=True, stable=True).indices
     return order[:count]
-
-
-def strongest_share_threshold(weights: list[Tensor], share: float = 0.01) -> float:
-    """The absolute weight above which the strongest `share` of all `weights` lie (the paper's
-    "strongest one percent of the weights", 3.2)."""
-    values = torch.cat([w.abs().flatten() for w in weights]).double()
-    return float(torch.quantile(values, 1 - share))
 
 
 @dataclass(frozen=True)

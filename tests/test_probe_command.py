@@ -24,8 +24,8 @@ import pytest
 import torch
 
 import probes.command
-from lightning_modules.run_files import save_tensors_atomic
 from probes.command import main
+from storage.files import save_tensors_atomic
 from tests.test_probes import TABLES, UNITS, planted_gru
 
 SPLITS = ("first", "second")

@@ -20,7 +20,6 @@ import pytest
 import torch
 
 from datamodules.token_positioning import TokenPositioningDataModule
-from lightning_modules.run_files import load_checkpoint
 from lightning_modules.seq2seq import Seq2Seq
 from probes.catalogue_paper4 import one_thread
 from probes.command import main
@@ -33,6 +32,7 @@ from probes.neuron_functions import (
     verify_neurons,
 )
 from probes.runs import RunFolder
+from storage.files import load_checkpoint
 from tests.test_neuron_functions import (
     EOS,
     O_A,

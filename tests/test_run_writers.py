@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.cli import WANDB_ID_FILE, main
+from experiments.cli import main
 from lightning_modules.metrics_csv import RunMetricsCSV
-from lightning_modules.run_files import (
+from storage import RunLayout
+from storage.files import (
     RunFileError,
     RunFolderLock,
     save_tensors_atomic,
@@ -108,7 +109,7 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     validated = [int(r["epoch"]) for r in rows if r["val/seq_acc"]]
     tested = [r for r in rows if r["test/new_compositions/seq_acc"]]
     assert validated == list(range(EPOCHS)) and len(tested) == 1, killed
-    run_id = (root / run / WANDB_ID_FILE).read_text()
+    run_id = RunLayout(root / run).wandb_run_id.read_text()
     offline_runs = sorted(p.name for p in (root / run / "wandb").glob("offline-run-*"))
     assert len(offline_runs) == len(kills) + 1
     assert all(name.endswith(f"-{run_id}") for name in offline_runs), offline_runs
