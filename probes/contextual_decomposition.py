@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from scipy.stats import sem
 from torch import Tensor, nn
 
 from lightning_modules.recurrent import gate_blocks
@@ -211,8 +212,9 @@ class CloseProbabilities:
 
 
 def mean_and_standard_error(values: Tensor) -> tuple[float, float]:
-    """The mean of `values` and its standard error (sample standard deviation / sqrt(count))."""
-    return float(values.mean()), float(values.std() / len(values) ** 0.5)
+    """The mean of `values` and its standard error (scipy's `sem`: sample standard deviation /
+    sqrt(count))."""
+    return float(values.mean()), float(sem(values.numpy()))
 
 
 @torch.no_grad()

@@ -112,8 +112,7 @@ def connectivity(weight: Tensor, threshold: float) -> Connectivity:
 def polarity_correlation(first: Tensor, second: Tensor, dim: int = 1) -> float:
     """Pearson correlation over neurons of the mean weight of each neuron in two matrices of the
     same shape (`dim=1`: per receiving neuron, `dim=0`: per sending neuron). Paper 1, 3.2: the
-    polarities of update and reset gates are "inversely related" (a negative correlation)."""
-    a = first.double().mean(dim)
-    b = second.double().mean(dim)
-    a, b = a - a.mean(), b - b.mean()
-    return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-300))
+    polarities of update and reset gates are "inversely related" (a negative correlation).
+    `torch.corrcoef`; 0 where a mean is constant (no correlation to speak of)."""
+    means = torch.stack([first.double().mean(dim), second.double().mean(dim)])
+    return float(torch.corrcoef(means)[0, 1].nan_to_num(0.0))  # a constant mean: 0, not NaN
