@@ -66,8 +66,8 @@ from experiments.report import (  # noqa: E402
     write_report,
 )
 from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
 from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper1"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper1.json").read_text())

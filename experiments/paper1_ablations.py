@@ -32,8 +32,8 @@ from experiments.report import (  # noqa: E402
 from experiments.runner import fit  # noqa: E402
 from lightning_modules.recurrent import removal_edits  # noqa: E402
 from probes.interventions import pruned_units, split_accuracy  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
 from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
     "Encoder": ["encoder_embedding", "encoder"],

@@ -34,14 +34,8 @@ from experiments.report import (  # noqa: E402
 )
 from lightning_modules.seq2seq import SOS
 from probes.activations import Saturation, gate_saturation, value_quantiles
-from probes.runs import RunFolder
-from probes.traces import (
-    STEP_LABEL,
-    joined_trace,
-    site_functional_group,
-    site_values,
-    valid_steps,
-)
+from probes.command.base import joined_trace
+from probes.traces import STEP_LABEL, site_functional_group, site_values, valid_steps
 from probes.weights import (
     connectivity,
     gate_weights,
@@ -49,6 +43,7 @@ from probes.weights import (
     strongest_units,
     unit_strength,
 )
+from storage.run_folder import RunFolder
 
 TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2

@@ -44,12 +44,10 @@ from experiments.report import (  # noqa: E402
     write_report,
 )
 from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from probes.contextual_decomposition import (  # noqa: E402
-    mean_and_standard_error,
-    rule_close_probabilities,
-)
-from probes.runs import RunFolder  # noqa: E402
+from probes.command.contextual_decomposition import rule_close_probabilities
+from probes.contextual_decomposition import mean_and_standard_error
 from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())

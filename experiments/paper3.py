@@ -47,8 +47,8 @@ from experiments.report import (  # noqa: E402
     write_report,
 )
 from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
 from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper3"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper3.json").read_text())

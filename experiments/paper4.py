@@ -65,9 +65,9 @@ from probes.neuron_functions import (  # noqa: E402
     identify_neurons,
     verify_neurons,
 )
-from probes.runs import RunFolder  # noqa: E402
 from storage import RunLayout  # noqa: E402
 from storage.files import write_text_atomic  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper4"
 VARIANTS = {

@@ -5,7 +5,7 @@ that model. So the checkpoint must be of the configured model class, with the co
 hyperparameters (sizes above all), and of the configured DataModule class; otherwise one error
 names what differs and how to resume. No class the checkpoint names is imported: it is compared
 as text with the configured one, and refused if it is neither that one nor the suite's
-(`lightning_modules.trusted_classes`).
+(`storage.trusted_classes`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from jsonargparse import Namespace
 
-from lightning_modules.trusted_classes import check_class_paths
 from storage.files import RunFileError
+from storage.trusted_classes import check_class_paths
 
 
 def plain(value: object) -> object:

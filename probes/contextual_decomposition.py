@@ -32,7 +32,6 @@ from scipy.stats import sem
 from torch import Tensor, nn
 
 from lightning_modules.recurrent import gate_blocks
-from probes.runs import RunFolder
 
 
 def decompose_three(
@@ -215,46 +214,3 @@ def mean_and_standard_error(values: Tensor) -> tuple[float, float]:
     """The mean of `values` and its standard error (scipy's `sem`: sample standard deviation /
     sqrt(count))."""
     return float(values.mean()), float(sem(values.numpy()))
-
-
-@torch.no_grad()
-def rule_close_probabilities(
-    run: RunFolder,
-    tags: Sequence[str],
-    only: Sequence[str] | None = None,
-    settings_tag: str = "last",
-    device: torch.device | str = "cpu",
-) -> dict[str, CloseProbabilities]:
-    """Paper 2, section 3.1: for each checkpoint or weight snapshot `tag` of a `LanguageModel` run
-    (the model rebuilt from checkpoint `settings_tag`, the tag's weights loaded), P(omega | phrase)
-    at the close symbol of the run's probe rules (the DataModule's `rules` split), for every
-    phrase of `rule_phrases` (or those named in `only`, kept in `rule_phrases`' order), all
-    phrases decomposed in one batch."""
-    data = run.datamodule(settings_tag)
-    model = run.model(settings_tag).to(device)
-    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
-    tokens = batch["input"].to(device)
-    open_position = int(batch["open_position"][0])
-    close_position = int(batch["close_position"][0])
-    named = rule_phrases(open_position, data.hparams.conduit_length)
-    named = {name: steps for name, steps in named.items() if only is None or name in only}
-    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool, device=device)
-    for row, positions in enumerate(named.values()):
-        masks[row, :, positions] = True
-    repeated = tokens.repeat(len(named), 1)
-    close_symbol = data.vocab_size - 1
-    results = {}
-    for tag in tags:
-        model.load_state_dict(run.state_dict(tag))
-        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
-        probability = parts.relevant_probabilities()[:, close_position, close_symbol].cpu()
-        per_phrase = probability.view(len(named), -1)
-        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol].cpu()
-        results[tag] = CloseProbabilities(
-            dict(zip(named, per_phrase, strict=True)),
-            full,
-            float(parts.approximation_error().max()),
-            named,
-            close_position,
-        )
-    return results

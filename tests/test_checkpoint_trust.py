@@ -19,9 +19,9 @@ import torch
 import yaml
 
 from experiments.cli import main
-from lightning_modules.trusted_classes import UntrustedClassError, resolve_class
-from probes.runs import RunFolder
 from storage.files import RunFileError
+from storage.run_folder import RunFolder
+from storage.trusted_classes import UntrustedClassError, resolve_class
 from tests.test_runs import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -197,7 +197,7 @@ def test_a_model_class_named_with_trust_class_is_rebuilt(tmp_path, monkeypatch):
                run_dir / "checkpoints" / "best.ckpt")  # fmt: skip
     with pytest.raises(UntrustedClassError, match="--trust-class"):
         RunFolder(run_dir).model()
-    from probes.command import parser
+    from probes.command.cli import parser
 
     command = ["pruning", "--runs", str(run_dir), "--out", str(tmp_path),
                "--trust-class", "user_models.UserModel"]  # fmt: skip

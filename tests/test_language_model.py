@@ -15,7 +15,7 @@ from benchmarks.contextual_decomposition import reference_cd, reference_weights
 from datamodules import RuleCorpusDataModule
 from lightning_modules.language_model import LanguageModel
 from probes.contextual_decomposition import decompose_language_model
-from probes.runs import RunFolder
+from storage.run_folder import RunFolder
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "configs" / "paper2" / "language_model.yaml"
 SMALL = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,

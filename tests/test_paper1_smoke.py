@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probes.command import main
+from probes.command.cli import main
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):

@@ -14,7 +14,7 @@ from datamodules import Toy2DDataModule
 from experiments.paper3 import GRID, accuracy_curves, greater_claim, x2_dependence
 from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import Classifier
-from probes.runs import RunFolder
+from storage.run_folder import RunFolder
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():

@@ -10,7 +10,6 @@ from experiments.paper1_ablations import pruned_units
 from lightning_modules.recurrent import GRU
 from probes.activations import gate_saturation, value_quantiles
 from probes.diagnostic import functional_group, labelled_steps
-from probes.runs import RunFolder
 from probes.weights import (
     connectivity,
     gate_weights,
@@ -19,6 +18,7 @@ from probes.weights import (
     unit_strength,
 )
 from storage.files import RunFileError
+from storage.run_folder import RunFolder
 
 TABLES, NOISE, UNITS = 8, 4, 12
 

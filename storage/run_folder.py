@@ -4,7 +4,7 @@
 `<run>/traces/<split>/<tag>.safetensors` (`TraceRecorder`), `<run>/weights/<tag>.safetensors`
 (`WeightSnapshot`) and `<run>/metrics.csv`. A missing or unreadable file is one `RunFileError`
 naming the file and the fix. A checkpoint is data: the classes it names are imported only when
-they are the suite's or named by the user (`lightning_modules.trusted_classes`).
+they are the suite's or named by the user (`storage.trusted_classes`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
-from lightning_modules.trusted_classes import check_class_paths, resolve_class
-from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint
+from storage.layout import RunLayout
+from storage.trusted_classes import check_class_paths, resolve_class
 
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
 
