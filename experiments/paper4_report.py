@@ -1,0 +1,373 @@
+"""Paper 4's report: the figures and tables of `make reproduce-paper4` and the report's text
+(`experiments.paper4` trains and analyses; this module only presents what they measured)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from experiments.paper4_claims import (  # noqa: E402
+    FUNCTIONS,
+    PAPER,
+    manipulation_accuracy,
+    mean_over_tokens,
+)
+from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
+from experiments.runner import reused_note  # noqa: E402
+from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
+from storage import RunFolder  # noqa: E402
+
+if TYPE_CHECKING:
+    from experiments.paper4 import Scale
+
+
+# ---- figures -------------------------------------------------------------------------------------
+def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
+    """Token-positioning accuracy by epoch (validation solid, training dashed: teacher-forced,
+    on the epoch's own signals) and validation loss, every run."""
+    fig, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for (name, seed), run in runs.items():
+        metrics = run.metrics()
+        frame = metrics.dropna(subset=["val/position_acc"])
+        label = f"{name} seed={seed}"
+        line = accuracy_axis.plot(frame["epoch"] + 1, frame["val/position_acc"], marker=".",
+                                  label=label)[0]  # fmt: skip
+        trained = metrics.dropna(subset=["train/position_acc"])
+        accuracy_axis.plot(trained["epoch"] + 1, trained["train/position_acc"], linestyle="--",
+                           color=line.get_color())  # fmt: skip
+        loss_axis.plot(frame["epoch"] + 1, frame["val/loss"], marker=".", label=label)
+    accuracy_axis.set(xlabel="epoch", ylabel="token-positioning accuracy",
+                      title="validation (solid), training (dashed)")  # fmt: skip
+    loss_axis.set(xlabel="epoch", ylabel="validation loss (teacher forcing)")
+    accuracy_axis.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def training_table(runs: dict[tuple[str, int], RunFolder], scale: Scale) -> pd.DataFrame:
+    """Per run: epochs, what ended training (early stopping when the monitored value has not
+    improved for the patience, else the time cap), the best validation accuracy, its gain over
+    the last 5 epochs, and the last epoch's training accuracy (teacher-forced)."""
+    monitor, patience = ("val/position_acc", 5) if scale.select_on_position else ("val/loss", 3)
+    rows = []
+    for (name, seed), run in runs.items():
+        metrics = run.metrics()
+        frame = metrics.dropna(subset=["val/position_acc"]).reset_index(drop=True)
+        values = frame[monitor] if monitor == "val/position_acc" else -frame[monitor]
+        since_best = len(frame) - 1 - int(values.to_numpy().argmax())
+        cap = "time cap" if scale.max_time else "epoch limit"
+        accuracy = frame["val/position_acc"]
+        trained = metrics.dropna(subset=["train/position_acc"])["train/position_acc"]
+        rows.append({
+            "run": f"{name} seed={seed}", "epochs": len(frame),
+            "stopped by": "early stopping" if since_best >= patience else cap,
+            "best validation": accuracy.max(), "at epoch": int(accuracy.to_numpy().argmax()) + 1,
+            "gain in last 5 epochs": accuracy.iloc[-1] - accuracy.iloc[max(len(frame) - 6, 0)],
+            "training (last epoch)": trained.iloc[-1] if len(trained) else float("nan"),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def figure2(points: pd.DataFrame, path: Path) -> Path:
+    """Figure 2: PCA of the storing neurons of the ten most common tokens, t = -1 .. T - 1."""
+    fig, axis = plt.subplots(figsize=(5.5, 4.5))
+    for token, group in points.groupby("token", sort=False):
+        axis.scatter(group["pc1"], group["pc2"], s=4, alpha=0.5, label=repr(token))
+    axis.set(xlabel="PC 1", ylabel="PC 2",
+             title="Storing neurons, t = -1 .. T-1 (one GRU)")  # fmt: skip
+    axis.legend(fontsize=7, markerscale=3)
+    return save_figure(fig, path)
+
+
+def figure3(curves: dict[str, list[float]], path: Path) -> Path:
+    """Figure 3: the counting neurons' mean (sign-aligned) value by t, one line per T."""
+    fig, axis = plt.subplots(figsize=(6, 4))
+    colours = plt.cm.viridis(np.linspace(0, 1, len(curves)))
+    for colour, (position, curve) in zip(colours, curves.items(), strict=True):
+        axis.plot(range(-1, len(curve) - 1), curve, color=colour, marker=".", label=f"T={position}")
+    axis.set(xlabel="t (0: end of encoding)", ylabel="mean aligned counting-neuron value",
+             title="Counting neurons by assigned T (one GRU)")  # fmt: skip
+    axis.legend(fontsize=6, ncol=2)
+    return save_figure(fig, path)
+
+
+def figure5(analyses: list[dict], seeds: list[int], path: Path) -> Path:
+    """Figure 5 (section 5): the update gate of outputting neurons and the reset gate of storing
+    neurons at t = T, unedited and with the triggering neurons of h_(T-1) masked; bars for token
+    'i' per model, points for every analysed token."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for axis, key, title in ((axes[0], "update_output", "z[output] at T"),
+                             (axes[1], "reset_store", "r[store] at T")):  # fmt: skip
+        for index, analysis in enumerate(analyses):
+            gates = [t["gates"] for t in analysis["tokens"].values()]
+            axis.scatter(
+                np.full(len(gates), index * 3)
+                + np.random.default_rng(0).uniform(-0.3, 0.3, len(gates)),
+                [g[key] for g in gates],
+                s=5,
+                color="tab:blue",
+            )
+            axis.scatter(np.full(len(gates), index * 3 + 1), [g[key + "_masked"] for g in gates],
+                         s=5, color="tab:red")  # fmt: skip
+            if "i" in analysis["tokens"]:
+                token_i = analysis["tokens"]["i"]["gates"]
+                axis.bar([index * 3, index * 3 + 1], [token_i[key], token_i[key + "_masked"]],
+                         color=["tab:blue", "tab:red"], alpha=0.3)  # fmt: skip
+        axis.set_xticks([i * 3 + 0.5 for i in range(len(seeds))], [f"seed={s}" for s in seeds])
+        axis.set(ylim=(0, 1))
+        axis.set_title(f"{title}: unedited (blue), triggering masked (red)", fontsize=8)
+    return save_figure(fig, path)
+
+
+def accuracy_table(accuracies: dict[str, list[float]], analyses: list[dict], scale: Scale):
+    rows = [{"model": name, "runs": len(values), "mean": np.mean(values),
+             "std": np.std(values, ddof=1) if len(values) > 1 else 0.0,
+             "paper": PAPER["accuracy"]["gru_gutenberg" if name == "gru" else name]}
+            for name, values in accuracies.items()]  # fmt: skip
+    random_inputs = [a["random_inputs_accuracy"] for a in analyses]
+    rows.append({"model": "gru, random decoder inputs", "runs": len(random_inputs),
+                 "mean": np.mean(random_inputs),
+                 "std": np.std(random_inputs, ddof=1) if len(random_inputs) > 1 else 0.0,
+                 "paper": PAPER["accuracy"]["random_decoder_inputs"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def table1(analyses: list[dict]) -> pd.DataFrame:
+    """Table 1 and finding 4: accuracy under each manipulation, per model and the paper's; then
+    the diagnostic rows (counting edited before the trigger, not claims)."""
+    names = list(MANIPULATIONS + DIAGNOSTICS)
+    frame = pd.DataFrame(
+        {f"seed {i}": [manipulation_accuracy(a, m) for m in names]
+         for i, a in enumerate(analyses)}, index=names,
+    )  # fmt: skip
+    frame.insert(0, "mean", frame.mean(axis=1))
+    controls = [[manipulation_accuracy(a, f"control.{m}") for a in analyses] for m in names]
+    frame.insert(1, "random units (control)", [np.mean(c) for c in controls])
+    frame["rows (first model)"] = [
+        sum(t["verification"][m][1] for t in analyses[0]["tokens"].values()) for m in names
+    ]
+    paper_name = {m: m.replace("_before_trigger", "") for m in names}
+    frame["paper (Gutenberg)"] = [
+        PAPER["table1_gutenberg"].get(paper_name[m], PAPER["outputting"].get(m)) for m in names
+    ]
+    frame["paper (Lyrics)"] = [PAPER["table1_lyrics"].get(paper_name[m], float("nan"))
+                               for m in names]  # fmt: skip
+    return frame.reset_index(names="manipulation")
+
+
+def token_table(analysis: dict, count: int = 10) -> pd.DataFrame:
+    """One model's units per function and a few manipulations' hit rates, per token."""
+    rows = []
+    for word, token in list(analysis["tokens"].items())[:count]:
+        row = {"token": repr(word), "rows": token["rows"]}
+        row.update({function: len(token[function]) for function in FUNCTIONS})
+        for name in ("storing_zero", "counting_k1", "triggering_k1", "outputting_zero"):
+            hits, total = token["verification"][name]
+            row[name] = hits / total if total else float("nan")
+        row["z[output] -> masked"] = (
+            f"{token['gates']['update_output']:.3f} -> {token['gates']['update_output_masked']:.3f}"
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def shares_table(analyses: list[dict]) -> pd.DataFrame:
+    rows = []
+    for index, analysis in enumerate(analyses):
+        row = {
+            "model": index,
+            "analysed rows": analysis["rows"],
+            "answered correctly": analysis["correct"],
+            "tokens": len(analysis["tokens"]),
+        }
+        for function in FUNCTIONS:
+            row[function] = mean_over_tokens(analysis, lambda t, f=function: len(t[f])) / \
+                analysis["hidden_size"]  # fmt: skip
+        for hypothesis in HYPOTHESES:
+            row[f"SVM acc. {hypothesis}"] = mean_over_tokens(
+                analysis, lambda t, h=hypothesis: t["accuracy"][h]
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def accuracy_limits(training: pd.DataFrame) -> str:
+    """What the GRUs' curves (`training_table`) say limits their accuracy: time (still rising
+    when the cap ended them) and generalisation (training accuracy above validation)."""
+    gru = training[training["run"].str.startswith("gru ")]
+    gain, gap = (
+        gru["gain in last 5 epochs"].mean(),
+        (gru["training (last epoch)"] - gru["best validation"]).mean(),
+    )
+    limits = []
+    if (gru["stopped by"] != "early stopping").any() and gain > 0.01:
+        limits.append(f"time (their validation accuracy still rose by {gain:.3f} on average over "
+                      "their last 5 epochs when the cap ended them)")  # fmt: skip
+    if gap > 0.05:
+        limits.append(f"generalisation (their training accuracy, teacher-forced, is {gap:.3f} "
+                      "above their best validation accuracy)")  # fmt: skip
+    if not limits:
+        return "Their curves show neither a rising accuracy at the cap nor a generalisation gap."
+    return "What limits them here: " + " and ".join(limits) + "."
+
+
+def cached_analyses_note(runs: dict[tuple[str, int], RunFolder], began: float) -> str:
+    """A report's sentence on the GRU analyses read back from `analysis.json` (written before
+    `began`), with the span they were computed in: from the end of the last run's training (its
+    `train.log`) to the last analysis ("" if none was cached)."""
+    grus = [run for (name, _), run in runs.items() if name == "gru"]
+    cached = [run.path / "analysis.json" for run in grus]
+    cached = [path for path in cached if path.is_file() and path.stat().st_mtime < began]
+    if not cached:
+        return ""
+    trained = max((run.path / "train.log").stat().st_mtime for run in runs.values())
+    span = max(path.stat().st_mtime for path in cached) - trained
+    return (
+        f" {len(cached)} of the {len(grus)} GRU analyses were cached from an earlier invocation "
+        f"(`analysis.json`, `--reuse-runs`); they were computed within {span / 60:.1f} min after "
+        "the last run's training ended."
+    )
+
+
+def report_text(scale_name, scale, data_source, tables, analyses, training_minutes,
+                analysis_minutes, runs, began) -> str:  # fmt: skip
+    reused = reused_note([run.path for run in runs.values()], began) + cached_analyses_note(
+        runs, began
+    )
+    stopped = []
+    for (name, seed), run in runs.items():
+        frame = run.metrics().dropna(subset=["val/position_acc"])
+        stopped.append(f"{name} seed={seed}: {len(frame)} epochs")
+    stopping = (
+        "early stopping (patience 5 epochs on the validation token-positioning "
+        "accuracy, the best epoch kept: a departure from the paper's validation loss, "
+        "see experiments/configs/paper4/select_on_position.yaml)"
+        if scale.select_on_position
+        else "early stopping (patience 3 epochs on the validation loss, as the paper)"
+    )
+    time_cap = (f"until {stopping}" if scale.max_time is None else
+                f"until {stopping} or a time cap of "
+                + ", ".join(f"{k} {v}" for k, v in scale.max_time.items()))  # fmt: skip
+    signals = ("drawn afresh for every training pair every epoch (`--data.redraw_signals`, a "
+               "reading of the paper's 'randomly select one token')" if scale.redraw_signals
+               else "drawn once per training pair")  # fmt: skip
+    gru_accuracy = tables["accuracy"]["mean"].iloc[0]
+    short = (
+        f"at this scale the GRUs reach a token-positioning accuracy of {gru_accuracy:.3f} "
+        f"(paper {PAPER['accuracy']['gru_gutenberg']}; this suite's target 0.95) after "
+        f"{stopped[0].split(': ')[1]}"
+    )
+    if gru_accuracy < 0.95:
+        short += (f". {accuracy_limits(tables['training'])} Read the verdicts below as what the "
+                  "paper's method finds in these models, on the rows they answer correctly, not "
+                  "as a test of models at the paper's accuracy.")  # fmt: skip
+    else:
+        short += "; the neuron analysis runs on the rows they answer correctly."
+    return f"""# Paper 4: Exposing the Functionalities of Neurons for GRU Seq2Seq
+
+Token positioning, the three-stage identification of storing, counting, triggering and
+outputting neurons, Table 1 and the gate interaction of section 5, regenerated by
+`make reproduce-paper4` (`python -m experiments.paper4`). Rules were fixed before the runs.
+
+**In short:** {short}
+
+- **Scale:** `{scale_name}`: vocabulary {scale.vocab_size:,} (paper 20,000), GRU hidden size
+  {scale.hidden_size}, embeddings {scale.embedding_size}, batches of {scale.batch_size}, Adam at
+  {scale.learning_rate}; trained {time_cap}. Epochs run: {"; ".join(stopped)}.
+  Runs: {", ".join(f"{k} seeds {list(v)}" for k, v in scale.seeds.items())} (a run's seed is its
+  model's, its split's and its signals'). The neuron analysis uses up to {scale.analysis_rows}
+  rows per token (paper: 500 in Figure 2).
+- **Data:** {data_source}; pairs of consecutive non-empty lines, 90/5/5 split; one random
+  (token, position) of the output line appended to the input line, {signals}.
+- **Commit** `{current_commit()}`; wall time {training_minutes:.1f} min training,
+  {analysis_minutes:.1f} min analysis (2 CPU cores).{reused}
+- **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
+  with every token's units, classifier accuracies, manipulations and gates).
+
+## Section 2: token-positioning accuracy (test split, greedy decoding)
+
+{markdown_table(tables["accuracy"], 3, index=False)}
+
+![training](figures/training.png)
+
+{markdown_table(tables["training"], 3, index=False)}
+
+What it would take to reach the paper's accuracy: the paper trained on thousands of Gutenberg
+books with a 20,000-word vocabulary and stopped on the validation loss; `--data.data_dir` reads a
+folder of Gutenberg books instead of the default text, and `SCALE=paper` trains with the paper's
+vocabulary and stopping rule, without a time cap (hours per model on a GPU).
+
+## The three-stage method (sections 3-4)
+
+For each of the {scale.tokens} most common tokens (paper: 50), on held-out line pairs (validation
+and test splits) re-requested with that token at each position T = 1..13 where it occurs, and
+{"only the rows the model answers correctly" if scale.correct_only else "every row"}:
+1. **Candidates:** a linear SVM (balanced class weights) on h_t with every unit; the hypothesis is
+   plausible when its balanced training accuracy exceeds 95%; RFE keeps half of the units.
+   Storing: h_t, t = -1..T-1, of the token's rows against as many rows of other tokens.
+   Counting: h_t, t = 0..T-1, labelled T - t. Triggering: h_(T-1) against h_t, t = 0..T-2.
+2. **Filtering:** integrated gradients (captum, 32 steps, zero baseline) of P(token at T) with
+   respect to h_(T-1), decoder inputs held at the model's own outputs; a candidate stays when its
+   mean |attribution| is at least the mean over all units. Counting candidates may instead pass
+   on their attribution at h_(T-2): a counter can reach the output only through the triggering
+   units one step later (the hand-built network of `tests/test_neuron_functions.py` shows it).
+3. **Outputting neurons:** the units whose mean term h_T[i] W[token, i] of the token's logit is
+   positive and at least the mean absolute term.
+Stages 2-3 and every manipulation need h_(T-1) to be a decoder state, so they use T >= 2.
+
+### Shares of units and stage-1 accuracies (means over tokens)
+
+{markdown_table(tables["shares"], 3, index=False)}
+
+### Table 1 and finding 4: accuracy under manipulation
+
+Counting: the counting units at T - 1 get their values from T - 1 - k (rows with T - 1 - k >= 0);
+a hit is the token at T + k. The paper does not say at which t the counting units are edited;
+T - 1 was fixed before the runs and decides the claims. The rows `counting_before_trigger_k*`
+edit them one step earlier, at T - 2 (values from T - 2 - k, rows with T >= 3), before the
+triggering units fire: a second reading, added after the first results, reported for
+information and not as a claim. Triggering: the triggering units' values at T - 1 are written at
+T - 1 - k (rows with T - 1 - k >= 1, all T, where the paper shows T = 6); a hit is the token at
+T - k. Storing "previous": at every t = 1..T-1 the storing units get their unedited value from
+t - 1. "random units (control)": the same edit on as many units drawn at random among those that
+are not the function's stage-1 candidates ({scale.control_draws} draws per token, pooled), so a
+reader sees whether the named units matter more than any units (claims `control.*`).
+
+{markdown_table(tables["table1"], 3, index=False)}
+
+Per token, first model (the ten most common tokens; units and hit rates):
+
+{markdown_table(tables["tokens"], 3, index=False)}
+
+![Figure 2](figures/fig2_storing_pca.png)
+
+![Figure 3](figures/fig3_counting.png)
+
+## Section 5: triggering neurons open the way from storing to outputting neurons
+
+At t = T, the mean update gate of the outputting units and the mean reset gate of the storing
+units, unedited and with the triggering units of h_(T-1) set to zero (the paper's "masked").
+
+![Figure 5](figures/fig5_gates.png)
+
+## How the paper's terse descriptions were read
+
+- The paper's text gives no layer sizes and its appendices are not part of the text read here;
+  the sizes above are this suite's. The bridge is the identity (the decoder starts from the
+  encoder's last state); loss is token cross-entropy under teacher forcing, decoding greedy.
+- A position is its own token `<pos=T>`; the source has no end-of-sequence token, so the
+  requested token is the second-last input (t = -1) and the position the last (t = 0).
+- "Training accuracy" of the SVM is balanced accuracy (triggering has one positive per row).
+- The shares of units depend on the selection rules of stages 1 and 2 (half the units kept by
+  RFE, then an above-average attribution): they are measured, not free, but another reasonable
+  rule would move them.
+- Section 5's "masking" sets the triggering units of h_(T-1) to zero and reads the real GRU's
+  gates (with inputs and biases), not the simplified GRU' of Equation 3.
+"""
