@@ -97,7 +97,7 @@ def test_a_class_the_user_names_is_trusted(tmp_path, payload):
     with pytest.raises(UntrustedClassError, match="as its LightningModule, but it is not one"):
         from pytorch_lightning import LightningModule
 
-        resolve_class("storage.files.RunFileError", LightningModule, "test")
+        resolve_class("lightning_modules.recurrent.Intervention", LightningModule, "test")
 
 
 def subprocess_env(payload_folder: Path) -> dict:
