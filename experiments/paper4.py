@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,11 +49,14 @@ from experiments.paper4_report import (  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     claims_frame,
-    log_to_wandb,
-    verdict_line,
-    write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
+from experiments.runner import (  # noqa: E402
+    Stopwatch,
+    fit,
+    publish,
+    reproduction_main,
+    run_all,
+)
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (  # noqa: E402
     ANALYSED_POSITIONS,
@@ -378,29 +380,29 @@ def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
 
 # ---- the reproduction ----------------------------------------------------------------------------
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    """Train every variant, analyse every GRU (sections 3-5), report."""
     scale = SCALES[scale_name]
-    began = time.time()
-    paths = train_all(scale, root, jobs, reuse)
-    training_minutes = (time.time() - began) / 60
-    start = time.time()
-    runs = {key: RunFolder(path) for key, path in paths.items()}
-    gru_seeds = list(scale.seeds["gru"])
-    tasks = {seed: functools.partial(analysis_of, paths[("gru", seed)], scale, reuse)
-             for seed in gru_seeds}  # fmt: skip
-    analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
-    accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
-                         for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
-    claims = claims_of(analyses, accuracies)
-    figures_folder = out / "figures"
-    figures = {
-        "training": training_figure(runs, figures_folder / "training.png"),
-        "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
-                                    figures_folder / "fig2_storing_pca.png"),
-        "fig3_counting": figure3(analyses[0]["counting_curves"],
-                                 figures_folder / "fig3_counting.png"),
-        "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
-    }  # fmt: skip
-    analysis_minutes = (time.time() - start) / 60
+    clock = Stopwatch()
+    with clock.stage("training"):
+        paths = train_all(scale, root, jobs, reuse)
+    with clock.stage("analyses"):
+        runs = {key: RunFolder(path) for key, path in paths.items()}
+        gru_seeds = list(scale.seeds["gru"])
+        tasks = {seed: functools.partial(analysis_of, paths[("gru", seed)], scale, reuse)
+                 for seed in gru_seeds}  # fmt: skip
+        analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
+        accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
+                             for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
+        claims = claims_of(analyses, accuracies)
+        figures_folder = out / "figures"
+        figures = {
+            "training": training_figure(runs, figures_folder / "training.png"),
+            "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
+                                        figures_folder / "fig2_storing_pca.png"),
+            "fig3_counting": figure3(analyses[0]["counting_curves"],
+                                     figures_folder / "fig3_counting.png"),
+            "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
+        }  # fmt: skip
     tables = {
         "accuracy": accuracy_table(accuracies, analyses, scale),
         "table1": table1(analyses),
@@ -409,21 +411,17 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         "training": training_table(runs, scale),
     }
     datamodule = runs[("gru", gru_seeds[0])].datamodule("best")
-    markdown = report_text(scale_name, scale, datamodule.data_source, tables, analyses,
-                           training_minutes, analysis_minutes, runs, began)  # fmt: skip
-    report = write_report(out, claims, markdown)
-    log_to_wandb(root, "paper4", figures, {"claims": claims_frame(claims), **tables})
-    print(verdict_line(report, claims))
+    markdown = report_text(scale_name, scale, datamodule.data_source, tables, clock, runs)
+    publish(out, "paper4", claims, markdown, root, figures,
+            {"claims": claims_frame(claims), **tables})  # fmt: skip
     return claims
 
 
-def main() -> None:
-    parser = reproduction_parser(
+def main(argv: list[str] | None = None) -> list[Claim]:
+    return reproduction_main(
         "Reproduce paper 4 (Exposing the Functionalities of Neurons for GRU Seq2Seq).",
-        SCALES, "reports/paper4",
+        SCALES, "reports/paper4", reproduce, argv,
     )  # fmt: skip
-    args = parser.parse_args()
-    reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,16 @@
-"""Training runs of a reproduction, each one `python -m experiments fit ...` in a subprocess.
+"""The skeleton every reproduction (`python -m experiments.paperN`) is built on.
 
-A reproduction trains exactly what a user gets by hand from the same command; the command is
-kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
-folder holds the same command and a finished test is kept instead of trained again.
+- Training runs, each one `python -m experiments fit ...` in a subprocess (`fit`, `run_all`):
+  a reproduction trains exactly what a user gets by hand from the same command; the command is
+  kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
+  folder holds the same command and a finished test is kept instead of trained again
+  (`reused_note` says so in the report).
+- Timed stages (`Stopwatch`), the command line every reproduction takes (`reproduction_parser`,
+  `reproduction_main`) and the end of every reproduction: `report.md`, `results.json` and the
+  W&B run (`publish`).
+
+A paper's module holds only what is the paper's: its scales, run arguments, analyses, claims,
+figures and report text.
 """
 
 from __future__ import annotations
@@ -13,12 +21,14 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from storage import RunLayout
 from storage.files import RunFolderLock, write_text_atomic
 
@@ -130,3 +140,58 @@ def reproduction_parser(
         help="keep finished runs whose command.txt matches instead of training them again",
     )
     return parser
+
+
+def reproduction_main(
+    description: str,
+    scales: Sequence[str],
+    out: str,
+    reproduce: Callable[[str, Path, Path, int, bool], list[Claim]],
+    argv: list[str] | None = None,
+) -> list[Claim]:
+    """Parse a reproduction's command line (`reproduction_parser`), run `reproduce(scale, runs,
+    out, jobs, reuse)` and print the verdict line of the report it wrote."""
+    args = reproduction_parser(description, scales, out).parse_args(argv)
+    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
+    print(verdict_line(args.out / "report.md", claims))
+    return claims
+
+
+class Stopwatch:
+    """The wall time of a reproduction's stages: `with clock.stage("training"): ...`."""
+
+    def __init__(self) -> None:
+        self.began = time.time()
+        self.minutes: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.minutes[name] = (time.time() - start) / 60
+
+    @property
+    def total(self) -> float:
+        return sum(self.minutes.values())
+
+    def stages(self) -> str:
+        """`training 12.3 min, analyses 1.0 min`."""
+        return ", ".join(f"{name} {value:.1f} min" for name, value in self.minutes.items())
+
+
+def publish(
+    out: Path,
+    paper: str,
+    claims: Sequence[Claim],
+    markdown: str,
+    root: Path,
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+) -> Path:
+    """The end of every reproduction: `report.md` and `results.json` in `out`, and the figures and
+    tables as the W&B run `<paper>/report`. Returns the report's path."""
+    report = write_report(out, claims, markdown)
+    log_to_wandb(root, paper, figures, tables)
+    return report
