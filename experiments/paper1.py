@@ -40,18 +40,16 @@ from experiments.paper1_ablations import (  # noqa: E402
     substitution_table,
 )
 from experiments.paper1_analyses import (  # noqa: E402
-    activation_claims,
     activation_figure,
     analyse_runs,
     connectivity_figure,
     connectivity_table,
     convention_table,
     heatmap_figure,
-    probe_claims,
     probe_table,
     saturation_figure,
-    weight_claims,
 )
+from experiments.paper1_claims import activation_claims, probe_claims, weight_claims  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,

@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments.report import (  # noqa: E402
+    Claim,
     Measured,
     compare_means,
     compare_summaries,
@@ -160,7 +161,15 @@ def substitution_claims(substitution: dict, original: dict[str, list[float]], pa
                     Measured.of(values),
                 )
             )
+    return claims + substitution_pattern_claims(substitution, original, paper)
+
+
+def substitution_pattern_claims(substitution: dict, original: dict[str, list[float]],
+                                paper: dict) -> list[Claim]:  # fmt: skip
+    """Section 5.1's statements on what each frozen baseline component does to a guided model,
+    and that no guided component helps a baseline one."""
     reference = sum(original["guided"]) / len(original["guided"])
+    claims = []
 
     def ratio(component: str) -> tuple[list[float], float]:
         values = substitution[("guided", component)]

@@ -541,7 +541,10 @@ changes as X2 moves over [-1, 1]; 0 for a compositional model).
 
 ![Toy curves](figures/fig3c_toy_2d.png)
 
-## How the paper's terse descriptions were read
+{READINGS}"""
+
+
+READINGS = """## How the paper's terse descriptions were read
 
 - **Images:** section 5.1 says "three convolution layers and two fully-connected layers";
   Appendix A lists two convolutions, a max-pool and two dense layers, which is what is built.

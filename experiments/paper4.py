@@ -58,7 +58,7 @@ from experiments.runner import (  # noqa: E402
     run_all,
 )
 from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
-from probes.neuron_functions import (  # noqa: E402
+from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,
     HYPOTHESES,
@@ -66,10 +66,9 @@ from probes.neuron_functions import (  # noqa: E402
     analysable,
     analysed_rows,
     analysed_tokens,
-    gate_interaction,
     identify_neurons,
-    verify_neurons,
 )
+from probes.neuron_manipulation import gate_interaction, verify_neurons
 from storage import RunLayout  # noqa: E402
 from storage.files import write_text_atomic  # noqa: E402
 from storage.run_folder import RunFolder

@@ -22,7 +22,7 @@ from experiments.paper4_claims import (  # noqa: E402
 )
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
 from experiments.runner import Stopwatch, reused_note  # noqa: E402
-from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
+from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS
 from storage import RunFolder  # noqa: E402
 
 if TYPE_CHECKING:

@@ -500,7 +500,8 @@ def traced(model, everything):
 def test_verify_neurons_with_the_planted_units(model, traced):
     """Rows of token A with T = 2..8 (4 filler counts each): counting k needs T >= k + 1,
     triggering k needs T >= k + 2; every manipulation does what the design says on every row."""
-    from probes.neuron_functions import TokenNeurons, verify_neurons
+    from probes.neuron_functions import TokenNeurons
+    from probes.neuron_manipulation import verify_neurons
 
     planted = TokenNeurons(
         A, torch.tensor([S_A]), torch.tensor(sorted(REGISTER + [G])), torch.tensor([G]),
@@ -523,7 +524,8 @@ def test_controls_are_size_matched_random_non_candidates(model, traced):
     """The control of each manipulation edits as many random units that are not the function's
     candidates. In the planted network only o_A carries token A to the output: zeroing any one
     other unit at T keeps the token (every row a hit), keeping only one other unit loses it."""
-    from probes.neuron_functions import TokenNeurons, control_units, verify_neurons
+    from probes.neuron_functions import TokenNeurons
+    from probes.neuron_manipulation import control_units, verify_neurons
 
     candidates = {"storing": torch.tensor(STORING), "counting": torch.tensor(REGISTER + [G]),
                   "triggering": torch.tensor(sorted([G, REGISTER[0]]))}  # fmt: skip
@@ -575,7 +577,8 @@ def test_gate_interaction_reads_the_gates_the_triggering_unit_drives():
     update bias +BETA/2 (o_A updates only when g fires) and U_r[s_A, g] = +BETA with no reset
     bias. At t = T (g(T-1) = tanh(GAIN)): z[o_A] = sigmoid(BETA/2 - BETA g), r[s_A] =
     sigmoid(BETA g); with g masked at T - 1 both gates see only their bias."""
-    from probes.neuron_functions import TokenNeurons, gate_interaction, trace_rows
+    from probes.neuron_functions import TokenNeurons, trace_rows
+    from probes.neuron_manipulation import gate_interaction
 
     model = build_model()
     size = H

@@ -29,8 +29,8 @@ from probes.neuron_functions import (
     analysed_rows,
     analysed_tokens,
     identify_neurons,
-    verify_neurons,
 )
+from probes.neuron_manipulation import verify_neurons
 from storage.files import load_checkpoint
 from storage.run_folder import RunFolder
 from tests.test_neuron_functions import (

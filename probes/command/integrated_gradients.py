@@ -12,9 +12,7 @@ from probes.command.token_positioning import (
     reaches_the_decoder,
     token_columns,
 )
-from probes.neuron_functions import (
-    attributions_before_output,
-)
+from probes.neuron_functions import attributions_before_output
 from storage.run_folder import RunFolder
 
 

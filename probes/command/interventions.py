@@ -13,12 +13,8 @@ from probes.command.token_positioning import (
     reaches_the_decoder,
     token_columns,
 )
-from probes.neuron_functions import (
-    DIAGNOSTICS,
-    MANIPULATIONS,
-    identify_neurons,
-    verify_neurons,
-)
+from probes.neuron_functions import DIAGNOSTICS, MANIPULATIONS, identify_neurons
+from probes.neuron_manipulation import verify_neurons
 from storage.run_folder import RunFolder
 
 

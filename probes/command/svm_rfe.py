@@ -13,11 +13,7 @@ from probes.command.token_positioning import (
     TokenPositioningProbe,
     token_columns,
 )
-from probes.neuron_functions import (
-    HYPOTHESES,
-    PLAUSIBLE,
-    candidate_units,
-)
+from probes.neuron_functions import HYPOTHESES, PLAUSIBLE, candidate_units
 from storage.run_folder import RunFolder
 
 
