@@ -17,55 +17,31 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass(frozen=True)
 class RunLayout:
     """The paths of one run folder (nothing is read or created here)."""
 
-    path: Path
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.config = self.path / "config.yaml"
+        self.command = self.path / "command.txt"
+        self.train_log = self.path / "train.log"
+        self.metrics = self.path / "metrics.csv"
+        self.wandb_run_id = self.path / "wandb_run_id"
+        self.lock = self.path / ".lock"
+        self.analysis = self.path / "analysis.json"
+        self.checkpoints = self.path / "checkpoints"
+        self.weights = self.path / "weights"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "path", Path(self.path))
+    def __repr__(self) -> str:
+        return f"RunLayout({str(self.path)!r})"
 
     @classmethod
     def of(cls, root: str | Path, paper: str, variant: str, seed: int | str) -> RunLayout:
         """The run of `paper`'s `variant` at `seed` under the run root `root`."""
         return cls(Path(root) / paper / variant / f"seed={seed}")
-
-    @property
-    def config(self) -> Path:
-        return self.path / "config.yaml"
-
-    @property
-    def command(self) -> Path:
-        return self.path / "command.txt"
-
-    @property
-    def train_log(self) -> Path:
-        return self.path / "train.log"
-
-    @property
-    def metrics(self) -> Path:
-        return self.path / "metrics.csv"
-
-    @property
-    def wandb_run_id(self) -> Path:
-        return self.path / "wandb_run_id"
-
-    @property
-    def lock(self) -> Path:
-        return self.path / ".lock"
-
-    @property
-    def analysis(self) -> Path:
-        return self.path / "analysis.json"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.path / "checkpoints"
 
     def checkpoint(self, tag: str) -> Path:
         return self.checkpoints / f"{tag}.ckpt"
@@ -75,10 +51,6 @@ class RunLayout:
 
     def trace(self, split: str, tag: str) -> Path:
         return self.traces(split) / f"{tag}.safetensors"
-
-    @property
-    def weights(self) -> Path:
-        return self.path / "weights"
 
     def weight_snapshot(self, tag: str) -> Path:
         return self.weights / f"{tag}.safetensors"

@@ -1,10 +1,6 @@
 """Paper 3's classifier, step snapshots, curve reading and claim rules, and the whole pipeline
 at smoke scale (`python -m experiments.paper3 --scale smoke`)."""
 
-import json
-import subprocess
-import sys
-
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -15,6 +11,7 @@ from experiments.paper3 import GRID, accuracy_curves, greater_claim, x2_dependen
 from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import Classifier
 from storage.run_folder import RunFolder
+from tests.smoke import smoke_reproduction
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
@@ -93,16 +90,10 @@ def test_greater_claim_rule():
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper3", "--scale", "smoke",
-         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    output, claims = smoke_reproduction(3, tmp_path)
     for experiment in ("scan", "two_digit_images", "toy_2d"):
         for setting in "AB":
-            assert done.stdout.count(f"] {experiment}_{setting} seed=") == 2
-    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+            assert output.count(f"] {experiment}_{setting} seed=") == 2
     assert set(claims) == {
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
         "toy.fails_on_test", "toy.depends_on_x2",
