@@ -30,7 +30,8 @@ what flows on. They are passed to `forward` explicitly; nothing stays attached t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -291,6 +292,23 @@ def _step_mask(lengths: Tensor | None, batch: int, time: int, device) -> Tensor:
     if lengths is None:
         return torch.ones(batch, time, dtype=torch.bool, device=device)
     return torch.arange(time, device=device)[None, :] < lengths.to(device)[:, None]
+
+
+class Intervenable:
+    """Scoped edits for a model: `with model.intervene(edits): ...` applies `edits` to every
+    forward pass inside the block, on top of the model's own (`_edits`, e.g. removed units),
+    and removes them on exit, even on an error. Every model of the suite has it."""
+
+    _edits: tuple[Intervention, ...] = ()
+
+    @contextlib.contextmanager
+    def intervene(self, edits: Sequence[Intervention]) -> Iterator:
+        previous = self._edits
+        self._edits = previous + tuple(edits)
+        try:
+            yield self
+        finally:
+            self._edits = previous
 
 
 def _edited(name: str, value: Tensor, step: int, edits: Sequence[Intervention]) -> Tensor:

@@ -13,8 +13,7 @@ decay) and paper 4 (GRU, no attention, the encoder's last state passed to the de
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import pytorch_lightning as pl
@@ -24,7 +23,13 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric, Metric
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_modules.recurrent import SITES, Intervention, recurrent_layer, removal_edits
+from lightning_modules.recurrent import (
+    SITES,
+    Intervenable,
+    Intervention,
+    recurrent_layer,
+    removal_edits,
+)
 from lightning_modules.splits import metric_key, metric_prefix
 
 PAD, SOS, EOS = 0, 1, 2
@@ -126,7 +131,7 @@ class Attention(nn.Module):
         return scores.masked_fill(~key_mask, float("-inf")).softmax(-1)
 
 
-class Seq2Seq(pl.LightningModule):
+class Seq2Seq(Intervenable, pl.LightningModule):
     """Encoder-decoder with optional attention and attentive-guidance loss.
 
     Args:
@@ -406,16 +411,6 @@ class Seq2Seq(pl.LightningModule):
     @staticmethod
     def _context(weights: Tensor, encoder_outputs: Tensor) -> Tensor:
         return torch.einsum("bs,bsu->bu", weights, encoder_outputs)
-
-    @contextlib.contextmanager
-    def intervene(self, edits: Sequence[Intervention]) -> Iterator[Seq2Seq]:
-        """Apply `edits` to every forward pass inside the block (e.g. under `trainer.test`)."""
-        previous = self._edits
-        self._edits = previous + tuple(edits)
-        try:
-            yield self
-        finally:
-            self._edits = previous
 
     @torch.no_grad()
     def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
