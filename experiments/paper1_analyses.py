@@ -25,13 +25,20 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from torch import Tensor  # noqa: E402
 
+from datamodules.lookup_tables import TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
 from lightning_modules.seq2seq import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
-from probes.traces import STEP_LABEL, site_functional_group, site_values, valid_steps
+from probes.traces import (
+    PAPER1_GATE_SITES,
+    STEP_LABEL,
+    site_functional_group,
+    site_values,
+    valid_steps,
+)
 from probes.weights import (
     connectivity,
     gate_weights,
@@ -41,7 +48,6 @@ from probes.weights import (
 )
 from storage.run_folder import RunFolder
 
-TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2
 # Figure 2's matrices and the layer the paper finds hubs in: encoder W_hz / W_hr rows ("top
 # layer"), decoder W_iz / W_ir columns ("bottom layer").
@@ -52,7 +58,7 @@ MATRICES = {
     "decoder W_ir": ("decoder", "reset_gate", "ih", "from"),
 }
 ATTENDED = "batch.attention_target"
-GATES = ("encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate")
+GATES = PAPER1_GATE_SITES
 # Tables 2-3: (site, label, alignment). A decoder step's table is the one its target attention
 # points at; "time" is the encoder step.
 PROBES = {
@@ -66,8 +72,7 @@ STRING_ROWS = slice(3, None)  # decoder vocabulary: 0 pad, 1 <sos>, 2 <eos>, 3..
 
 def paper_weights(state: dict[str, Tensor], module: str, gate: str, kind: str) -> Tensor:
     """A gate's weight block in the paper's convention (update gate negated)."""
-    weight = gate_weights(state, module, gate, kind)
-    return -weight if gate == "update_gate" else weight
+    return gate_weights(state, module, gate, kind, convention="paper1")
 
 
 def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:

@@ -19,6 +19,10 @@ from probes.diagnostic import FunctionalGroup, functional_group, labelled_steps
 
 STEP_LABEL = "time"  # the label "which step is this" (paper 1, Table 3)
 CONVENTIONS = ("torch", "paper1")
+PAPER1_GATE_SITES = (
+    "encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate",
+)  # fmt: skip
+"""The GRU gates paper 1 analyses (Figure 4, Table 2)."""
 
 
 def module_of(site: str) -> str:

@@ -24,14 +24,17 @@ def gate_weights(
     module: str,
     gate: Literal["reset_gate", "update_gate", "candidate"],
     kind: Literal["ih", "hh"],
+    convention: str = "torch",
 ) -> Tensor:
     """The `[units, inputs]` block of `<module>.weight_<kind>_l0` that feeds `gate`: the
     paper's `W_ir`, `W_iz`, `W_ih` (kind `ih`) or `W_hr`, `W_hz`, `W_hh` (kind `hh`).
 
     Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
-    the paper's keeps the new one; the paper's `W_z` is therefore minus this block.
+    paper 1's keeps the new one; with `convention="paper1"` the update gate's block is negated
+    (paper 1's `W_z` is minus torch's; `probes.traces.site_values` flips its values alike).
     """
-    return gate_blocks(state_dict[f"{module}.weight_{kind}_l0"], "gru")[gate]
+    weight = gate_blocks(state_dict[f"{module}.weight_{kind}_l0"], "gru")[gate]
+    return -weight if convention == "paper1" and gate == "update_gate" else weight
 
 
 def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:

@@ -21,20 +21,15 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
+from datamodules.lookup_tables import TEST_SPLITS
 from lightning_modules.callbacks import pad_and_concatenate
-from probes.traces import CONVENTIONS
+from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
 from storage.files import RunFileError
 from storage.run_folder import RunFolder, tag_order
 
 PAPER1 = "paper 1 (Baan et al. 2019)"
-PAPER1_TEST_SPLITS = [
-    "heldout_inputs",
-    "heldout_compositions",
-    "heldout_tables",
-    "new_compositions",
-]
-PAPER1_GATES = ["encoder.update_gate", "encoder.reset_gate", "decoder.update_gate",
-                "decoder.reset_gate"]  # fmt: skip
+PAPER1_TEST_SPLITS = list(TEST_SPLITS)  # the lookup-table task's four test sets
+PAPER1_GATES = list(PAPER1_GATE_SITES)
 
 
 def option(default, help: str, **spec):

@@ -60,9 +60,7 @@ class ConnectivityProbe(WeightProbe):
 
     def weights(self, state, matrix: str, convention: str):
         module, gate, kind, side, threshold = parsed_matrix(matrix)
-        weight = gate_weights(state, module, gate, kind)
-        flip = convention == "paper1" and gate == "update_gate"
-        return (-weight if flip else weight), side, threshold
+        return gate_weights(state, module, gate, kind, convention), side, threshold
 
     def rows(self, run, tag, options, device) -> list[dict]:
         state = run.state_dict(tag)
