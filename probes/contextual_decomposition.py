@@ -13,9 +13,9 @@ Shapley split `decompose_three`, the cell update splits products term by term, a
 `tanh(c)` is split by `decompose_tanh_two`; every split sums exactly to the true value, so the
 parts sum to the LSTM's output up to rounding (paper 2 reports a relative error below 1e-5).
 
-`rule_close_probabilities` is the measurement paper 2's figures plot, shared by
-`experiments/paper2.py` and the `contextual-decomposition` probe: P(omega | phrase) at the close
-symbol of held-out rule instances, per checkpoint or weight snapshot of a run.
+`rule_phrases` names the phrases of paper 2's rules; the measurement its figures plot, P(omega |
+phrase) at the close symbol of held-out rule instances per checkpoint of a run, reads run folders
+and so is the command's (`probes.command.contextual_decomposition.rule_close_probabilities`).
 
 Written by hand: captum has no CD, and diagNNose's decomposer works on its own model wrappers
 one sentence at a time. Here the phrase is a `[batch, time]` mask, so one pass decomposes many

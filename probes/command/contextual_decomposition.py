@@ -1,10 +1,9 @@
-"""Probes that run the trained model (`ModelProbe`s): paper 2's contextual decomposition over
-training.
+"""The `contextual-decomposition` probe: paper 2's P(omega | phrase) by contextual decomposition,
+over training (section 3.1, Figures 1-3).
 
-Each one calls the same function as the reproduction it comes from, so the probe and the paper's
-pipeline compute the same numbers by construction: `contextual-decomposition` runs
-`probes.contextual_decomposition.rule_close_probabilities` (`experiments/paper2.py`'s
-`close_probabilities`),
+It runs `rule_close_probabilities` (below), the function `experiments/paper2.py`'s
+`close_probabilities` runs, so the probe and the paper's pipeline compute the same numbers by
+construction.
 """
 
 from __future__ import annotations
