@@ -297,8 +297,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             return self._teacher_forced(target[:, :steps], state), None
         decoder_edits = [e for e in edits if e.module == "decoder"]
         source_mask = source != PAD
-        if self.attention is not None:
-            keys = self.attention.prepare_keys(encoder_outputs)
+        keys = self.attention.prepare_keys(encoder_outputs) if self.attention is not None else None
         token = source.new_full((source.shape[0],), SOS)
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
@@ -307,17 +306,8 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 token = torch.randint(vocabulary, token.shape, generator=random_inputs).to(
                     token.device
                 )
-            embedded = self.decoder_embedding(token)
-            weights = None
-            if self.attention is not None and self.hparams.attention_placement == "pre_rnn":
-                weights = self.attention(self._hidden_of(state), keys, source_mask)
-                context = self._context(weights, encoder_outputs)
-                if self.full_focus is not None:
-                    embedded = context * torch.relu(
-                        self.full_focus(torch.cat([context, embedded], -1))
-                    )
-                else:
-                    embedded = torch.cat([embedded, context], -1)
+            embedded, weights = self._decoder_input(token, state, keys, encoder_outputs,
+                                                    source_mask)  # fmt: skip
             state, sites = self.decoder.step(embedded, state, step, decoder_edits)
             readout = sites["hidden"]
             if self.attention is not None and weights is None:
@@ -341,6 +331,21 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             if attention is not None:
                 record["attention"] = attention
         return torch.stack(logits, 1), attention
+
+    def _decoder_input(self, token, state, keys, encoder_outputs, source_mask):
+        """The decoder's input at one step, `[batch, input]`, and the attention weights computed
+        before the step (pre-rnn attention) or None: the embedded `token`, with pre-rnn attention
+        joined to its context (concatenated, or gated by the full-focus layer)."""
+        embedded = self.decoder_embedding(token)
+        if self.attention is None or self.hparams.attention_placement != "pre_rnn":
+            return embedded, None
+        weights = self.attention(self._hidden_of(state), keys, source_mask)
+        context = self._context(weights, encoder_outputs)
+        if self.full_focus is not None:
+            return context * torch.relu(
+                self.full_focus(torch.cat([context, embedded], -1))
+            ), weights
+        return torch.cat([embedded, context], -1), weights
 
     def _fusable(self, target, steps, teacher_forcing_ratio, record, edits, random_inputs) -> bool:
         """Whether the decoder's inputs are all known in advance and nothing inside it is
