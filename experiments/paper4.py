@@ -57,7 +57,7 @@ from experiments.runner import (  # noqa: E402
     reproduction_main,
     run_all,
 )
-from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
+from lightning_modules.callbacks import TokenPositioningAccuracy  # noqa: E402
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,

@@ -20,7 +20,7 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MeanMetric, Metric
+from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from lightning_modules.recurrent import (
@@ -39,35 +39,6 @@ PAD, SOS, EOS = 0, 1, 2
 def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
     """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
     return ((prediction == target) | (target == PAD)).all(-1)
-
-
-class TokenPositioningAccuracy(Metric):
-    """Share of requested (token, position) signals whose token the model outputs at exactly
-    that position (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq",
-    section 2: "whether the target token appears in the target position").
-
-    `update(prediction [batch, time], signal_token [batch, signals], signal_position
-    [batch, signals])` with 1-based positions; a position beyond the decoded steps counts as
-    wrong. With several signals each one counts separately.
-    """
-
-    higher_is_better = True
-    full_state_update = False
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.add_state("correct", torch.tensor(0.0), dist_reduce_fx="sum")
-        self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
-
-    def update(self, prediction: Tensor, signal_token: Tensor, signal_position: Tensor) -> None:
-        index = (signal_position - 1).clamp(0, prediction.shape[1] - 1)
-        output = prediction.gather(1, index)
-        hit = (output == signal_token) & (signal_position <= prediction.shape[1])
-        self.correct += hit.sum()
-        self.total += hit.numel()
-
-    def compute(self) -> Tensor:
-        return self.correct / self.total
 
 
 def sequence_losses(
@@ -236,10 +207,6 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
-        self.val_loss = MeanMetric()
-        self.position_acc = nn.ModuleDict(
-            {metric_key(*s): TokenPositioningAccuracy() for s in splits}
-        )
         self.train_loss_parts = nn.ModuleDict(
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
         )
@@ -461,10 +428,6 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         correct = sequence_correct(prediction, target).float()
         self.seq_acc[metric_key(stage, split)].update(correct)
         self.token_acc[metric_key(stage, split)].update(prediction.flatten(), target.flatten())
-        if "signal_token" in batch:
-            self.position_acc[metric_key(stage, split)].update(
-                prediction, batch["signal_token"], batch["signal_position"]
-            )
         if training:  # per step the loss and the batch's accuracy; the rest once per epoch
             self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=batch_size)
             # Before this step's update. With full teacher forcing a sequence is right exactly
@@ -474,14 +437,12 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             for name, metric in self.train_loss_parts.items():
                 if name in log:
                     metric.update(log[name], weight=batch_size)
-            return loss
-        if (stage, split) == ("val", "val"):
-            self.val_loss.update(loss, weight=batch_size)
+            return {"loss": loss, "prediction": prediction}
         for name, value in log.items():
             self.log(f"{metric_prefix(stage, split)}/{name}", value, on_epoch=True,
                      batch_size=batch_size, add_dataloader_idx=False)  # fmt: skip
         self._log_accuracy(stage, split)
-        return loss
+        return {"loss": loss, "prediction": prediction}
 
     def on_train_epoch_end(self) -> None:
         for name, metric in self.train_loss_parts.items():
@@ -495,32 +456,15 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         prefix, key = metric_prefix(stage, split), metric_key(stage, split)
         self.log(f"{prefix}/seq_acc", self.seq_acc[key], **kwargs)
         self.log(f"{prefix}/token_acc", self.token_acc[key], **kwargs)
-        if self.position_acc[key].update_called:  # batches with token-positioning signals
-            self.log(f"{prefix}/position_acc", self.position_acc[key], **kwargs)
 
     def training_step(self, batch, batch_idx):
         return self._shared_step(batch, "train", "train")
 
     def validation_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        self._shared_step(batch, "val", self.val_splits[dataloader_idx])
-
-    def on_validation_epoch_end(self) -> None:
-        """Log `val/selection`: held-out sequence accuracy, ties broken by lower held-out loss.
-
-        Paper 1 (section 2.4) selects models "by their best accuracy on a held-out set"; on its
-        16-row validation set accuracy ties often, so the loss (whose share of the score is
-        below 1e-4, less than one row's worth of accuracy) decides between equal accuracies.
-        Only logged when there is a validation split named `val`.
-        """
-        if "val" not in self.val_splits:
-            return
-        loss = self.val_loss.compute()
-        selection = self.seq_acc[metric_key("val", "val")].compute() - 1e-4 * loss / (1 + loss)
-        self.log("val/selection", selection)
-        self.val_loss.reset()
+        return self._shared_step(batch, "val", self.val_splits[dataloader_idx])
 
     def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        self._shared_step(batch, "test", self.test_splits[dataloader_idx])
+        return self._shared_step(batch, "test", self.test_splits[dataloader_idx])
 
     def configure_optimizers(self):
         trainable = [p for p in self.parameters() if p.requires_grad]

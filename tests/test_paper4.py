@@ -6,7 +6,8 @@ import json
 import torch
 
 from datamodules.token_positioning import EOS, TokenPositioningDataModule
-from lightning_modules.seq2seq import Seq2Seq, TokenPositioningAccuracy
+from lightning_modules.callbacks import TokenPositioningAccuracy
+from lightning_modules.seq2seq import Seq2Seq
 from tests.smoke import smoke_reproduction
 
 

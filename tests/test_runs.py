@@ -26,6 +26,7 @@ TINY = {
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "callbacks": [
+            {"class_path": "lightning_modules.callbacks.SelectionScore"},
             {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
              "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best"}},
             {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
