@@ -142,21 +142,27 @@ def state_attributions(
     t: int,
     position: int,
     n_steps: int = 32,
-) -> Tensor:
+    convergence_delta: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """Section 3.2: integrated gradients `[batch, units]` of P(requested token at `position`)
     with respect to h_t (`states` `[batch, units]`, from a zero baseline), for rows that all
     request their token (`batch["signal_token"][:, -1]`) at `position`. The decoder's inputs are
-    held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model)."""
+    held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model). With
+    `convergence_delta`, also captum's completeness error per row `[batch]`: the attributions'
+    sum minus F(h_t) - F(0), which shrinks as `n_steps` grows."""
     arguments = (
         batch["source"], batch["source_lengths"], batch["decoder_inputs"],
         batch["signal_token"][:, -1], model, t, position,
     )  # fmt: skip
     with torch.enable_grad():
-        attributions = IntegratedGradients(token_probability).attribute(
+        result = IntegratedGradients(token_probability).attribute(
             states.detach().clone(), baselines=torch.zeros_like(states),
             additional_forward_args=arguments, n_steps=n_steps,
+            return_convergence_delta=convergence_delta,
         )  # fmt: skip
-    return attributions.detach()
+    if convergence_delta:
+        return result[0].detach(), result[1].detach()
+    return result.detach()
 
 
 def attribution_filter(candidates: Tensor, attributions: Tensor, *more: Tensor) -> Tensor:
