@@ -238,11 +238,11 @@ def cached_analyses_note(runs: dict[tuple[str, int], RunFolder], began: float) -
     `began`), with the span they were computed in: from the end of the last run's training (its
     `train.log`) to the last analysis ("" if none was cached)."""
     grus = [run for (name, _), run in runs.items() if name == "gru"]
-    cached = [run.path / "analysis.json" for run in grus]
+    cached = [run.files.analysis for run in grus]
     cached = [path for path in cached if path.is_file() and path.stat().st_mtime < began]
     if not cached:
         return ""
-    trained = max((run.path / "train.log").stat().st_mtime for run in runs.values())
+    trained = max(run.files.train_log.stat().st_mtime for run in runs.values())
     span = max(path.stat().st_mtime for path in cached) - trained
     return (
         f" {len(cached)} of the {len(grus)} GRU analyses were cached from an earlier invocation "

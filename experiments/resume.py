@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jsonargparse import Namespace
 
+from storage import RunLayout
 from storage.files import RunFileError
 from storage.trusted_classes import check_class_paths
 
@@ -48,7 +49,7 @@ def _same_class(recorded: object, configured: str | None) -> bool:
 
 
 def _fix(ckpt_path: str) -> str:
-    config = Path(ckpt_path).resolve().parent.parent / "config.yaml"
+    config = RunLayout(Path(ckpt_path).resolve().parent.parent).config
     own = f"--config {config}" if config.is_file() else "the config it was trained with"
     return f"resume with {own} and the overrides it was trained with, or another --ckpt_path"
 
