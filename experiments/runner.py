@@ -45,12 +45,20 @@ def normalised(command: Sequence[str]) -> list[str]:
     ]
 
 
+def same_command(path: Path, command: Sequence[str]) -> bool:
+    """The command recorded in `path` is `command` (paths compared by what they name)."""
+    try:
+        recorded = path.read_text().split("\n")
+    except OSError:
+        return False
+    return normalised(recorded) == normalised(command)
+
+
 def finished(run: Path, command: Sequence[str]) -> bool:
     """`run` was trained by `command` (the arguments after the interpreter, paths compared by
     what they name) and tested."""
     try:
-        recorded = RunLayout(run).command.read_text().split("\n")
-        same = normalised(recorded) == normalised(command)
+        same = same_command(RunLayout(run).command, command)
         metrics = pd.read_csv(RunLayout(run).metrics)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
@@ -62,25 +70,36 @@ def finished(run: Path, command: Sequence[str]) -> bool:
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     """Train `run` with `python -m experiments fit <arguments>`, from an empty folder.
 
-    Returns False when a finished run of the same command was reused instead.
+    With `reuse`, a finished run of the same command is kept (returns False), and an interrupted
+    one (started by the same command, `started.txt`, with a `checkpoints/last.ckpt`) is resumed
+    from that checkpoint (`--ckpt_path`), so its metrics and W&B run continue; it ends as an
+    uninterrupted run would. Anything else is trained from scratch.
     """
     command = ["-m", "experiments", "fit", *arguments]
     if reuse and finished(run, command):
         return False
+    layout = RunLayout(run)
     RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
-    shutil.rmtree(run, ignore_errors=True)  # from scratch: no metrics or checkpoints of old runs
-    run.mkdir(parents=True)
+    resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
+    if not resume:
+        shutil.rmtree(run, ignore_errors=True)  # from scratch: no files of old runs
+        run.mkdir(parents=True)
+        write_text_atomic(layout.started, "\n".join(command))
+    resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     # Each fit starts its own W&B service, as from a shell: one inherited from this process
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
-    with open(RunLayout(run).train_log, "w") as log:
+    with open(layout.train_log, "a" if resume else "w") as log:
         done = subprocess.run(
-            [sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=environment
+            [sys.executable, *command, *resumed],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     if done.returncode:
-        raise RuntimeError(f"{run} failed: see {run / 'train.log'}")
-    write_text_atomic(RunLayout(run).command, "\n".join(command))
+        raise RuntimeError(f"{run} failed: see {layout.train_log}")
+    write_text_atomic(layout.command, "\n".join(command))
     return True
 
 

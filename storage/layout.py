@@ -4,6 +4,7 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
 (:meth:`RunLayout.of`; a variant may hold a slash, e.g. ``pruned/guided``) and holds::
 
     config.yaml                       the LightningCLI config
+    started.txt                       the command a reproduction started it with
     command.txt                       the command that trained it (written last: a finished run)
     train.log                         its output, when a reproduction trained it
     metrics.csv                       every logged metric (RunMetricsCSV)
@@ -26,6 +27,7 @@ class RunLayout:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.config = self.path / "config.yaml"
+        self.started = self.path / "started.txt"
         self.command = self.path / "command.txt"
         self.train_log = self.path / "train.log"
         self.metrics = self.path / "metrics.csv"
