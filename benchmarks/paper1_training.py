@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 
 from datamodules import LookupTableDataModule  # noqa: E402
-from lightning_modules.callbacks import TraceRecorder, WeightSnapshot  # noqa: E402
+from lightning_modules.callbacks import SelectionScore, TraceRecorder, WeightSnapshot  # noqa: E402
 from lightning_modules.recurrent import GRU  # noqa: E402
 from lightning_modules.seq2seq import Seq2Seq, sequence_losses  # noqa: E402
 
@@ -123,10 +123,11 @@ def main(argv: list[str] | None = None) -> None:
         bare, fitted = min(p[0] for p in pairs), min(p[1] for p in pairs)
         what = f"{args.steps} steps, fastest of {args.repeats_fit}"
         rows.append(("Lightning fit / bare loop", fitted, bare, 1.15, what))
-        off = lightning_fit(args.epochs, None, [checkpoint(folder + "/off")], folder + "/off")
+        off = lightning_fit(args.epochs, None, [SelectionScore(), checkpoint(folder + "/off")],
+                            folder + "/off")  # fmt: skip
         on = lightning_fit(
             args.epochs, None,
-            [checkpoint(folder + "/on"), TraceRecorder(SPLITS, every_n_epochs=10),
+            [SelectionScore(), checkpoint(folder + "/on"), TraceRecorder(SPLITS, every_n_epochs=10),
              WeightSnapshot(every_n_epochs=10)],
             folder + "/on",
         )  # fmt: skip

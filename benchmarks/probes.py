@@ -27,9 +27,9 @@ import torch
 
 MEMORY = """
 import sys
-from probes.catalogue import FunctionalGroupOptions, FunctionalGroupProbe
-from probes.runs import RunFolder
-from probes.traces import joined_trace
+from probes.command.base import joined_trace
+from probes.command.functional_group import FunctionalGroupOptions, FunctionalGroupProbe
+from storage import RunFolder
 
 def resident(field):
     for line in open("/proc/self/status"):

@@ -35,7 +35,6 @@ from torch.utils.data import DataLoader
 
 from datamodules.sampling import SplitLoaders, split_loader
 from datamodules.text_files import read_rows
-from lightning_modules.run_files import write_text_atomic
 
 Row = tuple[str, str, str]
 TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
@@ -144,13 +143,6 @@ def read_lookup_tables(path: str | os.PathLike) -> dict[str, list[Row]]:
         rows = read_rows(file, ROW_FORMAT, EMPTY_FIX)
         splits[split] = [_parse_line(line, f"{file}, line {n}") for n, line in rows]
     return splits
-
-
-def write_lookup_tables(splits: dict[str, list[Row]], folder: str | os.PathLike) -> None:
-    """Write ``<split>.tsv`` files readable by :func:`read_lookup_tables` (each atomically)."""
-    for split, rows in splits.items():
-        lines = "".join("\t".join(row) + "\n" for row in rows)
-        write_text_atomic(Path(folder) / f"{split}.tsv", lines)
 
 
 def _token_order(token: str) -> tuple[bool, int, str]:

@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file
 
 from datamodules.text_files import decode_text
-from lightning_modules.run_files import save_tensors_atomic
+from storage.files import save_tensors_atomic
 
 IMAGE_MAGIC, LABEL_MAGIC = 2051, 2049  # 0x0803: uint8 with 3 dims; 0x0801: uint8 with 1 dim
 IDX_FILES = {

@@ -13,37 +13,37 @@ and evaluated as samples of both and as both in full.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sized
+from collections.abc import Sized
 
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler, default_collate
+from torch.utils.data import (
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    RandomSampler,
+    default_collate,
+)
 
 
-class WithReplacementSampler(Sampler[int]):
-    """`num_samples` indices drawn uniformly with replacement from `range(len(data))`.
-
-    The draw of epoch `e` comes from `torch.Generator().manual_seed(seed + e)`; Lightning calls
-    `set_epoch` before each epoch, so a resumed fit draws exactly what an uninterrupted one would.
-    """
+class WithReplacementSampler(RandomSampler):
+    """torch's `RandomSampler(replacement=True)`: `num_samples` indices drawn uniformly with
+    replacement from `range(len(data))`, whose generator is reseeded with `seed + e` by
+    `set_epoch(e)`. Lightning calls `set_epoch` before each epoch, so a resumed fit draws exactly
+    what an uninterrupted one would (a plain `RandomSampler` carries its generator's state over
+    epochs, which a checkpoint does not keep)."""
 
     def __init__(self, data: Sized, num_samples: int, seed: int):
         if len(data) == 0:
             raise ValueError("cannot sample training batches from an empty training set.")
-        self.size = len(data)
-        self.num_samples = num_samples
+        super().__init__(
+            data, replacement=True, num_samples=num_samples, generator=torch.Generator()
+        )
         self.seed = seed
-        self.epoch = 0
+        self.set_epoch(0)
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return self.num_samples
-
-    def __iter__(self) -> Iterator[int]:
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        yield from torch.randint(self.size, (self.num_samples,), generator=generator).tolist()
+        self.generator.manual_seed(self.seed + epoch)
 
 
 class EpochShuffle(DistributedSampler):

@@ -30,7 +30,6 @@ import torch
 from datamodules.lookup_tables import collate_sequences, decode_targets
 from datamodules.sampling import TrainTestDataModule
 from datamodules.text_files import read_rows
-from lightning_modules.run_files import write_text_atomic
 
 Pair = tuple[str, str]
 PRIMITIVES = {"walk": "I_WALK", "look": "I_LOOK", "run": "I_RUN", "jump": "I_JUMP"}
@@ -157,14 +156,6 @@ def read_scan_split(path: str | os.PathLike) -> dict[str, list[Pair]]:
         rows = read_rows(folder / name, ROW_FORMAT, EMPTY_FIX)
         splits[split] = [_parse_line(line, f"{folder / name}, line {n}") for n, line in rows]
     return splits
-
-
-def write_scan_split(splits: dict[str, list[Pair]], folder: str | os.PathLike) -> None:
-    """Write the split in SCAN's format (each file atomically), readable by
-    :func:`read_scan_split`."""
-    for split, pairs in splits.items():
-        lines = "".join(f"IN: {command} OUT: {actions}\n" for command, actions in pairs)
-        write_text_atomic(Path(folder) / SPLIT_FILES[split], lines)
 
 
 def randomize_actions(pairs: list[Pair], seed: int) -> list[Pair]:

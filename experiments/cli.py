@@ -32,7 +32,8 @@ from pytorch_lightning.loggers import WandbLogger
 
 from experiments.resume import check_resume
 from lightning_modules.metrics_csv import RunMetricsCSV
-from lightning_modules.run_files import (
+from storage import RunLayout
+from storage.files import (
     AtomicCheckpointIO,
     RunFileError,
     RunFolderLock,
@@ -43,13 +44,10 @@ from lightning_modules.run_files import (
 LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", "vocab_size")
 """What a model takes from its DataModule (`--data.<name>` linked to `--model.init_args.<name>`)."""
 
-WANDB_ID_FILE = "wandb_run_id"
-"""The run folder's file naming its W&B run, so that a resumed fit continues that run."""
-
 
 def wandb_run_id(run_dir: Path, fresh: bool) -> str:
     """The W&B run id of `run_dir`: a new one for a fresh fit, else the one it has."""
-    path = run_dir / WANDB_ID_FILE
+    path = RunLayout(run_dir).wandb_run_id
     if not fresh and path.is_file():
         return path.read_text(encoding="utf-8").strip()
     run_id = secrets.token_hex(4)
@@ -127,7 +125,7 @@ class ExperimentCLI(LightningCLI):
     def run_dir(self) -> Path:
         config = self._config()
         run = config.run
-        return Path(run.root) / run.paper / run.variant / f"seed={config.seed_everything}"
+        return RunLayout.of(run.root, run.paper, run.variant, config.seed_everything).path
 
     def _parse_ckpt_path(self) -> None:
         """Replaces Lightning's, which merges the checkpoint's hyperparameters (its class path

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,32 +40,35 @@ from experiments.paper1_ablations import (  # noqa: E402
     substitution_table,
 )
 from experiments.paper1_analyses import (  # noqa: E402
-    activation_claims,
     activation_figure,
     analyse_runs,
     connectivity_figure,
     connectivity_table,
     convention_table,
     heatmap_figure,
-    probe_claims,
     probe_table,
     saturation_figure,
-    weight_claims,
 )
+from experiments.paper1_claims import activation_claims, probe_claims, weight_claims  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     Measured,
     claims_frame,
     compare_means,
     current_commit,
-    log_to_wandb,
     save_figure,
     threshold_claim,
-    verdict_line,
-    write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
+from experiments.runner import (  # noqa: E402
+    Stopwatch,
+    fit,
+    publish,
+    reproduction_main,
+    reused_note,
+    run_all,
+)
+from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper1"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper1.json").read_text())
@@ -120,7 +122,7 @@ def our_values(
 
 
 def run_dir(root: Path, variant: str, seed: int) -> Path:
-    return root / "paper1" / variant / f"seed={seed}"
+    return RunLayout.of(root, "paper1", variant, seed).path
 
 
 def test_accuracies(run: Path) -> dict[str, float]:
@@ -290,7 +292,7 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
             label=f"{variant} (ours)",
         )
         for seed in SEEDS:
-            metrics = pd.read_csv(run_dir(root, variant, seed) / "metrics.csv")
+            metrics = pd.read_csv(RunLayout.of(root, "paper1", variant, seed).metrics)
             validation = metrics.dropna(subset=["val/seq_acc"])
             curves.plot(
                 validation["epoch"],
@@ -331,19 +333,14 @@ def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
     """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
     scale = SCALES[scale_name]
-    began = time.time()
-    figures_folder = out / "figures"
-    minutes = {}
-    start = time.time()
-    measured = train_all(scale, root, jobs, reuse)
-    minutes["training"] = (time.time() - start) / 60
-    start = time.time()
-    runs = {v: [run_dir(root, v, seed) for seed in SEEDS] for v in VARIANTS}
-    analysed = dict(zip(VARIANTS, [analyse_runs(runs[v], jobs) for v in VARIANTS], strict=True))
-    minutes["analyses"] = (time.time() - start) / 60
-    start = time.time()
-    ablation = ablations(scale, root, jobs, reuse)
-    minutes["ablations"] = (time.time() - start) / 60
+    clock = Stopwatch()
+    with clock.stage("training"):
+        measured = train_all(scale, root, jobs, reuse)
+    with clock.stage("analyses"):
+        runs = {v: [run_dir(root, v, seed) for seed in SEEDS] for v in VARIANTS}
+        analysed = dict(zip(VARIANTS, [analyse_runs(runs[v], jobs) for v in VARIANTS], strict=True))
+    with clock.stage("ablations"):
+        ablation = ablations(scale, root, jobs, reuse)
     original = {
         v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
     }
@@ -357,47 +354,62 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         + substitution_claims(ablation["substitution"], original, PAPER)
         + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
     )
+    figures = paper1_figures(measured, runs, analysed, ablation, original, root, out / "figures")
+    every_run = [run for variant in VARIANTS for run in runs[variant]] + ablation["runs"]
+    reused = reused_note(every_run, clock.began)
+    markdown = (
+        header_text(scale_name, scale, measured, clock, reused, root, jobs)
+        + analyses_text(analysed)
+        + ablation_text(scale, ablation, original)
+    )
+    publish(out, "paper1", claims, markdown, root, figures,
+            paper1_tables(claims, analysed, ablation))  # fmt: skip
+    return claims
+
+
+def paper1_figures(measured, runs, analysed, ablation, original, root: Path,
+                   folder: Path) -> dict[str, Path]:  # fmt: skip
+    """Tables 5-6 as a figure, Figures 1-4 and Table 4 with pruning."""
     vocabulary = RunFolder(runs["guided"][0]).datamodule().target_vocab
     first = {v: runs[v][0] for v in VARIANTS}
-    figures = {
-        "tables5_6": figure(measured, root, figures_folder),
+    return {
+        "tables5_6": figure(measured, root, folder),
         "fig1_decoder_embedding": heatmap_figure(
-            runs, vocabulary, figures_folder / "fig1_decoder_embedding.png"
+            runs, vocabulary, folder / "fig1_decoder_embedding.png"
         ),
-        "fig2_connectivity": connectivity_figure(first, figures_folder / "fig2_connectivity.png"),
-        "fig3_activations": activation_figure(first, figures_folder / "fig3_activations.png"),
-        "fig4_gate_saturation": saturation_figure(
-            analysed, figures_folder / "fig4_gate_saturation.png"
-        ),
-        "table4_pruning": ablation_figure(
-            ablation, original, PAPER, figures_folder / "table4_pruning.png"
-        ),
+        "fig2_connectivity": connectivity_figure(first, folder / "fig2_connectivity.png"),
+        "fig3_activations": activation_figure(first, folder / "fig3_activations.png"),
+        "fig4_gate_saturation": saturation_figure(analysed, folder / "fig4_gate_saturation.png"),
+        "table4_pruning": ablation_figure(ablation, original, PAPER, folder / "table4_pruning.png"),
     }
-    total = sum(minutes.values())
-    stages = ", ".join(f"{name} {value:.1f} min" for name, value in minutes.items())
-    every_run = [run for variant in VARIANTS for run in runs[variant]] + ablation["runs"]
-    earlier = [r for r in every_run if (r / "command.txt").stat().st_mtime < began]
-    reused = (
-        f" {len(earlier)} of the {len(every_run)} runs were finished runs of the same command "
-        "kept from an earlier invocation (`--reuse-runs`); their training time is not included."
-        if earlier
-        else ""
-    )
-    pruning = ablation["pruning"]
-    pruning_table = "\n".join(
-        ["| seed | pruned | pruned + retrained | full network |", "|---|---|---|---|"]
-        + [
-            f"| {seed} | {before:.2f} | {after:.2f} | {full:.2f} |"
-            for seed, before, after, full in zip(
-                SEEDS, pruning["before"], pruning["after"], original["guided_all"], strict=True
-            )
-        ]
-    )
-    kept_units = "; ".join(
-        f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"
-        for seed, kept in zip(SEEDS, pruning["kept"], strict=True)
-    )
-    markdown = f"""# Paper 1: On the Realization of Compositionality in Neural Networks
+
+
+def paper1_tables(claims, analysed, ablation) -> dict[str, pd.DataFrame]:
+    """The tables logged to W&B beside the figures."""
+    probe_rows = [
+        {"variant": variant, "seed": seed, "probe": name, **{k: v for k, v in stats.items()
+                                                             if k != "units"}}
+        for variant in VARIANTS
+        for seed, result in zip(SEEDS, analysed[variant], strict=True)
+        for name, stats in result["probes"].items()
+    ]  # fmt: skip
+    substitution_rows = [
+        {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value}
+        for (receiver, component), values in ablation["substitution"].items()
+        for i, value in enumerate(values)
+    ]
+    return {
+        "claims": claims_frame(claims),
+        "functional_groups": pd.DataFrame(probe_rows),
+        "substitution": pd.DataFrame(substitution_rows),
+        "pruning": pd.DataFrame({k: v for k, v in ablation["pruning"].items() if k != "kept"}),
+    }
+
+
+def header_text(scale_name, scale, measured, clock: Stopwatch, reused: str, root: Path,
+                jobs: int) -> str:  # fmt: skip
+    """The report's title, how it ran, and Appendix A's Tables 5-6."""
+    return f"""# Paper 1: On the Realization of Compositionality in Neural Networks
 
 Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regenerated by
 `make reproduce-paper1` (`python -m experiments.paper1`). Units are numbered from 0.
@@ -406,8 +418,8 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   100); substitution retraining {scale.substitution_epochs} epochs (paper: up to 100) on
   {scale.pairs} model pairs (paper: 3); pruning retraining {scale.pruning_epochs} epochs (paper:
   20). Extra overrides: `{" ".join(scale.overrides) or "none"}`.
-- **Commit:** `{current_commit()}`; **wall time:** {total:.1f} min on {os.cpu_count()} CPU cores,
-  {jobs} jobs at a time ({stages}).{reused}
+- **Commit:** `{current_commit()}`; **wall time:** {clock.total:.1f} min on {os.cpu_count()} CPU
+  cores, {jobs} jobs at a time ({clock.stages()}).{reused}
 - **Data:** lookup tables generated by `datamodules.LookupTableDataModule` (seed 0; the
   machine-tasks `sample1` split sizes: train 232, validation 16, heldout inputs 40, heldout
   compositions 64, heldout tables 192, new compositions 32). All runs share the data, as the zoo
@@ -431,7 +443,12 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
 
 {tables_markdown(measured)}
 
-## Section 3.1: weight heat maps (Figure 1)
+"""
+
+
+def analyses_text(analysed) -> str:
+    """Sections 3-4: heat maps, connectivity, activations and functional groups, saturation."""
+    return f"""## Section 3.1: weight heat maps (Figure 1)
 
 Decoder embedding (rows: output tokens, columns: the 512 decoder input units), each seed's
 baseline beside its guided model, and the mean absolute weight over the 5 seeds.
@@ -478,7 +495,26 @@ torch's reading (left and right saturation swapped, `W_z` negated) are:
 
 {convention_table(analysed)}
 
-## Section 5: component substitution (Table 4) and pruning
+"""
+
+
+def ablation_text(scale, ablation, original) -> str:
+    """Section 5: component substitution (Table 4) and pruning."""
+    pruning = ablation["pruning"]
+    pruning_table = "\n".join(
+        ["| seed | pruned | pruned + retrained | full network |", "|---|---|---|---|"]
+        + [
+            f"| {seed} | {before:.2f} | {after:.2f} | {full:.2f} |"
+            for seed, before, after, full in zip(
+                SEEDS, pruning["before"], pruning["after"], original["guided_all"], strict=True
+            )
+        ]
+    )
+    kept_units = "; ".join(
+        f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"
+        for seed, kept in zip(SEEDS, pruning["kept"], strict=True)
+    )
+    return f"""## Section 5: component substitution (Table 4) and pruning
 
 Each substitution is a fit of the receiving model from its own best checkpoint with the other
 model's component loaded and frozen (`LoadWeights` callbacks), trained by its own procedure (with
@@ -499,34 +535,10 @@ Pruning (section 5.2), NC sequence accuracy per guided seed:
 
 Units kept: {kept_units}.
 """
-    write_report(out, claims, markdown)
-    probe_rows = [
-        {"variant": variant, "seed": seed, "probe": name, **{k: v for k, v in stats.items()
-                                                             if k != "units"}}
-        for variant in VARIANTS
-        for seed, result in zip(SEEDS, analysed[variant], strict=True)
-        for name, stats in result["probes"].items()
-    ]  # fmt: skip
-    substitution_rows = [
-        {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value}
-        for (receiver, component), values in ablation["substitution"].items()
-        for i, value in enumerate(values)
-    ]
-    tables = {
-        "claims": claims_frame(claims),
-        "functional_groups": pd.DataFrame(probe_rows),
-        "substitution": pd.DataFrame(substitution_rows),
-        "pruning": pd.DataFrame({k: v for k, v in pruning.items() if k != "kept"}),
-    }
-    log_to_wandb(root, "paper1", figures, tables)
-    return claims
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper1")
-    args = parser.parse_args(argv)
-    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
-    print(verdict_line(args.out / "report.md", claims))
+def main(argv: list[str] | None = None) -> list[Claim]:
+    return reproduction_main(__doc__.split("\n\n")[0], SCALES, "reports/paper1", reproduce, argv)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments.report import (  # noqa: E402
+    Claim,
     Measured,
     compare_means,
     compare_summaries,
@@ -32,7 +33,8 @@ from experiments.report import (  # noqa: E402
 from experiments.runner import fit  # noqa: E402
 from lightning_modules.recurrent import removal_edits  # noqa: E402
 from probes.interventions import pruned_units, split_accuracy  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
+from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
     "Encoder": ["encoder_embedding", "encoder"],
@@ -72,9 +74,9 @@ class Substitution:
     def run(self, root: Path, base: list[str], configs: Path, trained, reuse: bool) -> Path:
         """Retrain the receiver of `trained(variant, seed)` with the donor's component frozen;
         `base` holds the scale's overrides (epochs, sizes)."""
-        run = root / "paper1" / self.variant / f"seed={self.seed}"
-        own = trained(self.receiver, self.seed) / "checkpoints" / "best.ckpt"
-        donor = trained(OPPOSITE[self.receiver], self.seed) / "checkpoints" / "best.ckpt"
+        run = RunLayout.of(root, "paper1", self.variant, self.seed).path
+        own = RunLayout(trained(self.receiver, self.seed)).checkpoint("best")
+        donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint("best")
         arguments = [
             "--config",
             str(configs / f"{self.receiver}.yaml"),
@@ -111,7 +113,7 @@ def retrain_pruned(
     """Retrain the guided model of `seed` with its weak units removed (section 5.2)."""
     source = trained("guided", seed)
     _, removed = pruned_units(RunFolder(source).state_dict())
-    run = root / "paper1" / "pruned" / "guided" / f"seed={seed}"
+    run = RunLayout.of(root, "paper1", "pruned/guided", seed).path
     arguments = [
         "--config",
         str(configs / "guided.yaml"),
@@ -126,7 +128,7 @@ def retrain_pruned(
         *base,
         "--model.removed_units",
         json.dumps(removed),
-        load_weights(source / "checkpoints" / "best.ckpt"),
+        load_weights(RunLayout(source).checkpoint("best")),
     ]
     fit(run, arguments, reuse)
     return run
@@ -159,7 +161,15 @@ def substitution_claims(substitution: dict, original: dict[str, list[float]], pa
                     Measured.of(values),
                 )
             )
+    return claims + substitution_pattern_claims(substitution, original, paper)
+
+
+def substitution_pattern_claims(substitution: dict, original: dict[str, list[float]],
+                                paper: dict) -> list[Claim]:  # fmt: skip
+    """Section 5.1's statements on what each frozen baseline component does to a guided model,
+    and that no guided component helps a baseline one."""
     reference = sum(original["guided"]) / len(original["guided"])
+    claims = []
 
     def ratio(component: str) -> tuple[list[float], float]:
         values = substitution[("guided", component)]

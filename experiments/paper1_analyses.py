@@ -25,19 +25,16 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from torch import Tensor  # noqa: E402
 
+from datamodules.lookup_tables import TEST_SPLITS
 from experiments.report import (  # noqa: E402
-    Claim,
-    compare_means,
-    ratio_claim,
     save_figure,
-    threshold_claim,
 )
 from lightning_modules.seq2seq import SOS
-from probes.activations import Saturation, gate_saturation, value_quantiles
-from probes.runs import RunFolder
+from probes.activations import gate_saturation, value_quantiles
+from probes.command.base import joined_trace
 from probes.traces import (
+    PAPER1_GATE_SITES,
     STEP_LABEL,
-    joined_trace,
     site_functional_group,
     site_values,
     valid_steps,
@@ -49,8 +46,8 @@ from probes.weights import (
     strongest_units,
     unit_strength,
 )
+from storage.run_folder import RunFolder
 
-TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2
 # Figure 2's matrices and the layer the paper finds hubs in: encoder W_hz / W_hr rows ("top
 # layer"), decoder W_iz / W_ir columns ("bottom layer").
@@ -61,7 +58,7 @@ MATRICES = {
     "decoder W_ir": ("decoder", "reset_gate", "ih", "from"),
 }
 ATTENDED = "batch.attention_target"
-GATES = ("encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate")
+GATES = PAPER1_GATE_SITES
 # Tables 2-3: (site, label, alignment). A decoder step's table is the one its target attention
 # points at; "time" is the encoder step.
 PROBES = {
@@ -75,8 +72,7 @@ STRING_ROWS = slice(3, None)  # decoder vocabulary: 0 pad, 1 <sos>, 2 <eos>, 3..
 
 def paper_weights(state: dict[str, Tensor], module: str, gate: str, kind: str) -> Tensor:
     """A gate's weight block in the paper's convention (update gate negated)."""
-    weight = gate_weights(state, module, gate, kind)
-    return -weight if gate == "update_gate" else weight
+    return gate_weights(state, module, gate, kind, convention="paper1")
 
 
 def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
@@ -155,12 +151,11 @@ def analyse_runs(paths: Sequence[Path], jobs: int) -> list[dict]:
         return list(pool.map(analyse_run, paths))
 
 
-# ---- claims ------------------------------------------------------------------------------------
-def _mean(values: Sequence[float]) -> float:
+def mean_of(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _per_run(results: list[dict], *keys) -> list[float]:
+def per_run(results: list[dict], *keys) -> list[float]:
     """One number per run from `results[i][keys[0]][keys[1]]...`."""
     values = []
     for result in results:
@@ -168,350 +163,6 @@ def _per_run(results: list[dict], *keys) -> list[float]:
             result = result[key]
         values.append(float(result))
     return values
-
-
-def _share(values: Sequence[float], predicate) -> float:
-    return sum(1 for v in values if predicate(v)) / len(values)
-
-
-def weight_claims(results: dict[str, list[dict]]) -> list[Claim]:
-    """Sections 3.1-3.2: the decoder embedding (Figure 1) and the connectivity graphs (Figure 2)."""
-    baseline, guided = results["baseline"], results["guided"]
-    strings = _mean(_per_run(guided, "embedding_strings")) / _mean(
-        _per_run(baseline, "embedding_strings")
-    )
-    sos = _mean(_per_run(guided, "embedding_sos")) / _mean(_per_run(baseline, "embedding_sos"))
-    claims = [
-        threshold_claim(
-            "fig1.guided_embedding_stronger",
-            "Decoder embedding: the guided model has bigger weights than the baseline in the rows "
-            "of the output strings (mean |w|, guided / baseline)",
-            "bigger in rows 2-10",
-            _per_run(guided, "embedding_strings"),
-            strings,
-            "guided / baseline mean |w| over the 8 string rows",
-            reproduced_at=1.5,
-            partially_at=1.1,
-        ),
-        threshold_claim(
-            "fig1.sos_row_equal",
-            "Decoder embedding: the <sos> row is equally strong in both models",
-            "equal",
-            _per_run(guided, "embedding_sos"),
-            min(sos, 1 / sos),
-            "min(ratio, 1/ratio) of guided and baseline mean |w| of the <sos> row",
-            reproduced_at=0.8,
-            partially_at=0.67,
-        ),
-    ]
-    for module, matrix in (("encoder", "encoder W_hz"), ("decoder", "decoder W_iz")):
-        shares = _per_run(baseline + guided, "connectivity", matrix, "edge_share")
-        claims.append(
-            ratio_claim(
-                f"fig2.threshold_is_top1pct.{module}",
-                f"The {module} threshold ±{THRESHOLDS[module]} keeps about the strongest 1% of "
-                f"{matrix} (share of weights kept, both model types)",
-                0.01,
-                shares,
-            )
-        )
-    for matrix, (_, _, _, side) in MATRICES.items():
-        layer = "top (receiving)" if side == "to" else "bottom (sending)"
-        connected = {
-            v: _mean(_per_run(results[v], "connectivity", matrix, "connected")) for v in results
-        }
-        hubs = {
-            v: _mean(_per_run(results[v], "connectivity", matrix, "hub_share")) for v in results
-        }
-        claims += [
-            threshold_claim(
-                f"fig2.fewer_connected_neurons.{matrix.replace(' ', '_')}",
-                f"{matrix}: guided models have fewer neurons with strong connections in the "
-                f"{layer} layer than the baseline (baseline is 'more cluttered')",
-                "fewer in guided",
-                _per_run(guided, "connectivity", matrix, "connected"),
-                connected["baseline"] / max(connected["guided"], 1e-9),
-                "baseline / guided mean number of connected neurons",
-                reproduced_at=1.2,
-                partially_at=1.0,
-            ),
-            threshold_claim(
-                f"fig2.hub_neurons.{matrix.replace(' ', '_')}",
-                f"{matrix}: strong connections are concentrated on a few neurons of the {layer} "
-                "layer in guided models (share of strong edges on the best-connected 5% of "
-                "neurons)",
-                "a few strongly connected neurons",
-                _per_run(guided, "connectivity", matrix, "hub_share"),
-                hubs["guided"] / max(hubs["baseline"], 1e-9),
-                "guided / baseline mean hub share",
-                reproduced_at=1.2,
-                partially_at=1.0,
-            ),
-        ]
-    for matrix in ("encoder W_hz", "decoder W_iz"):
-        polar = {v: _mean(_per_run(results[v], "connectivity", matrix, "polar")) for v in results}
-        claims.append(
-            threshold_claim(
-                f"fig2.polar_neurons.{matrix.replace(' ', '_')}",
-                f"{matrix}: guided models show more strongly polar neurons (>= 3 strong edges, "
-                ">= 90% of one sign) than the baseline",
-                "a few distinct, strongly polar neurons in guided",
-                _per_run(guided, "connectivity", matrix, "polar"),
-                polar["guided"] - polar["baseline"],
-                "guided - baseline mean count of polar neurons",
-                reproduced_at=1.0,
-                partially_at=0.2,
-            )
-        )
-    for variant, runs in results.items():
-        for module, what in (
-            ("encoder", "rows of W_hz, W_hr"),
-            ("decoder", "columns of W_iz, W_ir"),
-        ):
-            correlation = _per_run(runs, "polarity_correlation", module)
-            claims.append(
-                threshold_claim(
-                    f"sec3_2.inverse_gate_polarity.{variant}.{module}",
-                    f"{variant} {module}: the polarities of update and reset gates are inversely "
-                    f"related (Pearson r over neurons of the mean weight, {what}; paper's z)",
-                    "inverse (r < 0)",
-                    correlation,
-                    -_mean(correlation),
-                    "-(mean r)",
-                    reproduced_at=0.3,
-                    partially_at=0.05,
-                )
-            )
-    return claims
-
-
-def activation_claims(results: dict[str, list[dict]]) -> list[Claim]:
-    """Section 4.1 (Figure 3) and 4.2 (Figure 4)."""
-    baseline, guided = results["baseline"], results["guided"]
-
-    def pooled(runs, *keys):
-        values = []
-        for run in runs:
-            for key in keys:
-                run = run[key]
-            values += run
-        return values
-
-    narrow = {
-        v: [_share(r["ranges"]["encoder"], lambda x: x < 0.5) for r in results[v]] for v in results
-    }
-    decoder_ranges = pooled(guided, "ranges", "decoder")
-    claims = [
-        threshold_claim(
-            "fig3.guided_encoder_units_specific_ranges",
-            "Encoder: some guided units take values only in a narrow range, unlike the baseline "
-            "(share of units whose full range over the test set is < 0.5)",
-            "some guided units",
-            narrow["guided"],
-            _mean(narrow["guided"]) - _mean(narrow["baseline"]),
-            "guided - baseline share of narrow units",
-            reproduced_at=0.05,
-            partially_at=0.01,
-        ),
-        threshold_claim(
-            "fig3.guided_decoder_units_cover_range",
-            "Decoder: most guided units cover the whole value range",
-            "most",
-            [torch.tensor(r["ranges"]["decoder"]).median().item() for r in guided],
-            float(torch.tensor(decoder_ranges).median()),
-            "median full range of guided decoder units (tanh spans 2)",
-            reproduced_at=1.0,
-            partially_at=0.5,
-        ),
-    ]
-    for module in ("encoder", "decoder"):
-        left = pooled(baseline, "saturation", f"{module}.update_gate", "left")
-        claims.append(
-            threshold_claim(
-                f"fig4.baseline_update_left_saturated.{module}",
-                f"Baseline {module} update gates are mostly left-saturated (closed: new "
-                "information rarely taken in)",
-                "mostly left-saturated",
-                [
-                    torch.tensor(r["saturation"][f"{module}.update_gate"]["left"]).median().item()
-                    for r in baseline
-                ],
-                float(torch.tensor(left).median()),
-                "median over units of the fraction of steps below 0.1",
-                reproduced_at=0.5,
-                partially_at=0.3,
-            )
-        )
-    guided_left = pooled(guided, "saturation", "encoder.update_gate", "left")
-    claims.append(
-        threshold_claim(
-            "fig4.guided_encoder_update_left_saturated",
-            "Guided encoder update gates are also mostly only left-saturated",
-            "mostly left-saturated",
-            [
-                torch.tensor(r["saturation"]["encoder.update_gate"]["left"]).median().item()
-                for r in guided
-            ],
-            float(torch.tensor(guided_left).median()),
-            "median over units of the fraction of steps below 0.1",
-            reproduced_at=0.5,
-            partially_at=0.3,
-        )
-    )
-    outliers = {
-        v: _share(
-            pooled(results[v], "saturation", "encoder.update_gate", "right"), lambda x: x >= 0.1
-        )
-        for v in results
-    }
-    claims.append(
-        threshold_claim(
-            "fig4.guided_encoder_update_outliers",
-            "Guided encoder update gates have a considerable number of outliers off the "
-            "left-saturation axis (units right-saturated at >= 10% of the steps), more than the "
-            "baseline",
-            "considerable outliers",
-            [
-                _share(r["saturation"]["encoder.update_gate"]["right"], lambda x: x >= 0.1)
-                for r in guided
-            ],
-            outliers["guided"] - outliers["baseline"],
-            "guided - baseline share of outlier units",
-            reproduced_at=0.02,
-            partially_at=0.005,
-        )
-    )
-    right = {
-        v: _mean(pooled(results[v], "saturation", "decoder.update_gate", "right")) for v in results
-    }
-    claims.append(
-        threshold_claim(
-            "fig4.guided_decoder_update_right_saturated",
-            "Guided decoder update gates are right-saturated (open) more often than the baseline's",
-            "more often right-saturated",
-            [_mean(r["saturation"]["decoder.update_gate"]["right"]) for r in guided],
-            right["guided"] - right["baseline"],
-            "guided - baseline mean fraction of steps above 0.9",
-            reproduced_at=0.05,
-            partially_at=0.005,
-        )
-    )
-
-    def between_axes(runs) -> float:
-        counts = []
-        for run in runs:
-            for site in GATES:
-                saturation = Saturation(
-                    torch.tensor(run["saturation"][site]["left"]),
-                    torch.tensor(run["saturation"][site]["right"]),
-                )
-                counts += saturation.off_axes(0.01).tolist()
-        return _mean(counts)
-
-    claims.append(
-        threshold_claim(
-            "fig4.baseline_gates_between_axes",
-            "Guided gate activations 'stick to the axes'; baseline gates lie between them more "
-            "often (saturated on both sides, each at >= 1% of the steps; all four gate sets)",
-            "more in baseline",
-            [between_axes([r]) for r in baseline],
-            between_axes(baseline) - between_axes(guided),
-            "baseline - guided share of gates between the axes",
-            reproduced_at=0.05,
-            partially_at=0.005,
-        )
-    )
-    return claims
-
-
-def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
-    """Tables 2-3: diagnostic-classifier accuracy with the functional group and with all units,
-    and the group size; the patterns of section 4.1."""
-    claims = []
-    names = {"table2": "Table 2", "table3": "Table 3"}
-    for name in PROBES:
-        table, site = name.split(".", 1)
-        target = "the current input table" if table == "table2" else "the encoder time step"
-        for variant in ("baseline", "guided"):
-            group, every, size = paper[table][site][variant]
-            what = f"{names[table]}, {site} -> {target}, {variant}"
-            claims += [
-                compare_means(
-                    f"{name}.{variant}.accuracy_group",
-                    f"{what}: accuracy with the functional group",
-                    [group],
-                    _per_run(results[variant], "probes", name, "accuracy"),
-                ),
-                compare_means(
-                    f"{name}.{variant}.accuracy_all",
-                    f"{what}: accuracy with all units",
-                    [every],
-                    _per_run(results[variant], "probes", name, "accuracy_all"),
-                ),
-                ratio_claim(
-                    f"{name}.{variant}.group_size",
-                    f"{what}: units in the functional group",
-                    size,
-                    _per_run(results[variant], "probes", name, "size"),
-                ),
-            ]
-        sizes = {v: _mean(_per_run(results[v], "probes", name, "size")) for v in results}
-        paper_ratio = paper[table][site]["baseline"][2] / paper[table][site]["guided"][2]
-        claims.append(
-            threshold_claim(
-                f"{name}.guided_group_smaller",
-                f"{names[table]}, {site} -> {target}: guided functional groups are smaller than "
-                "the baseline's (information more concentrated)",
-                round(paper_ratio, 2),
-                _per_run(results["guided"], "probes", name, "size"),
-                sizes["baseline"] / sizes["guided"],
-                "baseline / guided mean group size",
-                reproduced_at=2.0,
-                partially_at=1.2,
-            )
-        )
-    guided = results["guided"]
-    encoder_size = _mean(_per_run(guided, "probes", "table2.encoder.hidden", "size"))
-    gate_sizes = [
-        _mean(_per_run(guided, "probes", f"table2.decoder.{gate}", "size"))
-        for gate in ("update_gate", "reset_gate")
-    ]
-    claims += [
-        threshold_claim(
-            "table2.guided_gate_groups_larger",
-            "Guided: the functional groups in the decoder gates are remarkably larger than in "
-            "the encoder hidden state (information more distributed over the gates)",
-            round(
-                _mean(
-                    [
-                        paper["table2"][f"decoder.{gate}"]["guided"][2]
-                        for gate in ("update_gate", "reset_gate")
-                    ]
-                )
-                / paper["table2"]["encoder.hidden"]["guided"][2],
-                2,
-            ),
-            gate_sizes,
-            _mean(gate_sizes) / encoder_size,
-            "mean guided gate group size / guided encoder group size",
-            reproduced_at=2.0,
-            partially_at=1.2,
-        ),
-        compare_means(
-            "sec4_1.group_units_in_top5pct",
-            "Share of the guided encoder functional group's units that are among the 5% of "
-            "units with the strongest absolute weights",
-            [paper["group_in_top5_share"]],
-            _per_run(guided, "probes", "table2.encoder.hidden", "in_top5"),
-        ),
-        compare_means(
-            "sec4_1.majority_baseline",
-            "Accuracy of a majority classifier for the current table (held-out samples)",
-            [paper["majority_accuracy"]],
-            _per_run(guided, "probes", "table2.encoder.hidden", "majority"),
-        ),
-    ]
-    return claims
 
 
 # ---- figures and tables ------------------------------------------------------------------------
@@ -644,12 +295,12 @@ def probe_table(results: dict[str, list[dict]], paper: dict) -> str:
         for variant in ("baseline", "guided"):
             group, every, size = paper[table][site][variant]
             runs = results[variant]
-            ours_group = _mean(_per_run(runs, "probes", name, "accuracy"))
-            ours_all = _mean(_per_run(runs, "probes", name, "accuracy_all"))
-            sizes = _per_run(runs, "probes", name, "size")
+            ours_group = mean_of(per_run(runs, "probes", name, "accuracy"))
+            ours_all = mean_of(per_run(runs, "probes", name, "accuracy_all"))
+            sizes = per_run(runs, "probes", name, "size")
             lines.append(
                 f"| {table[-1]} | `{site}` | {variant} | {group:.2f} ({every:.2f}) | "
-                f"{ours_group:.2f} ({ours_all:.2f}) | {size} | {_mean(sizes):.1f} "
+                f"{ours_group:.2f} ({ours_all:.2f}) | {size} | {mean_of(sizes):.1f} "
                 f"({', '.join(str(int(s)) for s in sizes)}) |"
             )
     return "\n".join(lines)
@@ -666,10 +317,10 @@ def connectivity_table(results: dict[str, list[dict]]) -> str:
         module = matrix.split()[0]
         for variant, runs in results.items():
             stats = {
-                k: _mean(_per_run(runs, "connectivity", matrix, k))
+                k: mean_of(per_run(runs, "connectivity", matrix, k))
                 for k in ("edge_share", "connected", "hub_share", "polar")
             }
-            correlation = _mean(_per_run(runs, "polarity_correlation", module))
+            correlation = mean_of(per_run(runs, "polarity_correlation", module))
             lines.append(
                 f"| {matrix} | {variant} | {stats['edge_share']:.2%} | {stats['connected']:.0f} "
                 f"| {stats['hub_share']:.2f} | {stats['polar']:.1f} | {correlation:+.2f} |"
@@ -692,7 +343,9 @@ def convention_table(results: dict[str, list[dict]]) -> str:
     def right_gap(torch_convention: bool) -> float:
         side = "left" if torch_convention else "right"
         means = {
-            v: _mean([x for r in results[v] for x in r["saturation"]["decoder.update_gate"][side]])
+            v: mean_of(
+                [x for r in results[v] for x in r["saturation"]["decoder.update_gate"][side]]
+            )
             for v in results
         }
         return means["guided"] - means["baseline"]
@@ -709,7 +362,7 @@ def convention_table(results: dict[str, list[dict]]) -> str:
     ]  # fmt: skip
     for variant in ("baseline", "guided"):
         for module in ("encoder", "decoder"):
-            r = _mean(_per_run(results[variant], "polarity_correlation", module))
+            r = mean_of(per_run(results[variant], "polarity_correlation", module))
             rows.append((f"{variant} {module}: r(update, reset) of mean weights", r, -r))
     lines = ["| statistic | paper's convention (verdicts) | torch's convention |", "|---|---|---|"]
     lines += [f"| {name} | {a:+.3f} | {b:+.3f} |" for name, a, b in rows]

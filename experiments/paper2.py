@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -37,18 +36,22 @@ from experiments.report import (  # noqa: E402
     claims_frame,
     current_commit,
     graded,
-    log_to_wandb,
     markdown_table,
     save_figure,
     verdict_line,
-    write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from probes.contextual_decomposition import (  # noqa: E402
-    mean_and_standard_error,
-    rule_close_probabilities,
+from experiments.runner import (  # noqa: E402
+    Stopwatch,
+    fit,
+    publish,
+    reproduction_parser,
+    reused_note,
+    run_all,
 )
-from probes.runs import RunFolder  # noqa: E402
+from probes.command.contextual_decomposition import rule_close_probabilities
+from probes.contextual_decomposition import mean_and_standard_error
+from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())
@@ -128,7 +131,7 @@ def figure3_settings(scale: Scale) -> dict[tuple[int, bool], Setting]:
 
 
 def run_dir(root: Path, setting: Setting, seed: int) -> Path:
-    return root / "paper2" / setting.variant / f"seed={seed}"
+    return RunLayout.of(root, "paper2", setting.variant, seed).path
 
 
 def train(setting: Setting, scale: Scale, root: Path, reuse: bool) -> Path:
@@ -398,24 +401,21 @@ def figure3(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale, path: 
 
 # ---- the reproduction ------------------------------------------------------------------------
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    """Train every setting of Figures 1-3, decompose their rules over training, report."""
     scale = SCALES[scale_name]
-    began = time.time()
+    clock = Stopwatch()
     settings = figure1_settings(scale)
     predictability = figure3_settings(scale)
     every = settings + list(predictability.values())
     tasks = {s: functools.partial(train, s, scale, root, reuse) for s in every}
-    start = time.time()
-    runs = run_all(tasks, jobs, lambda setting, run: f"{setting.variant}")
-    training_minutes = (time.time() - start) / 60
-
-    start = time.time()
-    figure1_tag, figure2_tag = epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)
-    analysed = {s: close_probabilities(runs[s], [figure1_tag, figure2_tag]) for s in settings}
-    curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
-    over_training = {key: close_probabilities(runs[s], curve_tags, only=["open"])
-                     for key, s in predictability.items()}  # fmt: skip
-    analysis_minutes = (time.time() - start) / 60
-
+    with clock.stage("training"):
+        runs = run_all(tasks, jobs, lambda setting, run: f"{setting.variant}")
+    with clock.stage("analyses"):
+        figure1_tag, figure2_tag = epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)
+        analysed = {s: close_probabilities(runs[s], [figure1_tag, figure2_tag]) for s in settings}
+        curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
+        over_training = {key: close_probabilities(runs[s], curve_tags, only=["open"])
+                         for key, s in predictability.items()}  # fmt: skip
     fig1 = {(s.conduit_length, s.rules): analysed[s][figure1_tag] for s in settings}
     longest = max(scale.conduit_lengths)
     prefix_names = [f"prefix={i}" for i in range(longest + 1)]
@@ -437,33 +437,48 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
                                          folder / "fig2_conduit_prefixes.png"),
         "fig3_predictability": figure3(curves, scale, folder / "fig3_predictability.png"),
     }  # fmt: skip
-    fig1_frame = pd.DataFrame(
-        [{"k": k, "n": n, "P(omega|alpha)": v.phrase["open"].mean,
-          "SE alpha": v.phrase["open"].standard_error, "P(omega|conduit)": v.phrase["conduit"].mean,
-          "SE conduit": v.phrase["conduit"].standard_error, "P(omega) full model": v.full.mean}
-         for (k, n), v in fig1.items()]
-    )  # fmt: skip
-    fig2_frame = pd.DataFrame(
-        {f"n={n}": [v.mean for v in values] for n, values in fig2.items()},
-        index=pd.Index(range(longest + 1), name="i"),
-    )
-    fig3_frame = pd.DataFrame(
-        {f"k={k} {'predictable' if p else 'unpredictable'}": [v.mean for v in values]
-         for (k, p), values in curves.items()},
-        index=pd.Index(range(1, scale.epochs + 1), name="epoch"),
-    )  # fmt: skip
-    reused = [r for r in runs.values() if (r / "command.txt").stat().st_mtime < began]
-    reused_note = (
-        f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept from "
-        "an earlier invocation (`--reuse-runs`); their training time is not included."
-        if reused
-        else ""
-    )
-    total = training_minutes + analysis_minutes
+    frames = figure_frames(fig1, fig2, curves, scale)
+    reused = reused_note(list(runs.values()), clock.began)
+    markdown = report_text(scale_name, scale, frames, clock, reused, root, jobs)
+    tables = {"claims": claims_frame(claims), "figure1": frames["figure1"],
+              "figure2": frames["figure2"].reset_index(),
+              "figure3": frames["figure3"].reset_index()}  # fmt: skip
+    publish(out, "paper2", claims, markdown, root, figures, tables)
+    return claims
+
+
+def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[str, pd.DataFrame]:
+    """The numbers behind Figures 1-3, as the report's tables."""
+    longest = max(scale.conduit_lengths)
+    return {
+        "figure1": pd.DataFrame(
+            [{"k": k, "n": n, "P(omega|alpha)": v.phrase["open"].mean,
+              "SE alpha": v.phrase["open"].standard_error,
+              "P(omega|conduit)": v.phrase["conduit"].mean,
+              "SE conduit": v.phrase["conduit"].standard_error, "P(omega) full model": v.full.mean}
+             for (k, n), v in fig1.items()]
+        ),
+        "figure2": pd.DataFrame(
+            {f"n={n}": [v.mean for v in values] for n, values in fig2.items()},
+            index=pd.Index(range(longest + 1), name="i"),
+        ),
+        "figure3": pd.DataFrame(
+            {f"k={k} {'predictable' if p else 'unpredictable'}": [v.mean for v in values]
+             for (k, p), values in curves.items()},
+            index=pd.Index(range(1, scale.epochs + 1), name="epoch"),
+        ),
+    }  # fmt: skip
+
+
+def report_text(scale_name: str, scale: Scale, frames: dict[str, pd.DataFrame], clock: Stopwatch,
+                reused: str, root: Path, jobs: int) -> str:  # fmt: skip
+    """The report's text above its claims."""
+    fig1_frame, fig2_frame, fig3_frame = frames["figure1"], frames["figure2"], frames["figure3"]
+    longest = max(scale.conduit_lengths)
     epochs = len(fig3_frame)
     rows_shown = sorted({0, epochs // 4 - 1, epochs // 2 - 1, epochs - 1} - {-1})
     overrides = " ".join(scale.overrides) or "none"
-    markdown = f"""# Paper 2: Do LSTMs Learn Compositionally?
+    return f"""# Paper 2: Do LSTMs Learn Compositionally?
 
 Figures 1-3 and the findings of sections 4.1, 4.2 and 5, regenerated by `make reproduce-paper2`
 (`python -m experiments.paper2`). The paper gives its results as figures only; each finding is
@@ -478,9 +493,9 @@ checked by a measured statistic and the rule written beside it.
   **m = {scale.conduit_copies} copies of each conduit** elsewhere (the paper says both "m = 1000"
   and "copying each conduit 100 times"; `--conduit-copies` picks). Seed {scale.seed}, one model per
   setting. Extra overrides: `{overrides}`.
-- **Commit:** `{current_commit()}`; **wall time:** {total:.1f} min on {os.cpu_count()} CPU cores,
-  {jobs} jobs at a time (training {training_minutes:.1f} min, CD analyses
-  {analysis_minutes:.1f} min).{reused_note}
+- **Commit:** `{current_commit()}`; **wall time:** {clock.total:.1f} min on {os.cpu_count()} CPU
+  cores, {jobs} jobs at a time (training {clock.minutes["training"]:.1f} min, CD analyses
+  {clock.minutes["analyses"]:.1f} min).{reused}
 - **Model** (section 3): embedding, one LSTM layer, linear softmax layer, all 200 wide; SGD lr 1
   throughout, gradient norm clipped at 0.25, no momentum, weight decay or dropout; 20 streams in
   BPTT windows of 35 (the PyTorch word-language-model example's, which the paper's clip and epochs
@@ -509,11 +524,6 @@ checked by a measured statistic and the rule written beside it.
 
 {markdown_table(fig3_frame.iloc[rows_shown])}
 """
-    write_report(out, claims, markdown)
-    tables = {"claims": claims_frame(claims), "figure1": fig1_frame,
-              "figure2": fig2_frame.reset_index(), "figure3": fig3_frame.reset_index()}  # fmt: skip
-    log_to_wandb(root, "paper2", figures, tables)
-    return claims
 
 
 def main(argv: list[str] | None = None) -> None:

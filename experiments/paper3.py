@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,15 +38,20 @@ from experiments.report import (  # noqa: E402
     claims_frame,
     current_commit,
     graded,
-    log_to_wandb,
     markdown_table,
     save_figure,
     threshold_claim,
-    verdict_line,
-    write_report,
 )
-from experiments.runner import fit, reproduction_parser, reused_note, run_all  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
+from experiments.runner import (  # noqa: E402
+    Stopwatch,
+    fit,
+    publish,
+    reproduction_main,
+    reused_note,
+    run_all,
+)
+from storage import RunLayout  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper3"
 PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper3.json").read_text())
@@ -107,7 +111,7 @@ def train(experiment: str, setting: str, seed: int, scale: Scale, root: Path, re
     """One run through the CLI; returns its folder. Runs differ in the model's seed and in the
     data's (the sampled pairs, the training draws and, for SCAN setting B, the action words)."""
     name = variant(experiment, setting)
-    run = root / "paper3" / name / f"seed={seed}"
+    run = RunLayout.of(root, "paper3", name, seed).path
     arguments = [
         "--config", str(CONFIGS / f"{experiment}.yaml"),
         "--seed_everything", str(seed),
@@ -315,33 +319,69 @@ def boundary_figure(panels: list[tuple[str, torch.Tensor]], columns: int, title:
 
 # ---- the reproduction ------------------------------------------------------------------------
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    """Train both settings of every experiment, measure their curves and the toy's boundaries,
+    report."""
     scale = SCALES[scale_name]
-    began = time.time()
-    paths = train_all(scale, root, jobs, reuse)
-    training_minutes = (time.time() - began) / 60
-    start = time.time()
-    runs = {key: RunFolder(path) for key, path in paths.items()}
+    clock = Stopwatch()
+    with clock.stage("training"):
+        paths = train_all(scale, root, jobs, reuse)
+    with clock.stage("analyses"):
+        runs = {key: RunFolder(path) for key, path in paths.items()}
+        measured = measure(runs, scale)
+        claims, early_frame = learning_claims(measured)
+        toy, toy_frame = toy_boundaries(runs, scale, measured["final"])
+        claims += toy_claims(toy_frame)
+        figures = paper3_figures(measured, toy, scale, out / "figures")
+    final_frame = pd.DataFrame([
+        {"experiment": e, "setting": s}
+        | {f"{k} {stat}": value for k in ("train", "test", "gap")
+           for stat, value in summary([f[k] for f in measured["final"][(e, s)]]).items()}
+        for e in EXPERIMENTS for s in SETTINGS
+    ])  # fmt: skip
+    first = scale.seeds[0]
+    sources = {e: runs[(e, "A", first)].datamodule("last").data_source for e in EXPERIMENTS}
+    markdown = report_text(scale_name, scale, sources, final_frame, early_frame, toy_frame,
+                           clock, runs)  # fmt: skip
+    publish(out, "paper3", claims, markdown, root, figures, {
+        "claims": claims_frame(claims), "final_accuracy": final_frame,
+        "early_training": early_frame, "toy_2d": toy_frame,
+    })  # fmt: skip
+    return claims
+
+
+def measure(runs: dict[tuple, RunFolder], scale: Scale) -> dict:
+    """Per (experiment, setting), one entry per seed: final accuracies (`final`), accuracy curves
+    (`curves`) and, for SCAN, training-batch accuracies (`scan_batches`, per setting)."""
 
     def per_seed(experiment, setting, read):
         return [read(runs[(experiment, setting, seed)]) for seed in scale.seeds]
 
-    final = {(e, s): per_seed(e, s, lambda run, e=e: final_accuracies(run, e))
-             for e in EXPERIMENTS for s in SETTINGS}  # fmt: skip
-    curves = {(e, s): per_seed(e, s, lambda run, e=e: accuracy_curves(run, e))
-              for e in EXPERIMENTS for s in SETTINGS}  # fmt: skip
-    scan_batches = {s: per_seed("scan", s, batch_accuracy) for s in SETTINGS}
+    return {
+        "final": {(e, s): per_seed(e, s, lambda run, e=e: final_accuracies(run, e))
+                  for e in EXPERIMENTS for s in SETTINGS},
+        "curves": {(e, s): per_seed(e, s, lambda run, e=e: accuracy_curves(run, e))
+                   for e in EXPERIMENTS for s in SETTINGS},
+        "scan_batches": {s: per_seed("scan", s, batch_accuracy) for s in SETTINGS},
+    }  # fmt: skip
 
-    def spread(experiment):
-        return {(s, split): mean_and_spread([c[split] for c in curves[(experiment, s)]])
-                for s in SETTINGS for split in ("train", "test")}  # fmt: skip
+
+def spread(measured: dict, experiment: str) -> dict[tuple[str, str], pd.DataFrame]:
+    """Mean and spread over seeds of `experiment`'s train and test curves, per setting."""
+    return {(s, split): mean_and_spread([c[split] for c in measured["curves"][(experiment, s)]])
+            for s in SETTINGS for split in ("train", "test")}  # fmt: skip
+
+
+def learning_claims(measured: dict) -> tuple[list[Claim], pd.DataFrame]:
+    """Sections 5.1-5.2: setting A learns faster early and generalises worse (images and SCAN);
+    with the table of early accuracies."""
 
     def early(frames, steps):
         return [float(f.loc[steps[0] : steps[1]].mean()) for f in frames]
 
     claims = []
-    image_early = {s: early([c["train"] for c in curves[("two_digit_images", s)]],
+    image_early = {s: early([c["train"] for c in measured["curves"][("two_digit_images", s)]],
                             EARLY_IMAGE_STEPS) for s in SETTINGS}  # fmt: skip
-    scan_early = {s: early(scan_batches[s], EARLY_SCAN_STEPS) for s in SETTINGS}
+    scan_early = {s: early(measured["scan_batches"][s], EARLY_SCAN_STEPS) for s in SETTINGS}
     for name, experiment, early_values, steps in (
         ("images", "two_digit_images", image_early, EARLY_IMAGE_STEPS),
         ("scan", "scan", scan_early, EARLY_SCAN_STEPS),
@@ -352,12 +392,27 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
             f"{name}.faster_early", early_values["A"], early_values["B"],
             f"mean {where} over steps {steps[0]}-{steps[1]}", MARGIN["early"],
         ))  # fmt: skip
-        gaps = {s: [f["gap"] for f in final[(experiment, s)]] for s in SETTINGS}
+        gaps = {s: [f["gap"] for f in measured["final"][(experiment, s)]] for s in SETTINGS}
         claims.append(greater_claim(
             f"{name}.gap_larger", gaps["A"], gaps["B"],
             "train - test accuracy after the last step (all data)", MARGIN["gap"],
         ))  # fmt: skip
+    early_frame = pd.DataFrame([
+        {"experiment": name, "setting": s, "steps": f"{steps[0]}-{steps[1]}"} | summary(values[s])
+        for name, values, steps in (
+            ("two-digit images (training sample)", image_early, EARLY_IMAGE_STEPS),
+            ("SCAN (training batches)", scan_early, EARLY_SCAN_STEPS),
+        )
+        for s in SETTINGS
+    ])  # fmt: skip
+    return claims, early_frame
 
+
+def toy_boundaries(
+    runs: dict[tuple, RunFolder], scale: Scale, final: dict
+) -> tuple[dict, pd.DataFrame]:
+    """Section 6: P(Y1 = 1) over the grid after each snapshot step, per (setting, seed); and per
+    run its accuracies and X2 dependence after the last step."""
     toy = {}
     for setting in SETTINGS:
         for seed in scale.seeds:
@@ -373,32 +428,41 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         toy_rows.append({"setting": setting, "seed": seed, "train accuracy": accuracies["train"],
                          "test (1,1) accuracy": accuracies["test"],
                          "X2 dependence": x2_dependence(probabilities[last_tag])})  # fmt: skip
-    toy_frame = pd.DataFrame(toy_rows)
+    return toy, pd.DataFrame(toy_rows)
+
+
+def toy_claims(toy_frame: pd.DataFrame) -> list[Claim]:
+    """Section 6: in setting A every seed fails on (1, 1) and depends on X2."""
     toy_a = toy_frame[toy_frame.setting == "A"]
     fails = (toy_a["test (1,1) accuracy"] < toy_a["train accuracy"] - TOY_FAIL).tolist()
-    claims.append(every_seed_claim(
-        "toy.fails_on_test", fails, toy_a["test (1,1) accuracy"].tolist(),
-        f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
-    ))  # fmt: skip
     dependent = (toy_a["X2 dependence"] > TOY_DEPENDENT).tolist()
-    claims.append(every_seed_claim(
-        "toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
-        f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in (0, 1] whose "
-        "predicted Y1 changes with X2)",
-    ))  # fmt: skip
-    analysis_minutes = (time.time() - start) / 60
+    return [
+        every_seed_claim(
+            "toy.fails_on_test", fails, toy_a["test (1,1) accuracy"].tolist(),
+            f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
+        ),
+        every_seed_claim(
+            "toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
+            f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in (0, 1] whose "
+            "predicted Y1 changes with X2)",
+        ),
+    ]  # fmt: skip
 
-    folder = out / "figures"
+
+def paper3_figures(measured: dict, toy: dict, scale: Scale, folder: Path) -> dict[str, Path]:
+    """Figures 3-6."""
     first = scale.seeds[0]
-    figures = {
+    last_tag = f"step={scale.steps['toy_2d']}"
+    return {
         "fig3a_two_digit_images": figure3(
-            spread("two_digit_images"), None, folder / "fig3a_two_digit_images.png",
+            spread(measured, "two_digit_images"), None, folder / "fig3a_two_digit_images.png",
             "Figure 3a: two-digit images", "accuracy"),
         "fig3b_scan": figure3(
-            spread("scan"), {(s, "train"): mean_and_spread(scan_batches[s]) for s in SETTINGS},
+            spread(measured, "scan"),
+            {(s, "train"): mean_and_spread(measured["scan_batches"][s]) for s in SETTINGS},
             folder / "fig3b_scan.png", "Figure 3b: SCAN add-jump", "sentence accuracy"),
         "fig3c_toy_2d": figure3(
-            spread("toy_2d"), None, folder / "fig3c_toy_2d.png",
+            spread(measured, "toy_2d"), None, folder / "fig3c_toy_2d.png",
             "Toy 2-D problem (not in the paper's Figure 3)", "accuracy"),
         "fig4_toy_data": figure4(folder / "fig4_toy_data.png"),
         "fig5_toy_boundary_steps": boundary_figure(
@@ -412,35 +476,10 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
             folder / "fig6_toy_boundary_seeds.png"),
     }  # fmt: skip
 
-    final_frame = pd.DataFrame([
-        {"experiment": e, "setting": s}
-        | {f"{k} {stat}": value for k in ("train", "test", "gap")
-           for stat, value in summary([f[k] for f in final[(e, s)]]).items()}
-        for e in EXPERIMENTS for s in SETTINGS
-    ])  # fmt: skip
-    early_frame = pd.DataFrame([
-        {"experiment": name, "setting": s, "steps": f"{steps[0]}-{steps[1]}"} | summary(values[s])
-        for name, values, steps in (
-            ("two-digit images (training sample)", image_early, EARLY_IMAGE_STEPS),
-            ("SCAN (training batches)", scan_early, EARLY_SCAN_STEPS),
-        )
-        for s in SETTINGS
-    ])  # fmt: skip
-    sources = {e: runs[(e, "A", first)].datamodule("last").data_source for e in EXPERIMENTS}
-    markdown = report_text(scale_name, scale, sources, final_frame, early_frame, toy_frame,
-                           training_minutes, analysis_minutes, runs, began)  # fmt: skip
-    report = write_report(out, claims, markdown)
-    log_to_wandb(root, "paper3", figures, {
-        "claims": claims_frame(claims), "final_accuracy": final_frame,
-        "early_training": early_frame, "toy_2d": toy_frame,
-    })  # fmt: skip
-    print(verdict_line(report, claims))
-    return claims
-
 
 def report_text(scale_name, scale, sources, final_frame, early_frame, toy_frame,
-                training_minutes, analysis_minutes, runs, began) -> str:  # fmt: skip
-    reused = reused_note([run.path for run in runs.values()], began)
+                clock: Stopwatch, runs) -> str:  # fmt: skip
+    reused = reused_note([run.path for run in runs.values()], clock.began)
     names = {"two_digit_images": "images", "scan": "SCAN", "toy_2d": "toy"}
 
     def per_experiment(values: dict) -> str:
@@ -459,8 +498,8 @@ checked by a measured statistic and the rule written beside it (rules fixed befo
   (SCAN: every {scale.scan_eval_interval}); final accuracies are on all training and test data.
 - **Data:** images: {sources["two_digit_images"]}; SCAN: {sources["scan"]}; toy:
   {sources["toy_2d"]}.
-- **Commit** `{current_commit()}`; wall time {training_minutes:.1f} min training,
-  {analysis_minutes:.1f} min analysis (2 CPU cores, 2 runs at a time).{reused}
+- **Commit** `{current_commit()}`; wall time {clock.minutes["training"]:.1f} min training,
+  {clock.minutes["analyses"]:.1f} min analysis (2 CPU cores, 2 runs at a time).{reused}
 - **Runs:** `runs/paper3/<experiment>_<setting>/seed=<s>/` with `metrics.csv`, the weights after
   every "epoch" (`weights/`; the toy's after steps 0-8 and each power of 2 up to 1,024), and traces
   (`traces/test_sample/`; SCAN: encoder and decoder states and gates, attention).
@@ -502,7 +541,10 @@ changes as X2 moves over [-1, 1]; 0 for a compositional model).
 
 ![Toy curves](figures/fig3c_toy_2d.png)
 
-## How the paper's terse descriptions were read
+{READINGS}"""
+
+
+READINGS = """## How the paper's terse descriptions were read
 
 - **Images:** section 5.1 says "three convolution layers and two fully-connected layers";
   Appendix A lists two convolutions, a max-pool and two dense layers, which is what is built.
@@ -522,12 +564,11 @@ changes as X2 moves over [-1, 1]; 0 for a compositional model).
 """
 
 
-def main() -> None:
-    parser = reproduction_parser(
-        "Reproduce paper 3 (Gradient Descent Resists Compositionality).", SCALES, "reports/paper3"
-    )
-    args = parser.parse_args()
-    reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
+def main(argv: list[str] | None = None) -> list[Claim]:
+    return reproduction_main(
+        "Reproduce paper 3 (Gradient Descent Resists Compositionality).", SCALES,
+        "reports/paper3", reproduce, argv,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

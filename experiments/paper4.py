@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,14 +49,16 @@ from experiments.paper4_report import (  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     claims_frame,
-    log_to_wandb,
-    verdict_line,
-    write_report,
 )
-from experiments.runner import fit, reproduction_parser, run_all  # noqa: E402
-from lightning_modules.run_files import write_text_atomic  # noqa: E402
-from lightning_modules.seq2seq import TokenPositioningAccuracy  # noqa: E402
-from probes.neuron_functions import (  # noqa: E402
+from experiments.runner import (  # noqa: E402
+    Stopwatch,
+    fit,
+    publish,
+    reproduction_main,
+    run_all,
+)
+from lightning_modules.callbacks import TokenPositioningAccuracy  # noqa: E402
+from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,
     HYPOTHESES,
@@ -65,11 +66,12 @@ from probes.neuron_functions import (  # noqa: E402
     analysable,
     analysed_rows,
     analysed_tokens,
-    gate_interaction,
     identify_neurons,
-    verify_neurons,
 )
-from probes.runs import RunFolder  # noqa: E402
+from probes.neuron_manipulation import gate_interaction, verify_neurons
+from storage import RunLayout  # noqa: E402
+from storage.files import write_text_atomic  # noqa: E402
+from storage.run_folder import RunFolder
 
 CONFIGS = Path(__file__).parent / "configs" / "paper4"
 VARIANTS = {
@@ -162,7 +164,7 @@ SCALES = {
 
 def train(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
     """One run of `name` (a key of `VARIANTS`) through the CLI; returns its folder."""
-    run = root / "paper4" / name / f"seed={seed}"
+    run = RunLayout.of(root, "paper4", name, seed).path
     time_cap = () if scale.max_time is None else ("--trainer.max_time", scale.max_time[name])
     arguments = [
         "--config", str(CONFIGS / "gru.yaml"),
@@ -381,11 +383,11 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
 
 def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
     """`analyse`, cached in `<run>/analysis.json` (read back only with `reuse`)."""
-    cache = path / "analysis.json"
+    cache = RunLayout(path).analysis
     if (
         reuse
         and cache.is_file()
-        and cache.stat().st_mtime >= (path / "command.txt").stat().st_mtime
+        and cache.stat().st_mtime >= RunLayout(path).command.stat().st_mtime
     ):
         return json.loads(cache.read_text())
     torch.set_num_threads(1)
@@ -396,34 +398,34 @@ def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
 
 # ---- the reproduction ----------------------------------------------------------------------------
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+    """Train every variant, analyse every GRU (sections 3-5), report."""
     scale = SCALES[scale_name]
-    began = time.time()
-    paths = train_all(scale, root, jobs, reuse)
-    training_minutes = (time.time() - began) / 60
-    start = time.time()
-    runs = {key: RunFolder(path) for key, path in paths.items()}
-    gru_seeds = list(scale.seeds["gru"])
-    tasks = {seed: functools.partial(analysis_of, paths[("gru", seed)], scale, reuse)
-             for seed in gru_seeds}  # fmt: skip
-    analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
-    accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
-                         for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
-    train_tasks = {key: functools.partial(training_accuracy, run) for key, run in runs.items()}
-    trained = run_all(train_tasks, jobs, lambda key, value: f"{key[0]} seed={key[1]}: train "
-                      f"accuracy {value:.3f}")  # fmt: skip
-    train_accuracies = {name: [trained[(name, s)] for s in scale.seeds[name]]
-                        for name in VARIANTS}  # fmt: skip
-    claims = claims_of(analyses, accuracies)
-    figures_folder = out / "figures"
-    figures = {
-        "training": training_figure(runs, figures_folder / "training.png"),
-        "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
-                                    figures_folder / "fig2_storing_pca.png"),
-        "fig3_counting": figure3(analyses[0]["counting_curves"],
-                                 figures_folder / "fig3_counting.png"),
-        "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
-    }  # fmt: skip
-    analysis_minutes = (time.time() - start) / 60
+    clock = Stopwatch()
+    with clock.stage("training"):
+        paths = train_all(scale, root, jobs, reuse)
+    with clock.stage("analyses"):
+        runs = {key: RunFolder(path) for key, path in paths.items()}
+        gru_seeds = list(scale.seeds["gru"])
+        tasks = {seed: functools.partial(analysis_of, paths[("gru", seed)], scale, reuse)
+                 for seed in gru_seeds}  # fmt: skip
+        analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
+        accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
+                             for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
+        train_tasks = {key: functools.partial(training_accuracy, run) for key, run in runs.items()}
+        trained = run_all(train_tasks, jobs, lambda key, value: f"{key[0]} seed={key[1]}: train "
+                          f"accuracy {value:.3f}")  # fmt: skip
+        train_accuracies = {name: [trained[(name, s)] for s in scale.seeds[name]]
+                            for name in VARIANTS}  # fmt: skip
+        claims = claims_of(analyses, accuracies)
+        figures_folder = out / "figures"
+        figures = {
+            "training": training_figure(runs, figures_folder / "training.png"),
+            "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
+                                        figures_folder / "fig2_storing_pca.png"),
+            "fig3_counting": figure3(analyses[0]["counting_curves"],
+                                     figures_folder / "fig3_counting.png"),
+            "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
+        }  # fmt: skip
     tables = {
         "accuracy": accuracy_table(accuracies, analyses, train_accuracies),
         "table1": table1(analyses),
@@ -432,21 +434,17 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         "training": training_table(runs, scale),
     }
     datamodule = runs[("gru", gru_seeds[0])].datamodule("best")
-    markdown = report_text(scale_name, scale, datamodule.data_source, tables, analyses,
-                           training_minutes, analysis_minutes, runs, began)  # fmt: skip
-    report = write_report(out, claims, markdown)
-    log_to_wandb(root, "paper4", figures, {"claims": claims_frame(claims), **tables})
-    print(verdict_line(report, claims))
+    markdown = report_text(scale_name, scale, datamodule.data_source, tables, clock, runs)
+    publish(out, "paper4", claims, markdown, root, figures,
+            {"claims": claims_frame(claims), **tables})  # fmt: skip
     return claims
 
 
-def main() -> None:
-    parser = reproduction_parser(
+def main(argv: list[str] | None = None) -> list[Claim]:
+    return reproduction_main(
         "Reproduce paper 4 (Exposing the Functionalities of Neurons for GRU Seq2Seq).",
-        SCALES, "reports/paper4",
+        SCALES, "reports/paper4", reproduce, argv,
     )  # fmt: skip
-    args = parser.parse_args()
-    reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,13 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
             f"Share of units that are {function} neurons per token (paper: "
             f"{paper['share_text'][function]})", paper["shares"][function], shares, within=1.5,
         ))  # fmt: skip
+    return claims + finding_claims(analyses) + control_claims(analyses) + added_claims(analyses)
+
+
+def finding_claims(analyses: list[dict]) -> list[Claim]:
+    """Findings 1-4 (Table 1 among them) and section 5's gate interaction."""
+    paper = PAPER
+    claims = []
     steadiness = per_model(analyses, lambda a: 1 / mean_over_tokens(
         a, lambda t: t["storing_change_ratio"]))  # fmt: skip
     claims.append(threshold_claim(
@@ -161,7 +168,7 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
                 f"section5.token_i.{key}", f"Token 'i': {GATE_TEXT[key]} (section 5)",
                 exact(value), Measured.of(measured), rounding=0.05,
             ))  # fmt: skip
-    return claims + control_claims(analyses) + added_claims(analyses)
+    return claims
 
 
 MANIPULATION_TEXT = {

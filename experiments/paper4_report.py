@@ -21,9 +21,9 @@ from experiments.paper4_claims import (  # noqa: E402
     mean_over_tokens,
 )
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
-from experiments.runner import reused_note  # noqa: E402
-from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
-from probes.runs import RunFolder  # noqa: E402
+from experiments.runner import Stopwatch, reused_note  # noqa: E402
+from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS
+from storage import RunFolder  # noqa: E402
 
 if TYPE_CHECKING:
     from experiments.paper4 import Scale
@@ -238,11 +238,11 @@ def cached_analyses_note(runs: dict[tuple[str, int], RunFolder], began: float) -
     `began`), with the span they were computed in: from the end of the last run's training (its
     `train.log`) to the last analysis ("" if none was cached)."""
     grus = [run for (name, _), run in runs.items() if name == "gru"]
-    cached = [run.path / "analysis.json" for run in grus]
+    cached = [run.files.analysis for run in grus]
     cached = [path for path in cached if path.is_file() and path.stat().st_mtime < began]
     if not cached:
         return ""
-    trained = max((run.path / "train.log").stat().st_mtime for run in runs.values())
+    trained = max(run.files.train_log.stat().st_mtime for run in runs.values())
     span = max(path.stat().st_mtime for path in cached) - trained
     return (
         f" {len(cached)} of the {len(grus)} GRU analyses were cached from an earlier invocation "
@@ -251,10 +251,20 @@ def cached_analyses_note(runs: dict[tuple[str, int], RunFolder], began: float) -
     )
 
 
-def report_text(scale_name, scale, data_source, tables, analyses, training_minutes,
-                analysis_minutes, runs, began) -> str:  # fmt: skip
-    reused = reused_note([run.path for run in runs.values()], began) + cached_analyses_note(
-        runs, began
+def report_text(scale_name: str, scale: Scale, data_source: str, tables: dict,
+                clock: Stopwatch, runs: dict[tuple[str, int], RunFolder]) -> str:  # fmt: skip
+    """The report's text above its claims: how it ran and what it measured (`header_text`), then
+    the method and its results (`method_text`)."""
+    return header_text(scale_name, scale, data_source, tables, clock, runs) + method_text(
+        scale, tables
+    )
+
+
+def header_text(scale_name: str, scale: Scale, data_source: str, tables: dict,
+                clock: Stopwatch, runs: dict[tuple[str, int], RunFolder]) -> str:  # fmt: skip
+    """The title, the summary, how the reproduction ran, and section 2's accuracies."""
+    reused = reused_note([run.path for run in runs.values()], clock.began) + (
+        cached_analyses_note(runs, clock.began)
     )
     stopped = []
     for (name, seed), run in runs.items():
@@ -302,8 +312,8 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
   rows per token (paper: 500 in Figure 2).
 - **Data:** {data_source}; pairs of consecutive non-empty lines, 90/5/5 split; one random
   (token, position) of the output line appended to the input line, {signals}.
-- **Commit** `{current_commit()}`; wall time {training_minutes:.1f} min training,
-  {analysis_minutes:.1f} min analysis (2 CPU cores).{reused}
+- **Commit** `{current_commit()}`; wall time {clock.minutes["training"]:.1f} min training,
+  {clock.minutes["analyses"]:.1f} min analysis (2 CPU cores).{reused}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
   with every token's units, classifier accuracies, manipulations and gates).
 
@@ -322,7 +332,13 @@ What it would take to reach the paper's accuracy: the paper trained on thousands
 books with a 20,000-word vocabulary and stopped on the validation loss; `--data.data_dir` reads a
 folder of Gutenberg books instead of the default text, and `SCALE=paper` trains with the paper's
 vocabulary and stopping rule, without a time cap (hours per model on a GPU).
+"""
 
+
+def method_text(scale: Scale, tables: dict) -> str:
+    """Sections 3-5: the three-stage method, Table 1 with its controls, the gates, and how the
+    paper's terse descriptions were read."""
+    return f"""
 ## The three-stage method (sections 3-4)
 
 For each of the {scale.tokens} most common tokens (paper: 50), on held-out line pairs (validation

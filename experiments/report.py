@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import write_text_atomic
-from probes.outputs import escape_cell, markdown_table, save_figure  # noqa: F401 (re-exported)
-from probes.outputs import log_to_wandb as log_wandb_run
+from probes.command.outputs import escape_cell, markdown_table, save_figure  # noqa: F401 (re-exported)
+from probes.command.outputs import log_to_wandb as log_wandb_run
+from storage.files import write_text_atomic
 
 VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 

@@ -5,7 +5,7 @@ that model. So the checkpoint must be of the configured model class, with the co
 hyperparameters (sizes above all), and of the configured DataModule class; otherwise one error
 names what differs and how to resume. No class the checkpoint names is imported: it is compared
 as text with the configured one, and refused if it is neither that one nor the suite's
-(`lightning_modules.trusted_classes`).
+(`storage.trusted_classes`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 from jsonargparse import Namespace
 
-from lightning_modules.run_files import RunFileError
-from lightning_modules.trusted_classes import check_class_paths
+from storage import RunLayout
+from storage.files import RunFileError
+from storage.trusted_classes import check_class_paths
 
 
 def plain(value: object) -> object:
@@ -48,7 +49,7 @@ def _same_class(recorded: object, configured: str | None) -> bool:
 
 
 def _fix(ckpt_path: str) -> str:
-    config = Path(ckpt_path).resolve().parent.parent / "config.yaml"
+    config = RunLayout(Path(ckpt_path).resolve().parent.parent).config
     own = f"--config {config}" if config.is_file() else "the config it was trained with"
     return f"resume with {own} and the overrides it was trained with, or another --ckpt_path"
 

@@ -1,8 +1,16 @@
-"""Training runs of a reproduction, each one `python -m experiments fit ...` in a subprocess.
+"""The skeleton every reproduction (`python -m experiments.paperN`) is built on.
 
-A reproduction trains exactly what a user gets by hand from the same command; the command is
-kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
-folder holds the same command and a finished test is kept instead of trained again.
+- Training runs, each one `python -m experiments fit ...` in a subprocess (`fit`, `run_all`):
+  a reproduction trains exactly what a user gets by hand from the same command; the command is
+  kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
+  folder holds the same command and a finished test is kept instead of trained again
+  (`reused_note` says so in the report).
+- Timed stages (`Stopwatch`), the command line every reproduction takes (`reproduction_parser`,
+  `reproduction_main`) and the end of every reproduction: `report.md`, `results.json` and the
+  W&B run (`publish`).
+
+A paper's module holds only what is the paper's: its scales, run arguments, analyses, claims,
+figures and report text.
 """
 
 from __future__ import annotations
@@ -13,13 +21,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import RunFolderLock, write_text_atomic
+from experiments.report import Claim, log_to_wandb, verdict_line, write_report
+from storage import RunLayout
+from storage.files import RunFolderLock, write_text_atomic
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
@@ -34,53 +45,72 @@ def normalised(command: Sequence[str]) -> list[str]:
     ]
 
 
+def same_command(path: Path, command: Sequence[str]) -> bool:
+    """The command recorded in `path` is `command` (paths compared by what they name)."""
+    try:
+        recorded = path.read_text().split("\n")
+    except OSError:
+        return False
+    return normalised(recorded) == normalised(command)
+
+
 def finished(run: Path, command: Sequence[str]) -> bool:
     """`run` was trained by `command` (the arguments after the interpreter, paths compared by
     what they name) and tested."""
     try:
-        recorded = (run / "command.txt").read_text().split("\n")
-        same = normalised(recorded) == normalised(command)
-        metrics = pd.read_csv(run / "metrics.csv")
+        same = same_command(RunLayout(run).command, command)
+        metrics = pd.read_csv(RunLayout(run).metrics)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
         return False
     tested = any(c.startswith("test/") and metrics[c].notna().any() for c in metrics.columns)
-    checkpoints = [run / "checkpoints" / f"{tag}.ckpt" for tag in ("best", "last")]
+    checkpoints = [RunLayout(run).checkpoint(tag) for tag in ("best", "last")]
     return same and tested and any(path.is_file() for path in checkpoints)
 
 
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     """Train `run` with `python -m experiments fit <arguments>`, from an empty folder.
 
-    Returns False when a finished run of the same command was reused instead.
+    With `reuse`, a finished run of the same command is kept (returns False), and an interrupted
+    one (started by the same command, `started.txt`, with a `checkpoints/last.ckpt`) is resumed
+    from that checkpoint (`--ckpt_path`), so its metrics and W&B run continue; it ends as an
+    uninterrupted run would. Anything else is trained from scratch.
     """
     command = ["-m", "experiments", "fit", *arguments]
     if reuse and finished(run, command):
         return False
+    layout = RunLayout(run)
     RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
-    shutil.rmtree(run, ignore_errors=True)  # from scratch: no metrics or checkpoints of old runs
-    run.mkdir(parents=True)
+    resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
+    if not resume:
+        shutil.rmtree(run, ignore_errors=True)  # from scratch: no files of old runs
+        run.mkdir(parents=True)
+        write_text_atomic(layout.started, "\n".join(command))
+    resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     # Each fit starts its own W&B service, as from a shell: one inherited from this process
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
-    with open(run / "train.log", "w") as log:
+    with open(layout.train_log, "a" if resume else "w") as log:
         done = subprocess.run(
-            [sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=environment
+            [sys.executable, *command, *resumed],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=environment,
         )
     if done.returncode:
-        raise RuntimeError(f"{run} failed: see {run / 'train.log'}")
-    write_text_atomic(run / "command.txt", "\n".join(command))
+        raise RuntimeError(f"{run} failed: see {layout.train_log}")
+    write_text_atomic(layout.command, "\n".join(command))
     return True
 
 
 def reused_note(runs: Sequence[Path], began: float) -> str:
     """A report's sentence on the `runs` kept by `--reuse-runs` (finished before `began`, a
     `time.time()`), with the span they were trained in, from their own files ("" if none)."""
-    reused = [run for run in runs if (run / "command.txt").stat().st_mtime < began]
+    reused = [run for run in runs if RunLayout(run).command.stat().st_mtime < began]
     if not reused:
         return ""
-    span = max((run / "train.log").stat().st_mtime for run in reused) - min(
-        (run / "config.yaml").stat().st_mtime for run in reused
+    span = max(RunLayout(run).train_log.stat().st_mtime for run in reused) - min(
+        RunLayout(run).config.stat().st_mtime for run in reused
     )
     return (
         f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "
@@ -129,3 +159,58 @@ def reproduction_parser(
         help="keep finished runs whose command.txt matches instead of training them again",
     )
     return parser
+
+
+def reproduction_main(
+    description: str,
+    scales: Sequence[str],
+    out: str,
+    reproduce: Callable[[str, Path, Path, int, bool], list[Claim]],
+    argv: list[str] | None = None,
+) -> list[Claim]:
+    """Parse a reproduction's command line (`reproduction_parser`), run `reproduce(scale, runs,
+    out, jobs, reuse)` and print the verdict line of the report it wrote."""
+    args = reproduction_parser(description, scales, out).parse_args(argv)
+    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
+    print(verdict_line(args.out / "report.md", claims))
+    return claims
+
+
+class Stopwatch:
+    """The wall time of a reproduction's stages: `with clock.stage("training"): ...`."""
+
+    def __init__(self) -> None:
+        self.began = time.time()
+        self.minutes: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.time()
+        try:
+            yield
+        finally:
+            self.minutes[name] = (time.time() - start) / 60
+
+    @property
+    def total(self) -> float:
+        return sum(self.minutes.values())
+
+    def stages(self) -> str:
+        """`training 12.3 min, analyses 1.0 min`."""
+        return ", ".join(f"{name} {value:.1f} min" for name, value in self.minutes.items())
+
+
+def publish(
+    out: Path,
+    paper: str,
+    claims: Sequence[Claim],
+    markdown: str,
+    root: Path,
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+) -> Path:
+    """The end of every reproduction: `report.md` and `results.json` in `out`, and the figures and
+    tables as the W&B run `<paper>/report`. Returns the report's path."""
+    report = write_report(out, claims, markdown)
+    log_to_wandb(root, paper, figures, tables)
+    return report

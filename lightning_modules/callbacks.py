@@ -9,15 +9,17 @@ rank zero only.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 from torch import Tensor
+from torchmetrics import MeanMetric, Metric
 
-from lightning_modules.run_files import load_checkpoint, save_tensors_atomic
+from lightning_modules.splits import metric_key, metric_prefix
+from storage import RunLayout
+from storage.files import load_checkpoint, save_tensors_atomic
 
 
 def pad_and_concatenate(chunks: list[Tensor]) -> Tensor:
@@ -83,7 +85,7 @@ class TraceRecorder(Callback):
         for split in self.splits:
             loader = datamodule.split_dataloader(split, batch_size=self.batch_size)
             tensors = record_split(model, loader)
-            path = Path(trainer.default_root_dir) / "traces" / split / f"{tag}.safetensors"
+            path = RunLayout(trainer.default_root_dir).trace(split, tag)
             save_tensors_atomic(tensors, path, {"split": split, "tag": tag})
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -120,7 +122,7 @@ class WeightSnapshot(Callback):
 
     def _save(self, trainer: pl.Trainer, pl_module: pl.LightningModule, tag: str) -> None:
         if trainer.is_global_zero:
-            path = Path(trainer.default_root_dir) / "weights" / f"{tag}.safetensors"
+            path = RunLayout(trainer.default_root_dir).weight_snapshot(tag)
             save_tensors_atomic(dict(pl_module.state_dict()), path)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -199,3 +201,107 @@ class LoadWeights(Callback):
                 own[name].copy_(state[name])
                 if self.freeze:
                     own[name].requires_grad_(False)
+
+
+class TokenPositioningAccuracy(Metric):
+    """Share of requested (token, position) signals whose token the model outputs at exactly
+    that position (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq",
+    section 2: "whether the target token appears in the target position").
+
+    `update(prediction [batch, time], signal_token [batch, signals], signal_position
+    [batch, signals])` with 1-based positions; a position beyond the decoded steps counts as
+    wrong. With several signals each one counts separately.
+    """
+
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.add_state("correct", torch.tensor(0.0), dist_reduce_fx="sum")
+        self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def update(self, prediction: Tensor, signal_token: Tensor, signal_position: Tensor) -> None:
+        index = (signal_position - 1).clamp(0, prediction.shape[1] - 1)
+        output = prediction.gather(1, index)
+        hit = (output == signal_token) & (signal_position <= prediction.shape[1])
+        self.correct += hit.sum()
+        self.total += hit.numel()
+
+    def compute(self) -> Tensor:
+        return self.correct / self.total
+
+
+class TokenPositioningMetric(Callback):
+    """Paper 4's metric as a callback: logs `<prefix>/position_acc` (`TokenPositioningAccuracy`,
+    prefixes as `lightning_modules.splits.metric_prefix`: `train`, `val`, `test/<split>`) once
+    per epoch for every stage whose batches carry `signal_token` and `signal_position`, from the
+    greedy `prediction` the model's step returns. Name it in a config's callbacks (paper 4's do);
+    the model itself knows no paper's metric."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, TokenPositioningAccuracy] = {}
+
+    def _update(self, pl_module, stage: str, split: str, outputs, batch) -> None:
+        if "signal_token" not in batch:
+            return
+        prefix = metric_prefix(stage, split)
+        if prefix not in self.metrics:
+            self.metrics[prefix] = TokenPositioningAccuracy().to(pl_module.device)
+        prediction = outputs["prediction"]
+        self.metrics[prefix].update(prediction, batch["signal_token"], batch["signal_position"])
+
+    def _log(self, pl_module, stage: str) -> None:
+        for prefix, metric in self.metrics.items():
+            if prefix.split("/")[0] == stage and metric.update_called:
+                pl_module.log(f"{prefix}/position_acc", metric.compute(), add_dataloader_idx=False)
+                metric.reset()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._update(pl_module, "train", "train", outputs, batch)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._log(pl_module, "train")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
+                                dataloader_idx: int = 0) -> None:  # fmt: skip
+        self._update(pl_module, "val", pl_module.val_splits[dataloader_idx], outputs, batch)
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        self._log(pl_module, "val")
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
+                          dataloader_idx: int = 0) -> None:  # fmt: skip
+        self._update(pl_module, "test", pl_module.test_splits[dataloader_idx], outputs, batch)
+
+    def on_test_epoch_end(self, trainer, pl_module) -> None:
+        self._log(pl_module, "test")
+
+
+class SelectionScore(Callback):
+    """Paper 1's model-selection rule as a callback: logs `val/selection`, the sequence accuracy
+    on the validation split `val` with ties broken by lower validation loss,
+    `seq_acc - 1e-4 * loss / (1 + loss)`, for a `ModelCheckpoint` to monitor.
+
+    Paper 1 (section 2.4) selects models "by their best accuracy on a held-out set"; on its
+    16-row validation set accuracy ties often, so the loss (whose share of the score is below
+    1e-4, less than one row's worth of accuracy) decides between equal accuracies. Needs a
+    model with `val_splits` and a `seq_acc` metric per split (`Seq2Seq`), and a split `val`.
+    """
+
+    def __init__(self) -> None:
+        self.loss = MeanMetric()
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
+                                dataloader_idx: int = 0) -> None:  # fmt: skip
+        if pl_module.val_splits[dataloader_idx] == "val":
+            self.loss = self.loss.to(outputs["loss"].device)
+            self.loss.update(outputs["loss"], weight=batch["target"].shape[0])
+
+    def on_validation_epoch_end(self, trainer, pl_module) -> None:
+        if not self.loss.update_called:
+            return
+        loss = self.loss.compute()
+        accuracy = pl_module.seq_acc[metric_key("val", "val")].compute()
+        pl_module.log("val/selection", accuracy - 1e-4 * loss / (1 + loss))
+        self.loss.reset()

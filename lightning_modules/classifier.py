@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
+from lightning_modules.recurrent import Intervenable
 from lightning_modules.splits import metric_key, metric_prefix
 
 IMAGE_SHAPE = (1, 28, 56)
@@ -55,7 +56,7 @@ def build_network(
     return nn.Sequential(layers)
 
 
-class Classifier(pl.LightningModule):
+class Classifier(Intervenable, pl.LightningModule):
     """A feed-forward classifier over `batch["image"]` or `batch["inputs"]` and `batch["label"]`.
 
     Args:
@@ -102,8 +103,25 @@ class Classifier(pl.LightningModule):
         return batch["image"] if "image" in batch else batch["inputs"]
 
     def forward(self, inputs: Tensor) -> Tensor:
-        """Logits `[batch, num_classes]`."""
-        return self.network(inputs)
+        """Logits `[batch, num_classes]`; the hidden layers edited by `intervene`'s edits, whose
+        sites are `hidden.<i>` (after the ReLU of fully connected layer i, `[batch, units]`)."""
+        if not self._edits:
+            return self.network(inputs)
+        return self._layers(inputs)["logits"]
+
+    def _layers(self, inputs: Tensor) -> dict[str, Tensor]:
+        """Every hidden layer after its ReLU (`hidden.<i>`, edited) and the logits."""
+        record: dict[str, Tensor] = {}
+        values = inputs
+        for name, layer in self.network.named_children():
+            values = layer(values)
+            if name.startswith("relu"):
+                for edit in self._edits:
+                    if edit.site == f"hidden.{name[4:]}":
+                        values = edit.apply(values, 0)
+                record[f"hidden.{name[4:]}"] = values
+        record["logits"] = values
+        return record
 
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
         if self.hparams.loss == "multi_margin":
@@ -113,14 +131,8 @@ class Classifier(pl.LightningModule):
     @torch.no_grad()
     def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """Hidden layers after their ReLU (`hidden.<i>` `[batch, units]`), logits, prediction."""
-        record: dict[str, Tensor] = {}
-        values = self.inputs_of(batch)
-        for name, layer in self.network.named_children():
-            values = layer(values)
-            if name.startswith("relu"):
-                record[f"hidden.{name[4:]}"] = values
-        record["logits"] = values
-        record["prediction"] = values.argmax(-1)
+        record = self._layers(self.inputs_of(batch))
+        record["prediction"] = record["logits"].argmax(-1)
         return record
 
     def _step(self, batch: dict[str, Tensor], stage: str, split: str) -> Tensor:

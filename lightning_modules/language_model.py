@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lightning_modules.recurrent import Intervention, recurrent_layer
+from lightning_modules.recurrent import Intervenable, Intervention, recurrent_layer
 
 
-class LanguageModel(pl.LightningModule):
+class LanguageModel(Intervenable, pl.LightningModule):
     """Embedding -> LSTM -> linear output over the vocabulary.
 
     Args:
@@ -62,11 +62,13 @@ class LanguageModel(pl.LightningModule):
     ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """`tokens` `[batch, time]` -> logits `[batch, time, vocab]` and the final LSTM state
         (torch's `([1, batch, hidden], [1, batch, hidden])`). With `record`, every LSTM site
-        is stored as `lstm.<site>` `[batch, time, units]`; `edits` name sites `lstm.<site>`."""
+        is stored as `lstm.<site>` `[batch, time, units]`; `edits` name sites `lstm.<site>`
+        (applied with those of `intervene`)."""
         inner = {} if record is not None else None
         hidden, state = self.lstm(
-            self.dropout(self.embedding(tokens)), state, record=inner, edits=edits
-        )
+            self.dropout(self.embedding(tokens)), state, record=inner,
+            edits=tuple(edits) + self._edits,
+        )  # fmt: skip
         if record is not None:
             record.update({f"lstm.{site}": value for site, value in inner.items()})
         return self.output(self.dropout(hidden)), state

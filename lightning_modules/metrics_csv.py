@@ -20,7 +20,7 @@ from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.loggers.csv_logs import ExperimentWriter
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 
-from lightning_modules.run_files import write_text_atomic
+from storage.files import write_text_atomic
 
 
 def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:

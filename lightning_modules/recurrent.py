@@ -30,7 +30,8 @@ what flows on. They are passed to `forward` explicitly; nothing stays attached t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,6 +43,21 @@ GRU_SITES = ("hidden", "update_gate", "reset_gate", "candidate")
 LSTM_SITES = ("hidden", "cell", "input_gate", "forget_gate", "candidate", "output_gate")
 SITES = {"gru": GRU_SITES, "lstm": LSTM_SITES}
 """The sites of each cell. Each is `hidden_size * directions` units wide."""
+
+GATE_BLOCKS = {
+    "gru": ("reset_gate", "update_gate", "candidate"),
+    "lstm": ("input_gate", "forget_gate", "candidate", "output_gate"),
+}
+"""torch's layout of a recurrent layer's `weight_ih`, `weight_hh`, `bias_ih` and `bias_hh`: one
+block of `hidden_size` rows per gate, in this order (the only place the suite spells it)."""
+
+
+def gate_blocks(stacked: Tensor, cell_type: str, dim: int = 0) -> dict[str, Tensor]:
+    """`stacked` (a torch weight or bias, or anything projected by one, along `dim`) split into
+    its gates' blocks by name, in torch's order (:data:`GATE_BLOCKS`)."""
+    names = GATE_BLOCKS[cell_type]
+    return dict(zip(names, stacked.chunk(len(names), dim=dim), strict=True))
+
 
 Operation = Literal["set", "zero", "scale", "add", "replace"]
 
@@ -55,7 +71,8 @@ class Intervention:
       - `set`: units = value;  `zero`: units = 0;  `scale`: units *= value;  `add`: units += value
       - `replace`: units = value taken from another recording; `value` is `[batch, steps, units]`
         (one row per entry of `steps`, or per time step when `steps` is None), e.g. the same
-        site recorded on another input, or at other steps (`values_at` builds that).
+        site recorded on another input, or at other steps
+        (``recorded[:, source_steps][:, :, units]``).
     `value` for set/scale/add is a float or a tensor broadcastable to `[batch, len(units)]`; a
     3-d tensor `[batch, steps, units]` gives one value per edited step, as for `replace`.
     """
@@ -145,15 +162,6 @@ def removal_edits(removed: dict[str, Sequence[int]]) -> tuple[Intervention, ...]
     return tuple(
         Intervention(site, units=tuple(units), operation="zero") for site, units in removed.items()
     )
-
-
-def values_at(recorded: Tensor, units: Sequence[int], source_steps: Sequence[int]) -> Tensor:
-    """Values of `units` at `source_steps` from a recording `[batch, time, units]`.
-
-    Gives the `value` of a `replace` intervention that writes, at `steps[i]`, what the units held
-    at `source_steps[i]` (Lee et al. section 4: a neuron's value from k steps earlier).
-    """
-    return recorded[:, list(source_steps)][:, :, list(units)]
 
 
 class _TracedRecurrent:
@@ -286,6 +294,23 @@ def _step_mask(lengths: Tensor | None, batch: int, time: int, device) -> Tensor:
     return torch.arange(time, device=device)[None, :] < lengths.to(device)[:, None]
 
 
+class Intervenable:
+    """Scoped edits for a model: `with model.intervene(edits): ...` applies `edits` to every
+    forward pass inside the block, on top of the model's own (`_edits`, e.g. removed units),
+    and removes them on exit, even on an error. Every model of the suite has it."""
+
+    _edits: tuple[Intervention, ...] = ()
+
+    @contextlib.contextmanager
+    def intervene(self, edits: Sequence[Intervention]) -> Iterator:
+        previous = self._edits
+        self._edits = previous + tuple(edits)
+        try:
+            yield self
+        finally:
+            self._edits = previous
+
+
 def _edited(name: str, value: Tensor, step: int, edits: Sequence[Intervention]) -> Tensor:
     for edit in edits:
         if edit.site_name == name:
@@ -302,8 +327,8 @@ class GRU(_TracedRecurrent, nn.GRU):
         (hidden,) = carried
         weight_hh, bias_hh = self._recurrent_weights(direction)
         recurrent = hidden @ weight_hh.T + bias_hh
-        input_reset, input_update, input_candidate = projected.chunk(3, dim=-1)
-        hidden_reset, hidden_update, hidden_candidate = recurrent.chunk(3, dim=-1)
+        input_reset, input_update, input_candidate = gate_blocks(projected, "gru", -1).values()
+        hidden_reset, hidden_update, hidden_candidate = gate_blocks(recurrent, "gru", -1).values()
         reset_gate = _edited("reset_gate", torch.sigmoid(input_reset + hidden_reset), step, edits)
         update_gate = _edited(
             "update_gate", torch.sigmoid(input_update + hidden_update), step, edits
@@ -332,7 +357,7 @@ class LSTM(_TracedRecurrent, nn.LSTM):
         hidden, cell = carried
         weight_hh, bias_hh = self._recurrent_weights(direction)
         pre = projected + hidden @ weight_hh.T + bias_hh
-        pre_input, pre_forget, pre_candidate, pre_output = pre.chunk(4, dim=-1)
+        pre_input, pre_forget, pre_candidate, pre_output = gate_blocks(pre, "lstm", -1).values()
         input_gate = _edited("input_gate", torch.sigmoid(pre_input), step, edits)
         forget_gate = _edited("forget_gate", torch.sigmoid(pre_forget), step, edits)
         candidate = _edited("candidate", torch.tanh(pre_candidate), step, edits)

@@ -13,18 +13,23 @@ decay) and paper 4 (GRU, no attention, the encoder's last state passed to the de
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MeanMetric, Metric
+from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from lightning_modules.recurrent import SITES, Intervention, recurrent_layer, removal_edits
+from lightning_modules.recurrent import (
+    SITES,
+    Intervenable,
+    Intervention,
+    recurrent_layer,
+    removal_edits,
+)
 from lightning_modules.splits import metric_key, metric_prefix
 
 PAD, SOS, EOS = 0, 1, 2
@@ -34,35 +39,6 @@ PAD, SOS, EOS = 0, 1, 2
 def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
     """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
     return ((prediction == target) | (target == PAD)).all(-1)
-
-
-class TokenPositioningAccuracy(Metric):
-    """Share of requested (token, position) signals whose token the model outputs at exactly
-    that position (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq",
-    section 2: "whether the target token appears in the target position").
-
-    `update(prediction [batch, time], signal_token [batch, signals], signal_position
-    [batch, signals])` with 1-based positions; a position beyond the decoded steps counts as
-    wrong. With several signals each one counts separately.
-    """
-
-    higher_is_better = True
-    full_state_update = False
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.add_state("correct", torch.tensor(0.0), dist_reduce_fx="sum")
-        self.add_state("total", torch.tensor(0.0), dist_reduce_fx="sum")
-
-    def update(self, prediction: Tensor, signal_token: Tensor, signal_position: Tensor) -> None:
-        index = (signal_position - 1).clamp(0, prediction.shape[1] - 1)
-        output = prediction.gather(1, index)
-        hit = (output == signal_token) & (signal_position <= prediction.shape[1])
-        self.correct += hit.sum()
-        self.total += hit.numel()
-
-    def compute(self) -> Tensor:
-        return self.correct / self.total
 
 
 def sequence_losses(
@@ -126,7 +102,7 @@ class Attention(nn.Module):
         return scores.masked_fill(~key_mask, float("-inf")).softmax(-1)
 
 
-class Seq2Seq(pl.LightningModule):
+class Seq2Seq(Intervenable, pl.LightningModule):
     """Encoder-decoder with optional attention and attentive-guidance loss.
 
     Args:
@@ -231,10 +207,6 @@ class Seq2Seq(pl.LightningModule):
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
-        self.val_loss = MeanMetric()
-        self.position_acc = nn.ModuleDict(
-            {metric_key(*s): TokenPositioningAccuracy() for s in splits}
-        )
         self.train_loss_parts = nn.ModuleDict(
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
         )
@@ -292,8 +264,7 @@ class Seq2Seq(pl.LightningModule):
             return self._teacher_forced(target[:, :steps], state), None
         decoder_edits = [e for e in edits if e.module == "decoder"]
         source_mask = source != PAD
-        if self.attention is not None:
-            keys = self.attention.prepare_keys(encoder_outputs)
+        keys = self.attention.prepare_keys(encoder_outputs) if self.attention is not None else None
         token = source.new_full((source.shape[0],), SOS)
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
@@ -302,17 +273,8 @@ class Seq2Seq(pl.LightningModule):
                 token = torch.randint(vocabulary, token.shape, generator=random_inputs).to(
                     token.device
                 )
-            embedded = self.decoder_embedding(token)
-            weights = None
-            if self.attention is not None and self.hparams.attention_placement == "pre_rnn":
-                weights = self.attention(self._hidden_of(state), keys, source_mask)
-                context = self._context(weights, encoder_outputs)
-                if self.full_focus is not None:
-                    embedded = context * torch.relu(
-                        self.full_focus(torch.cat([context, embedded], -1))
-                    )
-                else:
-                    embedded = torch.cat([embedded, context], -1)
+            embedded, weights = self._decoder_input(token, state, keys, encoder_outputs,
+                                                    source_mask)  # fmt: skip
             state, sites = self.decoder.step(embedded, state, step, decoder_edits)
             readout = sites["hidden"]
             if self.attention is not None and weights is None:
@@ -336,6 +298,21 @@ class Seq2Seq(pl.LightningModule):
             if attention is not None:
                 record["attention"] = attention
         return torch.stack(logits, 1), attention
+
+    def _decoder_input(self, token, state, keys, encoder_outputs, source_mask):
+        """The decoder's input at one step, `[batch, input]`, and the attention weights computed
+        before the step (pre-rnn attention) or None: the embedded `token`, with pre-rnn attention
+        joined to its context (concatenated, or gated by the full-focus layer)."""
+        embedded = self.decoder_embedding(token)
+        if self.attention is None or self.hparams.attention_placement != "pre_rnn":
+            return embedded, None
+        weights = self.attention(self._hidden_of(state), keys, source_mask)
+        context = self._context(weights, encoder_outputs)
+        if self.full_focus is not None:
+            return context * torch.relu(
+                self.full_focus(torch.cat([context, embedded], -1))
+            ), weights
+        return torch.cat([embedded, context], -1), weights
 
     def _fusable(self, target, steps, teacher_forcing_ratio, record, edits, random_inputs) -> bool:
         """Whether the decoder's inputs are all known in advance and nothing inside it is
@@ -407,16 +384,6 @@ class Seq2Seq(pl.LightningModule):
     def _context(weights: Tensor, encoder_outputs: Tensor) -> Tensor:
         return torch.einsum("bs,bsu->bu", weights, encoder_outputs)
 
-    @contextlib.contextmanager
-    def intervene(self, edits: Sequence[Intervention]) -> Iterator[Seq2Seq]:
-        """Apply `edits` to every forward pass inside the block (e.g. under `trainer.test`)."""
-        previous = self._edits
-        self._edits = previous + tuple(edits)
-        try:
-            yield self
-        finally:
-            self._edits = previous
-
     @torch.no_grad()
     def trace(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
         """What the model computes on `batch` under greedy decoding, by site name.
@@ -461,10 +428,6 @@ class Seq2Seq(pl.LightningModule):
         correct = sequence_correct(prediction, target).float()
         self.seq_acc[metric_key(stage, split)].update(correct)
         self.token_acc[metric_key(stage, split)].update(prediction.flatten(), target.flatten())
-        if "signal_token" in batch:
-            self.position_acc[metric_key(stage, split)].update(
-                prediction, batch["signal_token"], batch["signal_position"]
-            )
         if training:  # per step the loss and the batch's accuracy; the rest once per epoch
             self.log("train/loss", loss, on_step=True, on_epoch=True, batch_size=batch_size)
             # Before this step's update. With full teacher forcing a sequence is right exactly
@@ -474,14 +437,12 @@ class Seq2Seq(pl.LightningModule):
             for name, metric in self.train_loss_parts.items():
                 if name in log:
                     metric.update(log[name], weight=batch_size)
-            return loss
-        if (stage, split) == ("val", "val"):
-            self.val_loss.update(loss, weight=batch_size)
+            return {"loss": loss, "prediction": prediction}
         for name, value in log.items():
             self.log(f"{metric_prefix(stage, split)}/{name}", value, on_epoch=True,
                      batch_size=batch_size, add_dataloader_idx=False)  # fmt: skip
         self._log_accuracy(stage, split)
-        return loss
+        return {"loss": loss, "prediction": prediction}
 
     def on_train_epoch_end(self) -> None:
         for name, metric in self.train_loss_parts.items():
@@ -495,32 +456,15 @@ class Seq2Seq(pl.LightningModule):
         prefix, key = metric_prefix(stage, split), metric_key(stage, split)
         self.log(f"{prefix}/seq_acc", self.seq_acc[key], **kwargs)
         self.log(f"{prefix}/token_acc", self.token_acc[key], **kwargs)
-        if self.position_acc[key].update_called:  # batches with token-positioning signals
-            self.log(f"{prefix}/position_acc", self.position_acc[key], **kwargs)
 
     def training_step(self, batch, batch_idx):
         return self._shared_step(batch, "train", "train")
 
     def validation_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        self._shared_step(batch, "val", self.val_splits[dataloader_idx])
-
-    def on_validation_epoch_end(self) -> None:
-        """Log `val/selection`: held-out sequence accuracy, ties broken by lower held-out loss.
-
-        Paper 1 (section 2.4) selects models "by their best accuracy on a held-out set"; on its
-        16-row validation set accuracy ties often, so the loss (whose share of the score is
-        below 1e-4, less than one row's worth of accuracy) decides between equal accuracies.
-        Only logged when there is a validation split named `val`.
-        """
-        if "val" not in self.val_splits:
-            return
-        loss = self.val_loss.compute()
-        selection = self.seq_acc[metric_key("val", "val")].compute() - 1e-4 * loss / (1 + loss)
-        self.log("val/selection", selection)
-        self.val_loss.reset()
+        return self._shared_step(batch, "val", self.val_splits[dataloader_idx])
 
     def test_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        self._shared_step(batch, "test", self.test_splits[dataloader_idx])
+        return self._shared_step(batch, "test", self.test_splits[dataloader_idx])
 
     def configure_optimizers(self):
         trainable = [p for p in self.parameters() if p.requires_grad]

@@ -1,5 +1,5 @@
 import sys
 
-from probes.command import main
+from probes.command.cli import main
 
 sys.exit(main())

@@ -13,9 +13,9 @@ Shapley split `decompose_three`, the cell update splits products term by term, a
 `tanh(c)` is split by `decompose_tanh_two`; every split sums exactly to the true value, so the
 parts sum to the LSTM's output up to rounding (paper 2 reports a relative error below 1e-5).
 
-`rule_close_probabilities` is the measurement paper 2's figures plot, shared by
-`experiments/paper2.py` and the `contextual-decomposition` probe: P(omega | phrase) at the close
-symbol of held-out rule instances, per checkpoint or weight snapshot of a run.
+`rule_phrases` names the phrases of paper 2's rules; the measurement its figures plot, P(omega |
+phrase) at the close symbol of held-out rule instances per checkpoint of a run, reads run folders
+and so is the command's (`probes.command.contextual_decomposition.rule_close_probabilities`).
 
 Written by hand: captum has no CD, and diagNNose's decomposer works on its own model wrappers
 one sentence at a time. Here the phrase is a `[batch, time]` mask, so one pass decomposes many
@@ -28,9 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from scipy.stats import sem
 from torch import Tensor, nn
 
-from probes.runs import RunFolder
+from lightning_modules.recurrent import gate_blocks
 
 
 def decompose_three(
@@ -107,7 +108,7 @@ def contextual_decomposition(
         irrelevant_hidden, irrelevant_cell = last_hidden[0, row_of], last_cell[0, row_of]
         relevant_states += [zeros] * first
         irrelevant_states += list(before.unbind(1))
-    # [batch, steps from `first`, 4 units], torch's gate order i, f, g, o
+    # [batch, steps from `first`, 4 units], in torch's gate order (GATE_BLOCKS)
     projected = inputs[:, first:] @ lstm.weight_ih_l0.T
     for step in range(first, time):
         from_input = projected[:, step - first]
@@ -115,9 +116,9 @@ def contextual_decomposition(
         irrelevant_pre = (
             from_input * (1 - in_phrase[:, step]) + irrelevant_hidden @ lstm.weight_hh_l0.T
         )
-        rel_i, rel_f, rel_g, rel_o = relevant_pre.chunk(4, -1)
-        irr_i, irr_f, irr_g, irr_o = irrelevant_pre.chunk(4, -1)
-        b_i, b_f, b_g, b_o = bias.chunk(4)
+        rel_i, rel_f, rel_g, rel_o = gate_blocks(relevant_pre, "lstm", -1).values()
+        irr_i, irr_f, irr_g, irr_o = gate_blocks(irrelevant_pre, "lstm", -1).values()
+        b_i, b_f, b_g, b_o = gate_blocks(bias, "lstm").values()
         input_gate = decompose_three(rel_i, irr_i, b_i, torch.sigmoid)
         candidate = decompose_three(rel_g, irr_g, b_g, torch.tanh)
         forget_gate = decompose_three(rel_f, irr_f, b_f, torch.sigmoid)
@@ -210,48 +211,6 @@ class CloseProbabilities:
 
 
 def mean_and_standard_error(values: Tensor) -> tuple[float, float]:
-    """The mean of `values` and its standard error (sample standard deviation / sqrt(count))."""
-    return float(values.mean()), float(values.std() / len(values) ** 0.5)
-
-
-@torch.no_grad()
-def rule_close_probabilities(
-    run: RunFolder,
-    tags: Sequence[str],
-    only: Sequence[str] | None = None,
-    settings_tag: str = "last",
-    device: torch.device | str = "cpu",
-) -> dict[str, CloseProbabilities]:
-    """Paper 2, section 3.1: for each checkpoint or weight snapshot `tag` of a `LanguageModel` run
-    (the model rebuilt from checkpoint `settings_tag`, the tag's weights loaded), P(omega | phrase)
-    at the close symbol of the run's probe rules (the DataModule's `rules` split), for every
-    phrase of `rule_phrases` (or those named in `only`, kept in `rule_phrases`' order), all
-    phrases decomposed in one batch."""
-    data = run.datamodule(settings_tag)
-    model = run.model(settings_tag).to(device)
-    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
-    tokens = batch["input"].to(device)
-    open_position = int(batch["open_position"][0])
-    close_position = int(batch["close_position"][0])
-    named = rule_phrases(open_position, data.hparams.conduit_length)
-    named = {name: steps for name, steps in named.items() if only is None or name in only}
-    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool, device=device)
-    for row, positions in enumerate(named.values()):
-        masks[row, :, positions] = True
-    repeated = tokens.repeat(len(named), 1)
-    close_symbol = data.vocab_size - 1
-    results = {}
-    for tag in tags:
-        model.load_state_dict(run.state_dict(tag))
-        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
-        probability = parts.relevant_probabilities()[:, close_position, close_symbol].cpu()
-        per_phrase = probability.view(len(named), -1)
-        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol].cpu()
-        results[tag] = CloseProbabilities(
-            dict(zip(named, per_phrase, strict=True)),
-            full,
-            float(parts.approximation_error().max()),
-            named,
-            close_position,
-        )
-    return results
+    """The mean of `values` and its standard error (scipy's `sem`: sample standard deviation /
+    sqrt(count))."""
+    return float(values.mean()), float(sem(values.numpy()))

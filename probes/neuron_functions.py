@@ -9,7 +9,8 @@ Neurons for GRU Seq2Seq", section 3, for any seq2seq model of the suite.
    of the requested token at t = T with respect to a hidden state; candidates whose mean
    absolute attribution is below the mean over all units are dropped.
 3. **Verification** (3.3): unit values are set through the recurrent core's interventions and
-   the model's greedy output is checked (`position_hits`).
+   the model's greedy output is checked (`position_hits`; the manipulations themselves are
+   `probes.neuron_manipulation`).
 
 Time follows the paper: t = -1 is the encoder reading the requested token, t = 0 the encoder's
 last step (the decoder's initial state, the bridge being the identity), t >= 1 the decoder's
@@ -141,21 +142,27 @@ def state_attributions(
     t: int,
     position: int,
     n_steps: int = 32,
-) -> Tensor:
+    convergence_delta: bool = False,
+) -> Tensor | tuple[Tensor, Tensor]:
     """Section 3.2: integrated gradients `[batch, units]` of P(requested token at `position`)
     with respect to h_t (`states` `[batch, units]`, from a zero baseline), for rows that all
     request their token (`batch["signal_token"][:, -1]`) at `position`. The decoder's inputs are
-    held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model)."""
+    held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model). With
+    `convergence_delta`, also captum's completeness error per row `[batch]`: the attributions'
+    sum minus F(h_t) - F(0), which shrinks as `n_steps` grows."""
     arguments = (
         batch["source"], batch["source_lengths"], batch["decoder_inputs"],
         batch["signal_token"][:, -1], model, t, position,
     )  # fmt: skip
     with torch.enable_grad():
-        attributions = IntegratedGradients(token_probability).attribute(
+        result = IntegratedGradients(token_probability).attribute(
             states.detach().clone(), baselines=torch.zeros_like(states),
             additional_forward_args=arguments, n_steps=n_steps,
+            return_convergence_delta=convergence_delta,
         )  # fmt: skip
-    return attributions.detach()
+    if convergence_delta:
+        return result[0].detach(), result[1].detach()
+    return result.detach()
 
 
 def attribution_filter(candidates: Tensor, attributions: Tensor, *more: Tensor) -> Tensor:
@@ -490,128 +497,3 @@ def identify_neurons(
         {name: candidates[name].accuracy for name in HYPOTHESES},
         {name: candidates[name].units for name in HYPOTHESES},
     )  # fmt: skip
-
-
-def manipulation_trials(
-    units: dict[str, Tensor], position: int, states: Tensor, size: int
-) -> dict[str, tuple[Intervention, int]]:
-    """Section 4's manipulations of `units` (`{function: units}`) for rows of one T =
-    `position`: `{manipulation: (edit, position where the token is expected)}`, for those that
-    T allows (counting: T - 1 - k >= 0, or T - 2 - k >= 0 when edited at T - 2; triggering:
-    T - 1 - k >= 1)."""
-    trials = {
-        "storing_zero": (storing_zero(units["storing"], position), position),
-        "storing_previous": (storing_previous(units["storing"], position, states), position),
-        "outputting_zero": (zero_at_output(units["outputting"], position), position),
-        "others_zero": (zero_at_output(complement(units["outputting"], size), position), position),
-    }
-    for k in (1, 2, 3):
-        if position - 1 - k >= 0:
-            edit = counting_delay(units["counting"], position, k, states)
-            trials[f"counting_k{k}"] = (edit, position + k)
-        if position - 2 - k >= 0 and position >= 3:
-            edit = counting_delay(units["counting"], position, k, states, before=2)
-            trials[f"counting_before_trigger_k{k}"] = (edit, position + k)
-    for k in (1, 2, 3, 4):
-        if position - 1 - k >= 1:
-            edit = triggering_advance(units["triggering"], position, k, states)
-            trials[f"triggering_k{k}"] = (edit, position - k)
-    return trials
-
-
-def control_units(
-    neurons: TokenNeurons, size: int, generator: torch.Generator
-) -> dict[str, Tensor]:
-    """A size-matched control for every function: as many units as `neurons` names, drawn at
-    random among the units that are not its candidates (storing, counting, triggering: not
-    among stage 1's candidates of that hypothesis; outputting: not outputting units). Where
-    fewer such units exist than are needed, all of them."""
-    drawn = {}
-    for function in (*HYPOTHESES, "outputting"):
-        named = neurons.units(function)
-        excluded = neurons.candidates[function] if function in HYPOTHESES else named
-        pool = complement(torch.cat([excluded, named]).unique(), size)
-        order = torch.randperm(len(pool), generator=generator)
-        drawn[function] = pool[order[: len(named)]].sort().values
-    return drawn
-
-
-def verify_neurons(
-    model: Seq2Seq, traced: Traced, neurons: TokenNeurons, control_draws: int = 0, seed: int = 0
-) -> dict[str, list[int]]:
-    """Section 4's manipulations (Table 1 and finding 4) on this token's rows with T >= 2:
-    `{manipulation: [hits, rows]}` for `MANIPULATIONS` and `DIAGNOSTICS`, a hit being the token
-    at the expected position (T for the storing and outputting checks, T + k for counting, T - k
-    for triggering; see `manipulation_trials`); rows that allow neither counting nor triggering
-    are not counted there.
-
-    With `control_draws`, also `control.<manipulation>` for every one of `MANIPULATIONS`: the
-    same edit applied to `control_units` (size-matched random non-candidates, drawn
-    `control_draws` times with `seed`), hits and rows summed over the draws: whether the named
-    units matter more than any as many units. `storing_zero.T=<T>` splits `storing_zero` by T.
-    """
-    counts = {name: [0, 0] for name in MANIPULATIONS + DIAGNOSTICS}
-    counts.update({f"control.{name}": [0, 0] for name in MANIPULATIONS if control_draws})
-    own = traced.rows(traced.token == neurons.token)
-    size = own.states.shape[-1]
-    named = {function: neurons.units(function) for function in (*HYPOTHESES, "outputting")}
-    generator = torch.Generator().manual_seed(seed)
-    controls = [control_units(neurons, size, generator) for _ in range(control_draws)]
-    for position in sorted(set(own.position.tolist()) - {1}):
-        group = own.rows(own.position == position)
-        for prefix, units in [("", named)] + [("control.", c) for c in controls]:
-            for name, (edit, expected) in manipulation_trials(
-                units, position, group.states, size
-            ).items():
-                if prefix + name not in counts:
-                    continue  # no control of the diagnostics
-                outputs = greedy_outputs(model, group.batch, max(expected, position), [edit])
-                hits = int(position_hits(outputs, group.token, expected).sum())
-                keys = [prefix + name]
-                if prefix + name == "storing_zero":  # per T: one storing group for every T?
-                    keys.append(f"storing_zero.T={position}")
-                for key in keys:
-                    total = counts.setdefault(key, [0, 0])
-                    total[0] += hits
-                    total[1] += len(group.token)
-    return counts
-
-
-def gate_interaction(model: Seq2Seq, traced: Traced, neurons: TokenNeurons) -> dict[str, float]:
-    """Section 5: at t = T, the mean update gate of the outputting units and the mean reset gate
-    of the storing units, unedited and with the triggering units of h_{T-1} set to zero, over
-    this token's rows with T >= 2 (keys `update_output`, `update_output_masked`,
-    `reset_store`, `reset_store_masked`). Also the paper's GRU' (Equation 3: no input, no bias)
-    reading: with every unit of h_{T-1} but the triggering ones masked, the mean of U_z h_{T-1}
-    over the outputting units (`update_drive_from_triggering`, the paper: negative) and of
-    U_r h_{T-1} over the storing units (`reset_drive_from_triggering`: positive)."""
-    own = traced.rows(traced.token == neurons.token)
-    sums = dict.fromkeys(
-        ("update_output", "update_output_masked", "reset_store", "reset_store_masked",
-         "update_drive_from_triggering", "reset_drive_from_triggering"), 0.0,
-    )  # fmt: skip
-    size = own.states.shape[-1]
-    weight_hh = model.decoder.weight_hh_l0.detach()  # torch's [reset; update; candidate] rows
-    reset_weight, update_weight = weight_hh[:size], weight_hh[size : 2 * size]
-    rows = 0
-    for position in sorted(set(own.position.tolist()) - {1}):
-        group = own.rows(own.position == position)
-        masked = trace_rows(
-            model, group.batch, position,
-            [Intervention("decoder.hidden", neurons.triggering.tolist(),
-                          (decoder_step(position - 1),), "zero")],
-        )  # fmt: skip
-        step = decoder_step(position)
-        for suffix, record in (("", group.record), ("_masked", masked.record)):
-            update = record["decoder.update_gate"][:, step][:, neurons.outputting]
-            reset = record["decoder.reset_gate"][:, step][:, neurons.storing]
-            sums["update_output" + suffix] += float(update.mean(-1).nan_to_num().sum())
-            sums["reset_store" + suffix] += float(reset.mean(-1).nan_to_num().sum())
-        triggering_only = torch.zeros_like(group.states[:, position])  # h_{T-1}, masked
-        triggering_only[:, neurons.triggering] = group.states[:, position][:, neurons.triggering]
-        update_drive = (triggering_only @ update_weight.T)[:, neurons.outputting]
-        reset_drive = (triggering_only @ reset_weight.T)[:, neurons.storing]
-        sums["update_drive_from_triggering"] += float(update_drive.mean(-1).nan_to_num().sum())
-        sums["reset_drive_from_triggering"] += float(reset_drive.mean(-1).nan_to_num().sum())
-        rows += len(group.token)
-    return {name: value / max(rows, 1) for name, value in sums.items()}

@@ -14,13 +14,15 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import pad_and_concatenate
 from lightning_modules.seq2seq import PAD
 from probes.diagnostic import FunctionalGroup, functional_group, labelled_steps
-from probes.runs import RunFolder
 
 STEP_LABEL = "time"  # the label "which step is this" (paper 1, Table 3)
 CONVENTIONS = ("torch", "paper1")
+PAPER1_GATE_SITES = (
+    "encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate",
+)  # fmt: skip
+"""The GRU gates paper 1 analyses (Figure 4, Table 2)."""
 
 
 def module_of(site: str) -> str:
@@ -37,15 +39,6 @@ def trace_keys(sites: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
     for site in sites:
         keys.add("batch.source_lengths" if module_of(site) == "encoder" else "batch.target")
     return sorted(keys)
-
-
-def joined_trace(
-    run: RunFolder, splits: Sequence[str], tag: str = "best", keys: Sequence[str] | None = None
-) -> dict[str, Tensor]:
-    """The run's traces of `splits` at `tag`, concatenated along the batch (zero-padded in time);
-    with `keys`, only those entries are read from the files."""
-    traces = [run.trace(split, tag, keys) for split in splits]
-    return {key: pad_and_concatenate([t[key] for t in traces]) for key in traces[0]}
 
 
 def valid_steps(trace: dict[str, Tensor], site: str) -> Tensor:

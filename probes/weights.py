@@ -16,8 +16,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-GRU_GATES = ("reset_gate", "update_gate", "candidate")
-"""The row blocks of torch's GRU `weight_ih_l0` / `weight_hh_l0`, in torch's order."""
+from lightning_modules.recurrent import gate_blocks
 
 
 def gate_weights(
@@ -25,17 +24,17 @@ def gate_weights(
     module: str,
     gate: Literal["reset_gate", "update_gate", "candidate"],
     kind: Literal["ih", "hh"],
+    convention: str = "torch",
 ) -> Tensor:
     """The `[units, inputs]` block of `<module>.weight_<kind>_l0` that feeds `gate`: the
     paper's `W_ir`, `W_iz`, `W_ih` (kind `ih`) or `W_hr`, `W_hz`, `W_hh` (kind `hh`).
 
     Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
-    the paper's keeps the new one; the paper's `W_z` is therefore minus this block.
+    paper 1's keeps the new one; with `convention="paper1"` the update gate's block is negated
+    (paper 1's `W_z` is minus torch's; `probes.traces.site_values` flips its values alike).
     """
-    weight = state_dict[f"{module}.weight_{kind}_l0"]
-    units = weight.shape[0] // 3
-    index = GRU_GATES.index(gate)
-    return weight[index * units : (index + 1) * units]
+    weight = gate_blocks(state_dict[f"{module}.weight_{kind}_l0"], "gru")[gate]
+    return -weight if convention == "paper1" and gate == "update_gate" else weight
 
 
 def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:
@@ -56,13 +55,6 @@ def strongest_units(strength: Tensor, share: float) -> Tensor:
     count = math.ceil(share * strength.numel() - 1e-9)
     order = torch.sort(strength, descending=True, stable=True).indices
     return order[:count]
-
-
-def strongest_share_threshold(weights: list[Tensor], share: float = 0.01) -> float:
-    """The absolute weight above which the strongest `share` of all `weights` lie (the paper's
-    "strongest one percent of the weights", 3.2)."""
-    values = torch.cat([w.abs().flatten() for w in weights]).double()
-    return float(torch.quantile(values, 1 - share))
 
 
 @dataclass(frozen=True)
@@ -123,8 +115,7 @@ def connectivity(weight: Tensor, threshold: float) -> Connectivity:
 def polarity_correlation(first: Tensor, second: Tensor, dim: int = 1) -> float:
     """Pearson correlation over neurons of the mean weight of each neuron in two matrices of the
     same shape (`dim=1`: per receiving neuron, `dim=0`: per sending neuron). Paper 1, 3.2: the
-    polarities of update and reset gates are "inversely related" (a negative correlation)."""
-    a = first.double().mean(dim)
-    b = second.double().mean(dim)
-    a, b = a - a.mean(), b - b.mean()
-    return float((a * b).sum() / (a.norm() * b.norm()).clamp_min(1e-300))
+    polarities of update and reset gates are "inversely related" (a negative correlation).
+    `torch.corrcoef`; 0 where a mean is constant (no correlation to speak of)."""
+    means = torch.stack([first.double().mean(dim), second.double().mean(dim)])
+    return float(torch.corrcoef(means)[0, 1].nan_to_num(0.0))  # a constant mean: 0, not NaN

@@ -19,9 +19,9 @@ import torch
 import yaml
 
 from experiments.cli import main
-from lightning_modules.run_files import RunFileError
-from lightning_modules.trusted_classes import UntrustedClassError, resolve_class
-from probes.runs import RunFolder
+from storage.files import RunFileError
+from storage.run_folder import RunFolder
+from storage.trusted_classes import UntrustedClassError, resolve_class
 from tests.test_runs import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -60,7 +60,7 @@ PAYLOADS = [
     ("os.system", "os.system"),
     ("payload_module.Model", "payload_module.Model"),
     ("lightning_modules.seq2seq.os.system", "datamodules.lookup_tables.os.system"),
-    ("lightning_modules.run_files.os", "datamodules.LookupTableDataModule"),
+    ("storage.files.os", "datamodules.LookupTableDataModule"),
 ]
 
 
@@ -97,7 +97,7 @@ def test_a_class_the_user_names_is_trusted(tmp_path, payload):
     with pytest.raises(UntrustedClassError, match="as its LightningModule, but it is not one"):
         from pytorch_lightning import LightningModule
 
-        resolve_class("lightning_modules.run_files.RunFileError", LightningModule, "test")
+        resolve_class("lightning_modules.recurrent.Intervention", LightningModule, "test")
 
 
 def subprocess_env(payload_folder: Path) -> dict:
@@ -197,7 +197,7 @@ def test_a_model_class_named_with_trust_class_is_rebuilt(tmp_path, monkeypatch):
                run_dir / "checkpoints" / "best.ckpt")  # fmt: skip
     with pytest.raises(UntrustedClassError, match="--trust-class"):
         RunFolder(run_dir).model()
-    from probes.command import parser
+    from probes.command.cli import parser
 
     command = ["pruning", "--runs", str(run_dir), "--out", str(tmp_path),
                "--trust-class", "user_models.UserModel"]  # fmt: skip

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from datamodules.lookup_tables import generate_lookup_tables, write_lookup_tables
+from datamodules.lookup_tables import generate_lookup_tables
 from datamodules.text_files import decode_text, line_at, read_rows
+from tests.data_files import write_lookup_tables
 
 BASELINE = str(Path(__file__).parents[1] / "experiments" / "configs" / "paper1" / "baseline.yaml")
 

@@ -14,8 +14,9 @@ from torch import nn
 from benchmarks.contextual_decomposition import reference_cd, reference_weights
 from datamodules import RuleCorpusDataModule
 from lightning_modules.language_model import LanguageModel
+from lightning_modules.recurrent import Intervention
 from probes.contextual_decomposition import decompose_language_model
-from probes.runs import RunFolder
+from storage.run_folder import RunFolder
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "configs" / "paper2" / "language_model.yaml"
 SMALL = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
@@ -167,3 +168,23 @@ def test_a_resumed_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
     expected, got = RunFolder(whole).state_dict("last"), RunFolder(resumed).state_dict("last")
     for name in expected:
         assert torch.equal(expected[name], got[name]), name
+
+
+def test_intervene_applies_its_edits_inside_the_block_only():
+    """`with model.intervene(...)`: the edit reaches every forward inside the block (the LSTM's
+    unit 3 held at zero changes the logits exactly as the same edit passed to `forward`), and
+    the model is itself again after the block, even after an error."""
+    torch.manual_seed(0)
+    model = LanguageModel(vocab_size=11, embedding_size=6, hidden_size=8).eval()
+    tokens = torch.randint(0, 11, (2, 5))
+    edit = Intervention("lstm.hidden", units=[3], operation="zero")
+    clean, _ = model(tokens)
+    by_argument, _ = model(tokens, edits=[edit])
+    record = {}
+    with model.intervene([edit]):
+        inside, _ = model(tokens, record=record)
+    assert torch.equal(inside, by_argument) and not torch.equal(inside, clean)
+    assert torch.count_nonzero(record["lstm.hidden"][..., 3]) == 0
+    with pytest.raises(RuntimeError), model.intervene([edit]):
+        raise RuntimeError("inside the block")
+    assert torch.equal(model(tokens)[0], clean)

@@ -9,8 +9,8 @@ from datamodules.lookup_tables import (
     SPLITS,
     generate_lookup_tables,
     read_lookup_tables,
-    write_lookup_tables,
 )
+from tests.data_files import write_lookup_tables
 
 BITS = [format(i, "03b") for i in range(8)]
 TABLES = [f"t{k}" for k in range(1, 9)]

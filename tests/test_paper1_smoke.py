@@ -3,29 +3,21 @@
 Tiny models for one short epoch: the numbers mean nothing, the files must all be there.
 """
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-from probes.command import main
+from probes.command.cli import main
+from tests.smoke import smoke_reproduction
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper1", "--scale", "smoke",
-         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("] baseline seed=") == 5
-    assert done.stdout.count("] guided seed=") == 5
-    assert done.stdout.count("] substitution/") == 4  # 2 components, both ways, 1 pair
-    assert done.stdout.count("] pruned/guided seed=") == 5
-    claims = json.loads((tmp_path / "report" / "results.json").read_text())
-    ids = {claim["id"] for claim in claims}
+    output, claims = smoke_reproduction(1, tmp_path, timeout=600)
+    assert output.count("] baseline seed=") == 5
+    assert output.count("] guided seed=") == 5
+    assert output.count("] substitution/") == 4  # 2 components, both ways, 1 pair
+    assert output.count("] pruned/guided seed=") == 5
+    ids = set(claims)
     for split in ("heldout_compositions", "heldout_inputs", "heldout_tables", "new_compositions"):
         assert f"table5.{split}" in ids and f"table6.{split}" in ids
     for site in ("encoder.hidden", "decoder.update_gate", "decoder.reset_gate"):
@@ -45,7 +37,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     ):
         assert claim in ids, claim
     assert all(c["verdict"] in ("reproduced", "partially reproduced", "not reproduced")
-               for c in claims)  # fmt: skip
+               for c in claims.values())  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Scale:** `smoke`" in report
     for figure in (
@@ -70,7 +62,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     assert main(["functional-group", "--runs", f"{runs}/*/seed=*", "--out",
                  str(tmp_path / "probes")]) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "probes" / "functional-group.csv")
-    measured = {c["id"]: c["measured"]["values"] for c in claims}
+    measured = {c["id"]: c["measured"]["values"] for c in claims.values()}
     for (group, target), rows in table.groupby(["group", "target"]):
         claim = f"{table_of[target]}.{Path(group).name}"
         assert rows["size"].tolist() == measured[f"{claim}.group_size"], claim

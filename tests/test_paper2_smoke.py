@@ -3,21 +3,13 @@
 Tiny models for two epochs: the numbers mean nothing, the files and claims must all be there.
 """
 
-import json
-import subprocess
-import sys
+from tests.smoke import smoke_reproduction
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper2", "--scale", "smoke",
-         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("] k=") == 4  # 2 conduit lengths x 2 rule counts
-    assert done.stdout.count("] pooled_k=2_") == 2  # unpredictable and predictable
-    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+    output, claims = smoke_reproduction(2, tmp_path, timeout=600)
+    assert output.count("] k=") == 4  # 2 conduit lengths x 2 rule counts
+    assert output.count("] pooled_k=2_") == 2  # unpredictable and predictable
     assert set(claims) == {
         "fig1.longer_k_needs_more_rules", "fig1.open_falls_with_k", "fig1.conduit_very_low",
         "fig1.rare_open_steady", "fig1.rare_conduit_declines", "fig2.conduit_interacts",

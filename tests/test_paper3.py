@@ -1,10 +1,6 @@
 """Paper 3's classifier, step snapshots, curve reading and claim rules, and the whole pipeline
 at smoke scale (`python -m experiments.paper3 --scale smoke`)."""
 
-import json
-import subprocess
-import sys
-
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -14,7 +10,9 @@ from datamodules import Toy2DDataModule
 from experiments.paper3 import GRID, accuracy_curves, greater_claim, x2_dependence
 from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import Classifier
-from probes.runs import RunFolder
+from lightning_modules.recurrent import Intervention
+from storage.run_folder import RunFolder
+from tests.smoke import smoke_reproduction
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
@@ -42,6 +40,28 @@ def test_cnn_and_mlp_layers_and_traces():
     torch.testing.assert_close(mlp.network.output(traced["hidden.2"]), traced["logits"])
     with pytest.raises(ValueError, match="Unknown architecture"):
         Classifier("transformer")
+
+
+def test_classifier_intervene_edits_the_named_hidden_units_only():
+    """Zeroing units 1 and 4 of `hidden.1` inside `intervene`: the trace shows exactly those
+    zeroed, the logits are the rest of the network on the edited layer, and outside the block
+    the model is unchanged."""
+    torch.manual_seed(0)
+    mlp = Classifier("mlp", input_size=2, hidden_sizes=[8, 8, 8], num_classes=2).eval()
+    points = torch.randn(5, 2)
+    clean = mlp.trace({"inputs": points})
+    with mlp.intervene([Intervention("hidden.1", units=[1, 4], operation="zero")]):
+        edited = mlp.trace({"inputs": points})
+        logits = mlp(points)
+    expected = clean["hidden.1"].clone()
+    expected[:, [1, 4]] = 0
+    assert torch.equal(edited["hidden.0"], clean["hidden.0"])
+    assert torch.equal(edited["hidden.1"], expected)
+    downstream = mlp.network.output(mlp.network.relu2(mlp.network.hidden2(expected)))
+    torch.testing.assert_close(logits, downstream)
+    torch.testing.assert_close(edited["logits"], downstream)
+    assert not torch.allclose(logits, clean["logits"])
+    torch.testing.assert_close(mlp(points), clean["logits"])
 
 
 def test_step_snapshots_match_the_logged_curve(tmp_path):
@@ -93,16 +113,10 @@ def test_greater_claim_rule():
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper3", "--scale", "smoke",
-         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    output, claims = smoke_reproduction(3, tmp_path)
     for experiment in ("scan", "two_digit_images", "toy_2d"):
         for setting in "AB":
-            assert done.stdout.count(f"] {experiment}_{setting} seed=") == 2
-    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+            assert output.count(f"] {experiment}_{setting} seed=") == 2
     assert set(claims) == {
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
         "toy.fails_on_test", "toy.depends_on_x2",

@@ -2,13 +2,13 @@
 pipeline at smoke scale (`python -m experiments.paper4 --scale smoke`)."""
 
 import json
-import subprocess
-import sys
 
 import torch
 
 from datamodules.token_positioning import EOS, TokenPositioningDataModule
-from lightning_modules.seq2seq import Seq2Seq, TokenPositioningAccuracy
+from lightning_modules.callbacks import TokenPositioningAccuracy
+from lightning_modules.seq2seq import Seq2Seq
+from tests.smoke import smoke_reproduction
 
 
 def test_token_positioning_accuracy_counts_the_token_at_its_position():
@@ -63,13 +63,7 @@ def test_requested_rows_put_the_token_at_its_position(tmp_path):
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper4", "--scale", "smoke",
-         "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "report")],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    claims = {c["id"]: c for c in json.loads((tmp_path / "report" / "results.json").read_text())}
+    output, claims = smoke_reproduction(4, tmp_path)
     expected = {"accuracy.gru", "accuracy.lstm", "accuracy.two_signals", "table1.storing_zero",
                 "table1.counting_k3", "table1.triggering_k4", "finding4.others_zero",
                 "section5.update_output_when_triggering_masked", "share.outputting"}  # fmt: skip

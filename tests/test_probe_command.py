@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 import torch
 
-import probes.command
-from lightning_modules.run_files import save_tensors_atomic
-from probes.command import main
+import probes.command.cli
+from probes.command.cli import main
+from storage.files import save_tensors_atomic
 from tests.test_probes import TABLES, UNITS, planted_gru
 
 SPLITS = ("first", "second")
@@ -271,7 +271,7 @@ def test_unwritable_out_or_cache_is_one_error_before_any_work(
 
         monkeypatch.setattr(Path, "mkdir", read_only)
     logged = []
-    monkeypatch.setattr(probes.command, "log_to_wandb", lambda *a, **k: logged.append(a))
+    monkeypatch.setattr(probes.command.cli, "log_to_wandb", lambda *a, **k: logged.append(a))
     monkeypatch.setenv("WANDB_MODE", "offline")
     before = sorted(tmp_path.rglob("*"))
     status = probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", out,

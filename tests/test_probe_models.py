@@ -22,11 +22,11 @@ from datamodules import LookupTableDataModule
 from experiments.paper1_ablations import pruned_accuracy
 from experiments.paper2 import close_probabilities
 from lightning_modules.language_model import LanguageModel
-from lightning_modules.run_files import save_tensors_atomic
 from lightning_modules.seq2seq import Seq2Seq
-from probes.command import main
+from probes.command.cli import main
 from probes.interventions import sequence_accuracy
-from probes.runs import RunFolder
+from storage.files import save_tensors_atomic
+from storage.run_folder import RunFolder
 
 CORPUS = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
               bptt=7, probe_rules=12, context=5)  # fmt: skip

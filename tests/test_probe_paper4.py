@@ -20,19 +20,19 @@ import pytest
 import torch
 
 from datamodules.token_positioning import TokenPositioningDataModule
-from lightning_modules.run_files import load_checkpoint
 from lightning_modules.seq2seq import Seq2Seq
-from probes.catalogue_paper4 import one_thread
-from probes.command import main
+from probes.command.cli import main
+from probes.command.token_positioning import one_thread
 from probes.neuron_functions import (
     DIAGNOSTICS,
     MANIPULATIONS,
     analysed_rows,
     analysed_tokens,
     identify_neurons,
-    verify_neurons,
 )
-from probes.runs import RunFolder
+from probes.neuron_manipulation import verify_neurons
+from storage.files import load_checkpoint
+from storage.run_folder import RunFolder
 from tests.test_neuron_functions import (
     EOS,
     O_A,

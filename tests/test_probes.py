@@ -8,18 +8,17 @@ import torch
 
 from experiments.paper1_ablations import pruned_units
 from lightning_modules.recurrent import GRU
-from lightning_modules.run_files import RunFileError
 from probes.activations import gate_saturation, value_quantiles
-from probes.diagnostic import functional_group, labelled_steps
-from probes.runs import RunFolder
+from probes.diagnostic import ablation_functional_group, functional_group, labelled_steps
 from probes.weights import (
     connectivity,
     gate_weights,
     polarity_correlation,
-    strongest_share_threshold,
     strongest_units,
     unit_strength,
 )
+from storage.files import RunFileError
+from storage.run_folder import RunFolder
 
 TABLES, NOISE, UNITS = 8, 4, 12
 
@@ -120,7 +119,6 @@ def test_planted_strong_neuron_is_the_graph_hub():
     assert graph.hub_share("to") == 1.0
     assert graph.polar("to") == 1 and graph.polarity_to[5] == 1.0
     assert graph.polar("from") == 0  # one edge each: too few to call polar
-    assert 0.1 <= strongest_share_threshold([weight], 1 / 16) <= 0.5
 
 
 def test_planted_strong_neuron_survives_pruning():
@@ -154,3 +152,27 @@ def test_run_folder_errors_name_the_file_and_the_fix(tmp_path):
         RunFolder(tmp_path).trace("validation")
     with pytest.raises(RunFileError, match="record it with the TraceRecorder"):
         RunFolder(tmp_path).trace("new_compositions")
+
+
+@pytest.mark.parametrize("penalty_c", [1.0, math.inf])
+def test_the_coauthors_ablation_on_the_planted_pair(penalty_c):
+    """machine-analysis's procedure (saga, repeated 90/10 splits, |mean coefficient| ranking) on
+    the planted GRU, whose table lives in units 0 and 1 only, regularised (their code) or not
+    (the paper's footnote 4). Ranked by every class's coefficients the group is that pair. Ranked
+    by the first class's only (their code), unit 1 comes last: table 0 lies at angle 0 of the
+    circle, so its class needs unit 0 alone and gives unit 1 no weight, and every noise unit is
+    tried before it; the group grows to hold them."""
+    inputs, tables = planted_inputs()
+    record = {}
+    planted_gru()(inputs, record=record)
+    features, labels = labelled_steps(record["hidden"], tables)
+    both = ablation_functional_group(features, labels, ranking="all_classes", penalty_c=penalty_c)
+    assert set(both.units.tolist()) == {0, 1}
+    assert both.accuracy >= 0.95 * both.accuracy_all and both.accuracy_all > 0.95
+    first = ablation_functional_group(features, labels, ranking="first_class", penalty_c=penalty_c)
+    assert first.units[0] == 0 and first.units[-1] == 1 and first.size > 2
+    assert first.majority == pytest.approx(torch.bincount(labels).max().item() / len(labels))
+    again = ablation_functional_group(features, labels, ranking="first_class", penalty_c=penalty_c)
+    assert torch.equal(again.units, first.units) and again.accuracy == first.accuracy  # seeded
+    with pytest.raises(ValueError, match="ranking must be"):
+        ablation_functional_group(features, labels, ranking="largest")

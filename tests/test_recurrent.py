@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_modules.recurrent import GRU, LSTM, SITES, Intervention, values_at
+from lightning_modules.recurrent import GRU, LSTM, SITES, Intervention
 
 CASES = [
     (cell, bidirectional, dtype)
@@ -157,7 +157,7 @@ def test_replace_with_values_from_an_earlier_step():
     clean, edited = {}, {}
     ours(inputs, record=clean)
     units, steps, earlier = [0, 2, 5], [3, 4], [1, 2]
-    value = values_at(clean["hidden"], units, earlier)
+    value = clean["hidden"][:, earlier][:, :, units]
     edit = Intervention("encoder.hidden", units, steps, "replace", value)
     ours(inputs, record=edited, edits=[edit])
     assert torch.equal(edited["hidden"][:, 3, units], clean["hidden"][:, 1, units])

@@ -5,6 +5,8 @@
   run id across all its processes.
 - `metrics.csv` is never left truncated: a header change is an atomic replacement, an append
   that fails is undone.
+- A reproduction (`experiments.runner.fit` with `reuse`) resumes an interrupted run from its
+  `last.ckpt`, ending with an uninterrupted run's `metrics.csv`.
 - A second fit into a run folder being written is refused before it writes anything.
 - Written files follow the umask (not `mkstemp`'s 0600).
 """
@@ -17,15 +19,18 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from experiments.cli import WANDB_ID_FILE, main
+from experiments import runner
+from experiments.cli import main
 from lightning_modules.metrics_csv import RunMetricsCSV
-from lightning_modules.run_files import (
+from storage import RunLayout
+from storage.files import (
     RunFileError,
     RunFolderLock,
     save_tensors_atomic,
@@ -108,10 +113,61 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     validated = [int(r["epoch"]) for r in rows if r["val/seq_acc"]]
     tested = [r for r in rows if r["test/new_compositions/seq_acc"]]
     assert validated == list(range(EPOCHS)) and len(tested) == 1, killed
-    run_id = (root / run / WANDB_ID_FILE).read_text()
+    run_id = RunLayout(root / run).wandb_run_id.read_text()
     offline_runs = sorted(p.name for p in (root / run / "wandb").glob("offline-run-*"))
     assert len(offline_runs) == len(kills) + 1
     assert all(name.endswith(f"-{run_id}") for name in offline_runs), offline_runs
+
+
+def child_fit_pids(marker: str) -> list[int]:
+    """Processes whose command line names `marker` (a fit started by `runner.fit`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if entry.name.isdigit() and marker in command and "experiments" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_path):
+    run = Path("paper1") / "tiny" / "seed=3"
+    whole_root, parts_root = tmp_path / "whole", tmp_path / "parts"
+    quick = config_file(tmp_path, tmp_path / "phase-whole", 0.0)
+    assert runner.fit(whole_root / run, ["--config", str(quick), "--run.root", str(whole_root)])
+
+    phase_file = tmp_path / "phase"
+    arguments = ["--config", str(config_file(tmp_path, phase_file, 0.1)),
+                 "--run.root", str(parts_root)]  # fmt: skip
+    failures = []
+
+    def interrupted():
+        try:
+            runner.fit(parts_root / run, arguments, reuse=True)
+        except RuntimeError as error:
+            failures.append(error)
+
+    thread = threading.Thread(target=interrupted)
+    thread.start()
+    deadline = time.time() + 240
+    while not phase_file.is_file() or phase_file.read_text().split()[:2] != ["train", "1"]:
+        assert time.time() < deadline and thread.is_alive(), "the fit never reached epoch 1"
+        time.sleep(0.01)
+    for pid in child_fit_pids(str(parts_root)):
+        os.kill(pid, signal.SIGKILL)
+    thread.join(timeout=60)
+    layout = RunLayout(parts_root / run)
+    assert failures and not layout.command.exists()  # killed: not a finished run
+    assert layout.started.is_file() and layout.checkpoint("last").is_file()
+
+    assert runner.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
+    assert layout.metrics.read_text() == RunLayout(whole_root / run).metrics.read_text()
+    restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
+    log = layout.train_log.read_text()
+    assert log.count(restored) == 1 and log.count("Seed set to 3") == 2  # both parts' output
+    assert not runner.fit(parts_root / run, arguments, reuse=True)  # finished: kept
 
 
 def rows(path: Path) -> list[dict]:

@@ -14,7 +14,7 @@ import yaml
 from safetensors.torch import load_file
 
 from experiments.cli import ExperimentCLI
-from lightning_modules.run_files import RunFileError, load_checkpoint, write_text_atomic
+from storage.files import RunFileError, load_checkpoint, write_text_atomic
 
 TINY = {
     "seed_everything": 3,
@@ -26,6 +26,7 @@ TINY = {
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "callbacks": [
+            {"class_path": "lightning_modules.callbacks.SelectionScore"},
             {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
              "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best"}},
             {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
@@ -134,7 +135,7 @@ def test_bad_input_is_one_clear_error(tmp_path, arguments, message):
 def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
     target = tmp_path / "report.md"
     with pytest.raises(KeyboardInterrupt):
-        from lightning_modules.run_files import write_atomic
+        from storage.files import write_atomic
 
         def interrupted(temporary):
             Path(temporary).write_text("half")

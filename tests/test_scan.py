@@ -9,8 +9,8 @@ from datamodules.scan import (
     interpret,
     randomize_actions,
     read_scan_split,
-    write_scan_split,
 )
+from tests.data_files import write_scan_split
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ def test_attentive_guidance_loss_is_the_papers_cross_entropy(data):
     model = model_for(data, attention_guidance_weight=0.5)
     batch = next(iter(data.split_dataloader("train")))
     model.log = lambda *args, **kwargs: None  # outside a Trainer; values are read back below
-    loss = model._shared_step(batch, "train", "train")
+    loss = model._shared_step(batch, "train", "train")["loss"]
     _, attention = model(batch["source"], batch["source_lengths"], batch["target"])
     target = batch["attention_target"]
     valid = target != -100

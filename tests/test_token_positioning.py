@@ -295,7 +295,7 @@ def test_signals_redrawn_every_epoch_are_seeded_and_leave_held_out_splits_alone(
 
 def test_fit_with_redrawn_signals_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
     from experiments.cli import main
-    from lightning_modules.run_files import load_checkpoint
+    from storage.files import load_checkpoint
 
     data_dir = repeated_books(tmp_path / "books", copies=4)
     base = ["fit", "--config", "experiments/configs/paper4/gru.yaml",

@@ -4,7 +4,7 @@
 `<run>/traces/<split>/<tag>.safetensors` (`TraceRecorder`), `<run>/weights/<tag>.safetensors`
 (`WeightSnapshot`) and `<run>/metrics.csv`. A missing or unreadable file is one `RunFileError`
 naming the file and the fix. A checkpoint is data: the classes it names are imported only when
-they are the suite's or named by the user (`lightning_modules.trusted_classes`).
+they are the suite's or named by the user (`storage.trusted_classes`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
 
-from lightning_modules.run_files import RunFileError, load_checkpoint
-from lightning_modules.trusted_classes import check_class_paths, resolve_class
+from storage.files import RunFileError, load_checkpoint
+from storage.layout import RunLayout
+from storage.trusted_classes import check_class_paths, resolve_class
 
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
 
@@ -35,6 +36,7 @@ class RunFolder:
 
     def __init__(self, path: str | Path, trusted_classes: Sequence[str] = ()):
         self.path = Path(path)
+        self.files = RunLayout(self.path)
         self.trusted_classes = tuple(trusted_classes)
         self._checkpoints: dict[str, dict] = {}
         if not self.path.is_dir():
@@ -56,7 +58,7 @@ class RunFolder:
         return self._checkpoints[tag]
 
     def checkpoint_path(self, tag: str = "best") -> Path:
-        return self.path / "checkpoints" / f"{tag}.ckpt"
+        return self.files.checkpoint(tag)
 
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
         """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
@@ -110,24 +112,24 @@ class RunFolder:
         return self._safetensors(self.trace_path(split, tag), "TraceRecorder", keys)
 
     def trace_path(self, split: str, tag: str = "best") -> Path:
-        return self.path / "traces" / split / f"{tag}.safetensors"
+        return self.files.trace(split, tag)
 
     def trace_tags(self, split: str) -> list[str]:
         """The tags recorded for `split`: `best` first, then `epoch=N` by N, then the rest."""
         return sorted(
-            (p.stem for p in (self.path / "traces" / split).glob("*.safetensors")), key=tag_order
+            (p.stem for p in self.files.traces(split).glob("*.safetensors")), key=tag_order
         )
 
     def checkpoint_tags(self) -> list[str]:
         """Checkpoints (`best`, `last`) and weight snapshots (`epoch=init`, `epoch=N`, `step=N`)."""
-        stems = [p.stem for p in (self.path / "checkpoints").glob("*.ckpt")]
-        stems += [p.stem for p in (self.path / "weights").glob("*.safetensors")]
+        stems = [p.stem for p in self.files.checkpoints.glob("*.ckpt")]
+        stems += [p.stem for p in self.files.weights.glob("*.safetensors")]
         return sorted(stems, key=tag_order)
 
     def weights_path(self, tag: str = "best") -> Path:
         """The file `state_dict(tag)` reads."""
         if tag.startswith(("epoch=", "step=")):
-            return self.path / "weights" / f"{tag}.safetensors"
+            return self.files.weight_snapshot(tag)
         return self.checkpoint_path(tag)
 
     def model_class_path(self, tag: str = "best") -> str:
@@ -137,7 +139,7 @@ class RunFolder:
         return settings.get("_class_path", "lightning_modules.seq2seq.Seq2Seq")
 
     def metrics(self) -> pd.DataFrame:
-        path = self.path / "metrics.csv"
+        path = self.files.metrics
         if not path.is_file():
             raise RunFileError(f"{path} does not exist: the run has not logged any metrics yet.")
         return pd.read_csv(path)

@@ -38,11 +38,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import RunFileError, write_text_atomic
-from probes.catalogue import RunProbe
-from probes.outputs import log_to_wandb, markdown_table, require_format, save_table
-from probes.registry import PROBES
-from probes.runs import RunFolder
+from probes.command.base import RunProbe
+from probes.command.outputs import log_to_wandb, markdown_table, require_format, save_table
+from probes.command.registry import PROBES
+from storage.files import RunFileError, write_text_atomic
+from storage.run_folder import RunFolder
 
 CHECKPOINT = re.compile(r"best|last|all|epoch=(\d+|init)|step=\d+")
 VERSION = 1  # bump when a probe's results change for the same inputs

@@ -1,5 +1,5 @@
 """What a probe run leaves behind: tables, figures and a W&B run, each written atomically (a
-temporary file renamed into place, `lightning_modules.run_files.write_atomic`)."""
+temporary file renamed into place, `storage.files.write_atomic`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lightning_modules.run_files import RunFileError, write_atomic
+from storage.files import RunFileError, write_atomic
 
 
 def pyplot():

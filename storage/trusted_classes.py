@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Collection, Iterator
 
-from lightning_modules.run_files import RunFileError
+from storage.files import RunFileError
 
 SUITE_PACKAGES = ("lightning_modules", "datamodules")
 """The packages whose classes a file may name."""

@@ -20,6 +20,8 @@ from pytorch_lightning.plugins.io import TorchCheckpointIO
 from safetensors.torch import save_file
 from torch import Tensor
 
+from storage.layout import RunLayout
+
 
 class RunFileError(RuntimeError):
     """A run file is missing or unreadable; the message names the file and the fix."""
@@ -95,7 +97,7 @@ class RunFolderLock:
     one `RunFileError` here."""
 
     def __init__(self, run_dir: str | os.PathLike, purpose: str = "train this run"):
-        self.path = Path(run_dir) / ".lock"
+        self.path = RunLayout(run_dir).lock
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.handle = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)

@@ -1,36 +1,31 @@
-"""Probes that run the trained model (`ModelProbe`s): paper 2's contextual decomposition over
-training and paper 1's pruning.
+"""The `contextual-decomposition` probe: paper 2's P(omega | phrase) by contextual decomposition,
+over training (section 3.1, Figures 1-3).
 
-Each one calls the same function as the reproduction it comes from, so the probe and the paper's
-pipeline compute the same numbers by construction: `contextual-decomposition` runs
-`probes.contextual_decomposition.rule_close_probabilities` (`experiments/paper2.py`'s
-`close_probabilities`), `pruning` runs `probes.interventions.pruned_units` and `split_accuracy`
-(`experiments/paper1_ablations.py`'s `pruned_accuracy`).
+It runs `rule_close_probabilities` (below), the function `experiments/paper2.py`'s
+`close_probabilities` runs, so the probe and the paper's pipeline compute the same numbers by
+construction.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from safetensors import SafetensorError, safe_open
 
-from lightning_modules.recurrent import removal_edits
-from lightning_modules.run_files import RunFileError
-from probes.catalogue import (
-    PAPER1,
-    PAPER1_TEST_SPLITS,
-    ModelProbe,
-    grouped,
-    option,
-    run_labels,
-    units_text,
+from probes.command.base import ModelProbe, epoch_of, grouped, option, units_text
+from probes.command.outputs import pyplot, save_figure
+from probes.contextual_decomposition import (
+    CloseProbabilities,
+    decompose_language_model,
+    mean_and_standard_error,
+    rule_phrases,
 )
-from probes.contextual_decomposition import mean_and_standard_error, rule_close_probabilities
-from probes.interventions import KEEP_SHARE, PRUNED_MODULES, pruned_units, split_accuracy
-from probes.outputs import pyplot, save_figure
-from probes.runs import RunFolder
+from storage.files import RunFileError
+from storage.run_folder import RunFolder
 
 PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
 LANGUAGE_MODEL = "lightning_modules.language_model.LanguageModel"
@@ -39,13 +34,6 @@ LSTM_PARAMETERS = ("embedding.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0",
 PHRASE = re.compile(r"open|conduit|prefixes|prefix=(\d+)")
 
 
-def epoch_of(tag: str) -> int | None:
-    """N of a snapshot tag `epoch=N` (taken after N + 1 training epochs), else None."""
-    match = re.fullmatch(r"epoch=(\d+)", tag)
-    return int(match[1]) if match else None
-
-
-# ---- paper 2: contextual decomposition (section 3.1, Figures 1-3) ------------------------------
 @dataclass(frozen=True)
 class ContextualDecompositionOptions:
     phrases: list = option(
@@ -113,7 +101,7 @@ class ContextualDecompositionProbe(ModelProbe):
     @staticmethod
     def settings_tag(run: RunFolder) -> str:
         """The checkpoint whose settings rebuild the model and data: `last`, else `best`."""
-        return "last" if (run.path / "checkpoints" / "last.ckpt").is_file() else "best"
+        return "last" if run.files.checkpoint("last").is_file() else "best"
 
     def tags(self, run: RunFolder, options) -> list[str]:
         return run.checkpoint_tags()
@@ -223,105 +211,44 @@ class ContextualDecompositionProbe(ModelProbe):
         return figures
 
 
-# ---- paper 1: pruning (section 5.2) ------------------------------------------------------------
-@dataclass(frozen=True)
-class PruningOptions:
-    share: float = option(
-        KEEP_SHARE,
-        "share of each pruned layer's units kept: the ceil(share * units) with the strongest "
-        "connections (summed |weight| in and out, probes.weights.unit_strength); 1 keeps every "
-        "unit, 0 none (section 5.2 keeps 0.05)",
-    )
-    splits: list = option(PAPER1_TEST_SPLITS, "splits of the run's DataModule tested")
-    modules: list = option(list(PRUNED_MODULES), "recurrent layers pruned, each to its own "
-                           "strongest share (encoder, decoder)")  # fmt: skip
-
-
-class PruningProbe(ModelProbe):
-    """Paper 1's pruning without retraining, on the checkpoints of GRU seq2seq runs (the
-    `ModelProbe` tags: the pruning ranks the trained model's units)."""
-
-    name = "pruning"
-    paper = f"{PAPER1}, section 5.2"
-    purpose = "sequence accuracy with only the strongest units of encoder and decoder kept"
-    details = (
-        "Every unit of each pruned GRU layer but the SHARE with the strongest connections is "
-        "held at zero at every step (removed from the network) and the model is tested, "
-        "without retraining, with greedy decoding (paper 1: 5% of 512 units = 26 kept, 12.4% "
-        "new-composition accuracy). One row per run, checkpoint and split: sequence accuracy "
-        "unpruned and pruned, and the units kept (indexed from 0)."
-    )
-    options = PruningOptions
-
-    def validate(self, options) -> None:
-        if not 0 <= options.share <= 1:
-            raise ValueError(f"--share {options.share} is not between 0 and 1")
-        unknown = sorted(set(options.modules) - set(PRUNED_MODULES))
-        if unknown or not options.modules:
-            raise ValueError(
-                f"--modules {' '.join(options.modules)}: give one or both of "
-                f"{', '.join(PRUNED_MODULES)}"
-            )
-        if not options.splits:
-            raise ValueError("--splits needs at least one split")
-
-    def check(self, run: RunFolder, tag: str, options) -> None:
-        super().check(run, tag, options)
-        settings = run.checkpoint(tag)["hyper_parameters"]
-        if settings.get("cell", "gru") != "gru" or settings.get("bidirectional", False):
-            raise RunFileError(
-                f"{self.reads(run, tag, options)[0]} is a {settings.get('cell')} seq2seq"
-                f"{' (bidirectional)' if settings.get('bidirectional') else ''}: {self.name} "
-                "ranks the units of unidirectional GRU layers; give --runs of such a model."
-            )
-
-    def rows(self, run, tag, options, device) -> list[dict]:
-        kept, removed = pruned_units(run.state_dict(tag), options.share, options.modules)
-        model = run.model(tag).to(device)
-        data = run.datamodule(tag)
-        rows = []
-        for split in options.splits:
-            try:
-                accuracy = split_accuracy(model, data, split)
-            except (KeyError, ValueError) as error:
-                raise RunFileError(
-                    f"the run's DataModule has no split {split!r} ({error}); name its test "
-                    "splits with --splits."
-                ) from None
-            pruned = split_accuracy(model, data, split, removal_edits(removed))
-            row = {"split": split, "share": options.share, "accuracy": accuracy,
-                   "pruned_accuracy": pruned}  # fmt: skip
-            for site, units in kept.items():
-                module = site.split(".")[0]
-                row[f"{module}_kept"] = len(units)
-                row[f"{module}_units"] = units_text(units)
-            rows.append(row)
-        return rows
-
-    def summary_table(self, table):
-        kept = {c: (c, "mean") for c in table.columns if c.endswith("_kept")}
-        return grouped(table, ["split"], {
-            "runs": ("run", "count"), "accuracy": ("accuracy", "mean"),
-            "pruned_accuracy": ("pruned_accuracy", "mean"), **kept,
-        })  # fmt: skip
-
-    def figures(self, table, options, folder):
-        plt = pyplot()
-
-        summary = self.summary_table(table)
-        names = run_labels(summary)
-        figure, axis = plt.subplots(figsize=(max(6, 1.8 * len(options.splits)), 4))
-        width = 0.8 / (2 * len(names))
-        for index, name in enumerate(names):
-            part = summary[summary["group"] + " " + summary["checkpoint"] == name]
-            positions = [options.splits.index(s) for s in part["split"]]
-            for offset, column, hatch in ((0, "accuracy", ""), (1, "pruned_accuracy", "//")):
-                axis.bar([p + (2 * index + offset) * width for p in positions], part[column],
-                         width, color=f"C{index % 10}", hatch=hatch,
-                         label=f"{name}, {'pruned' if offset else 'unpruned'}")  # fmt: skip
-        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.splits))],
-                        [s.replace("_", "\n") for s in options.splits], fontsize=7)  # fmt: skip
-        axis.set_ylabel("sequence accuracy (mean over runs)")
-        axis.set_title(f"Keeping the strongest {options.share:.0%} of units (hatched)", fontsize=9)
-        axis.legend(fontsize=6)
-        return {"accuracy": save_figure(figure, folder / "pruning_accuracy.png")}
+@torch.no_grad()
+def rule_close_probabilities(
+    run: RunFolder,
+    tags: Sequence[str],
+    only: Sequence[str] | None = None,
+    settings_tag: str = "last",
+    device: torch.device | str = "cpu",
+) -> dict[str, CloseProbabilities]:
+    """Paper 2, section 3.1: for each checkpoint or weight snapshot `tag` of a `LanguageModel` run
+    (the model rebuilt from checkpoint `settings_tag`, the tag's weights loaded), P(omega | phrase)
+    at the close symbol of the run's probe rules (the DataModule's `rules` split), for every
+    phrase of `rule_phrases` (or those named in `only`, kept in `rule_phrases`' order), all
+    phrases decomposed in one batch."""
+    data = run.datamodule(settings_tag)
+    model = run.model(settings_tag).to(device)
+    batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
+    tokens = batch["input"].to(device)
+    open_position = int(batch["open_position"][0])
+    close_position = int(batch["close_position"][0])
+    named = rule_phrases(open_position, data.hparams.conduit_length)
+    named = {name: steps for name, steps in named.items() if only is None or name in only}
+    masks = torch.zeros(len(named), *tokens.shape, dtype=torch.bool, device=device)
+    for row, positions in enumerate(named.values()):
+        masks[row, :, positions] = True
+    repeated = tokens.repeat(len(named), 1)
+    close_symbol = data.vocab_size - 1
+    results = {}
+    for tag in tags:
+        model.load_state_dict(run.state_dict(tag))
+        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
+        probability = parts.relevant_probabilities()[:, close_position, close_symbol].cpu()
+        per_phrase = probability.view(len(named), -1)
+        full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol].cpu()
+        results[tag] = CloseProbabilities(
+            dict(zip(named, per_phrase, strict=True)),
+            full,
+            float(parts.approximation_error().max()),
+            named,
+            close_position,
+        )
+    return results

@@ -1,0 +1,399 @@
+"""Paper 1's claims of sections 3-4 (Figures 1-4, Tables 2-3), each with its written rule, from
+the per-run analyses of `experiments.paper1_analyses`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch  # noqa: E402
+
+from experiments.paper1_analyses import GATES, MATRICES, PROBES, THRESHOLDS, mean_of, per_run
+from experiments.report import (  # noqa: E402
+    Claim,
+    compare_means,
+    ratio_claim,
+    threshold_claim,
+)
+from probes.activations import Saturation
+
+
+def _share(values: Sequence[float], predicate) -> float:
+    return sum(1 for v in values if predicate(v)) / len(values)
+
+
+def weight_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Sections 3.1-3.2: the decoder embedding (Figure 1) and the connectivity graphs (Figure 2)."""
+    baseline, guided = results["baseline"], results["guided"]
+    strings = mean_of(per_run(guided, "embedding_strings")) / mean_of(
+        per_run(baseline, "embedding_strings")
+    )
+    sos = mean_of(per_run(guided, "embedding_sos")) / mean_of(per_run(baseline, "embedding_sos"))
+    claims = [
+        threshold_claim(
+            "fig1.guided_embedding_stronger",
+            "Decoder embedding: the guided model has bigger weights than the baseline in the rows "
+            "of the output strings (mean |w|, guided / baseline)",
+            "bigger in rows 2-10",
+            per_run(guided, "embedding_strings"),
+            strings,
+            "guided / baseline mean |w| over the 8 string rows",
+            reproduced_at=1.5,
+            partially_at=1.1,
+        ),
+        threshold_claim(
+            "fig1.sos_row_equal",
+            "Decoder embedding: the <sos> row is equally strong in both models",
+            "equal",
+            per_run(guided, "embedding_sos"),
+            min(sos, 1 / sos),
+            "min(ratio, 1/ratio) of guided and baseline mean |w| of the <sos> row",
+            reproduced_at=0.8,
+            partially_at=0.67,
+        ),
+    ]
+    return claims + connectivity_claims(results) + polarity_claims(results)
+
+
+def connectivity_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 3.2 (Figure 2): thresholds, connected, hub and polar neurons."""
+    baseline, guided = results["baseline"], results["guided"]
+    claims = []
+    for module, matrix in (("encoder", "encoder W_hz"), ("decoder", "decoder W_iz")):
+        shares = per_run(baseline + guided, "connectivity", matrix, "edge_share")
+        claims.append(
+            ratio_claim(
+                f"fig2.threshold_is_top1pct.{module}",
+                f"The {module} threshold ±{THRESHOLDS[module]} keeps about the strongest 1% of "
+                f"{matrix} (share of weights kept, both model types)",
+                0.01,
+                shares,
+            )
+        )
+    for matrix, (_, _, _, side) in MATRICES.items():
+        layer = "top (receiving)" if side == "to" else "bottom (sending)"
+        connected = {
+            v: mean_of(per_run(results[v], "connectivity", matrix, "connected")) for v in results
+        }
+        hubs = {
+            v: mean_of(per_run(results[v], "connectivity", matrix, "hub_share")) for v in results
+        }
+        claims += [
+            threshold_claim(
+                f"fig2.fewer_connected_neurons.{matrix.replace(' ', '_')}",
+                f"{matrix}: guided models have fewer neurons with strong connections in the "
+                f"{layer} layer than the baseline (baseline is 'more cluttered')",
+                "fewer in guided",
+                per_run(guided, "connectivity", matrix, "connected"),
+                connected["baseline"] / max(connected["guided"], 1e-9),
+                "baseline / guided mean number of connected neurons",
+                reproduced_at=1.2,
+                partially_at=1.0,
+            ),
+            threshold_claim(
+                f"fig2.hub_neurons.{matrix.replace(' ', '_')}",
+                f"{matrix}: strong connections are concentrated on a few neurons of the {layer} "
+                "layer in guided models (share of strong edges on the best-connected 5% of "
+                "neurons)",
+                "a few strongly connected neurons",
+                per_run(guided, "connectivity", matrix, "hub_share"),
+                hubs["guided"] / max(hubs["baseline"], 1e-9),
+                "guided / baseline mean hub share",
+                reproduced_at=1.2,
+                partially_at=1.0,
+            ),
+        ]
+    for matrix in ("encoder W_hz", "decoder W_iz"):
+        polar = {v: mean_of(per_run(results[v], "connectivity", matrix, "polar")) for v in results}
+        claims.append(
+            threshold_claim(
+                f"fig2.polar_neurons.{matrix.replace(' ', '_')}",
+                f"{matrix}: guided models show more strongly polar neurons (>= 3 strong edges, "
+                ">= 90% of one sign) than the baseline",
+                "a few distinct, strongly polar neurons in guided",
+                per_run(guided, "connectivity", matrix, "polar"),
+                polar["guided"] - polar["baseline"],
+                "guided - baseline mean count of polar neurons",
+                reproduced_at=1.0,
+                partially_at=0.2,
+            )
+        )
+    return claims
+
+
+def polarity_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 3.2: update- and reset-gate polarities are inversely related."""
+    claims = []
+    for variant, runs in results.items():
+        for module, what in (
+            ("encoder", "rows of W_hz, W_hr"),
+            ("decoder", "columns of W_iz, W_ir"),
+        ):
+            correlation = per_run(runs, "polarity_correlation", module)
+            claims.append(
+                threshold_claim(
+                    f"sec3_2.inverse_gate_polarity.{variant}.{module}",
+                    f"{variant} {module}: the polarities of update and reset gates are inversely "
+                    f"related (Pearson r over neurons of the mean weight, {what}; paper's z)",
+                    "inverse (r < 0)",
+                    correlation,
+                    -mean_of(correlation),
+                    "-(mean r)",
+                    reproduced_at=0.3,
+                    partially_at=0.05,
+                )
+            )
+    return claims
+
+
+def _pooled(runs: list[dict], *keys) -> list[float]:
+    """Every run's list at `run[keys[0]][keys[1]]...`, concatenated."""
+    values = []
+    for run in runs:
+        for key in keys:
+            run = run[key]
+        values += run
+    return values
+
+
+def activation_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 4.1 (Figure 3) and 4.2 (Figure 4)."""
+    return range_claims(results) + saturation_claims(results) + outlier_claims(results)
+
+
+def range_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 4.1 (Figure 3): the ranges of encoder and decoder units."""
+    guided = results["guided"]
+    narrow = {
+        v: [_share(r["ranges"]["encoder"], lambda x: x < 0.5) for r in results[v]] for v in results
+    }
+    decoder_ranges = _pooled(guided, "ranges", "decoder")
+    return [
+        threshold_claim(
+            "fig3.guided_encoder_units_specific_ranges",
+            "Encoder: some guided units take values only in a narrow range, unlike the baseline "
+            "(share of units whose full range over the test set is < 0.5)",
+            "some guided units",
+            narrow["guided"],
+            mean_of(narrow["guided"]) - mean_of(narrow["baseline"]),
+            "guided - baseline share of narrow units",
+            reproduced_at=0.05,
+            partially_at=0.01,
+        ),
+        threshold_claim(
+            "fig3.guided_decoder_units_cover_range",
+            "Decoder: most guided units cover the whole value range",
+            "most",
+            [torch.tensor(r["ranges"]["decoder"]).median().item() for r in guided],
+            float(torch.tensor(decoder_ranges).median()),
+            "median full range of guided decoder units (tanh spans 2)",
+            reproduced_at=1.0,
+            partially_at=0.5,
+        ),
+    ]
+
+
+def saturation_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 4.2 (Figure 4): which way the update gates saturate."""
+    baseline, guided = results["baseline"], results["guided"]
+    claims = []
+    for module in ("encoder", "decoder"):
+        left = _pooled(baseline, "saturation", f"{module}.update_gate", "left")
+        claims.append(
+            threshold_claim(
+                f"fig4.baseline_update_left_saturated.{module}",
+                f"Baseline {module} update gates are mostly left-saturated (closed: new "
+                "information rarely taken in)",
+                "mostly left-saturated",
+                [
+                    torch.tensor(r["saturation"][f"{module}.update_gate"]["left"]).median().item()
+                    for r in baseline
+                ],
+                float(torch.tensor(left).median()),
+                "median over units of the fraction of steps below 0.1",
+                reproduced_at=0.5,
+                partially_at=0.3,
+            )
+        )
+    guided_left = _pooled(guided, "saturation", "encoder.update_gate", "left")
+    claims.append(
+        threshold_claim(
+            "fig4.guided_encoder_update_left_saturated",
+            "Guided encoder update gates are also mostly only left-saturated",
+            "mostly left-saturated",
+            [
+                torch.tensor(r["saturation"]["encoder.update_gate"]["left"]).median().item()
+                for r in guided
+            ],
+            float(torch.tensor(guided_left).median()),
+            "median over units of the fraction of steps below 0.1",
+            reproduced_at=0.5,
+            partially_at=0.3,
+        )
+    )
+    return claims
+
+
+def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
+    """Section 4.2 (Figure 4): outliers off the axes and gates between them."""
+    baseline, guided = results["baseline"], results["guided"]
+    claims = []
+    outliers = {
+        v: _share(
+            _pooled(results[v], "saturation", "encoder.update_gate", "right"), lambda x: x >= 0.1
+        )
+        for v in results
+    }
+    claims.append(
+        threshold_claim(
+            "fig4.guided_encoder_update_outliers",
+            "Guided encoder update gates have a considerable number of outliers off the "
+            "left-saturation axis (units right-saturated at >= 10% of the steps), more than the "
+            "baseline",
+            "considerable outliers",
+            [
+                _share(r["saturation"]["encoder.update_gate"]["right"], lambda x: x >= 0.1)
+                for r in guided
+            ],
+            outliers["guided"] - outliers["baseline"],
+            "guided - baseline share of outlier units",
+            reproduced_at=0.02,
+            partially_at=0.005,
+        )
+    )
+    right = {
+        v: mean_of(_pooled(results[v], "saturation", "decoder.update_gate", "right"))
+        for v in results
+    }
+    claims.append(
+        threshold_claim(
+            "fig4.guided_decoder_update_right_saturated",
+            "Guided decoder update gates are right-saturated (open) more often than the baseline's",
+            "more often right-saturated",
+            [mean_of(r["saturation"]["decoder.update_gate"]["right"]) for r in guided],
+            right["guided"] - right["baseline"],
+            "guided - baseline mean fraction of steps above 0.9",
+            reproduced_at=0.05,
+            partially_at=0.005,
+        )
+    )
+
+    def between_axes(runs) -> float:
+        counts = []
+        for run in runs:
+            for site in GATES:
+                saturation = Saturation(
+                    torch.tensor(run["saturation"][site]["left"]),
+                    torch.tensor(run["saturation"][site]["right"]),
+                )
+                counts += saturation.off_axes(0.01).tolist()
+        return mean_of(counts)
+
+    claims.append(
+        threshold_claim(
+            "fig4.baseline_gates_between_axes",
+            "Guided gate activations 'stick to the axes'; baseline gates lie between them more "
+            "often (saturated on both sides, each at >= 1% of the steps; all four gate sets)",
+            "more in baseline",
+            [between_axes([r]) for r in baseline],
+            between_axes(baseline) - between_axes(guided),
+            "baseline - guided share of gates between the axes",
+            reproduced_at=0.05,
+            partially_at=0.005,
+        )
+    )
+    return claims
+
+
+def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
+    """Tables 2-3: diagnostic-classifier accuracy with the functional group and with all units,
+    and the group size; the patterns of section 4.1."""
+    claims = []
+    names = {"table2": "Table 2", "table3": "Table 3"}
+    for name in PROBES:
+        table, site = name.split(".", 1)
+        target = "the current input table" if table == "table2" else "the encoder time step"
+        for variant in ("baseline", "guided"):
+            group, every, size = paper[table][site][variant]
+            what = f"{names[table]}, {site} -> {target}, {variant}"
+            claims += [
+                compare_means(
+                    f"{name}.{variant}.accuracy_group",
+                    f"{what}: accuracy with the functional group",
+                    [group],
+                    per_run(results[variant], "probes", name, "accuracy"),
+                ),
+                compare_means(
+                    f"{name}.{variant}.accuracy_all",
+                    f"{what}: accuracy with all units",
+                    [every],
+                    per_run(results[variant], "probes", name, "accuracy_all"),
+                ),
+                ratio_claim(
+                    f"{name}.{variant}.group_size",
+                    f"{what}: units in the functional group",
+                    size,
+                    per_run(results[variant], "probes", name, "size"),
+                ),
+            ]
+        sizes = {v: mean_of(per_run(results[v], "probes", name, "size")) for v in results}
+        paper_ratio = paper[table][site]["baseline"][2] / paper[table][site]["guided"][2]
+        claims.append(
+            threshold_claim(
+                f"{name}.guided_group_smaller",
+                f"{names[table]}, {site} -> {target}: guided functional groups are smaller than "
+                "the baseline's (information more concentrated)",
+                round(paper_ratio, 2),
+                per_run(results["guided"], "probes", name, "size"),
+                sizes["baseline"] / sizes["guided"],
+                "baseline / guided mean group size",
+                reproduced_at=2.0,
+                partially_at=1.2,
+            )
+        )
+    return claims + probe_pattern_claims(results, paper)
+
+
+def probe_pattern_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
+    """Section 4.1's patterns of the guided groups: larger in the gates, among the strongest units;
+    and the majority baseline."""
+    guided = results["guided"]
+    encoder_size = mean_of(per_run(guided, "probes", "table2.encoder.hidden", "size"))
+    gate_sizes = [
+        mean_of(per_run(guided, "probes", f"table2.decoder.{gate}", "size"))
+        for gate in ("update_gate", "reset_gate")
+    ]
+    return [
+        threshold_claim(
+            "table2.guided_gate_groups_larger",
+            "Guided: the functional groups in the decoder gates are remarkably larger than in "
+            "the encoder hidden state (information more distributed over the gates)",
+            round(
+                mean_of(
+                    [
+                        paper["table2"][f"decoder.{gate}"]["guided"][2]
+                        for gate in ("update_gate", "reset_gate")
+                    ]
+                )
+                / paper["table2"]["encoder.hidden"]["guided"][2],
+                2,
+            ),
+            gate_sizes,
+            mean_of(gate_sizes) / encoder_size,
+            "mean guided gate group size / guided encoder group size",
+            reproduced_at=2.0,
+            partially_at=1.2,
+        ),
+        compare_means(
+            "sec4_1.group_units_in_top5pct",
+            "Share of the guided encoder functional group's units that are among the 5% of "
+            "units with the strongest absolute weights",
+            [paper["group_in_top5_share"]],
+            per_run(guided, "probes", "table2.encoder.hidden", "in_top5"),
+        ),
+        compare_means(
+            "sec4_1.majority_baseline",
+            "Accuracy of a majority classifier for the current table (held-out samples)",
+            [paper["majority_accuracy"]],
+            per_run(guided, "probes", "table2.encoder.hidden", "majority"),
+        ),
+    ]

@@ -1,0 +1,216 @@
+"""The probes `python -m probes` runs, each as an adapter from a recorded run to tidy rows.
+
+A `RunProbe` says which checkpoint tags a run offers it (`tags`), which files one result reads
+(`reads`, the cache key hashes their contents), how to check those cheaply before any work
+(`check`), how to compute the rows of one run and tag (`rows`), and how to summarise and draw the
+table of all of them (`summary`, `figures`). The methods themselves are the suite's probe
+functions; the defaults of each probe's options are the settings of the paper it comes from.
+
+Every probe is one module of this package and one line of `probes.command.registry`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import field
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors import SafetensorError, safe_open
+from torch import Tensor
+
+from datamodules.lookup_tables import TEST_SPLITS
+from lightning_modules.callbacks import pad_and_concatenate
+from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
+from storage.files import RunFileError
+from storage.run_folder import RunFolder, tag_order
+
+PAPER1 = "paper 1 (Baan et al. 2019)"
+PAPER1_TEST_SPLITS = list(TEST_SPLITS)  # the lookup-table task's four test sets
+PAPER1_GATES = list(PAPER1_GATE_SITES)
+
+
+def option(default, help: str, **spec):
+    """A probe option: its default, its help and, for lists, the element `type`."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": help, **spec})
+    return field(default=default, metadata={"help": help, **spec})
+
+
+def convention_option():
+    return option("paper1", "sign convention of the update gate: torch's z, or paper 1's 1 - z "
+                  "(h = (1 - z) h_prev + z h~, Baan et al. section 2.2)",
+                  choices=CONVENTIONS)  # fmt: skip
+
+
+class RunProbe:
+    """A probe as the command runs it (see the module docstring)."""
+
+    name: str
+    paper: str
+    purpose: str
+    details: str = ""
+    options: type
+    version = 1  # bump when the rows change for the same inputs
+
+    def validate(self, options) -> None:
+        """Raise `ValueError` naming a bad option."""
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        raise NotImplementedError
+
+    def where(self, run: RunFolder, options) -> str:
+        raise NotImplementedError
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        raise NotImplementedError
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        raise NotImplementedError
+
+    def rows(self, run: RunFolder, tag: str, options, device: torch.device) -> list[dict]:
+        raise NotImplementedError
+
+    def summary_table(self, table: pd.DataFrame) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def figures(self, table: pd.DataFrame, options, folder: Path) -> dict[str, Path]:
+        return {}
+
+
+def trained_by(run: RunFolder) -> str:
+    """`", a run of <class>"` when the run's checkpoint says, else `""` (for error messages)."""
+    try:
+        return f", a run of {run.model_class_path()}"
+    except RunFileError:
+        return ""
+
+
+class TraceProbe(RunProbe):
+    """A probe of recorded activations: `<run>/traces/<split>/<tag>.safetensors` of `splits`."""
+
+    def keys(self, options) -> list[str]:
+        raise NotImplementedError
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        common = None
+        for split in options.splits:
+            if not run.files.traces(split).is_dir():
+                recorded = sorted(p.name for p in run.files.traces(split).parent.glob("*"))
+                raise RunFileError(
+                    f"{run.path}{trained_by(run)}, has no traces of split {split!r} (it has "
+                    f"{', '.join(recorded) or 'none'}): {self.name} reads traces of "
+                    f"{', '.join(options.splits)}. Give runs recorded by TraceRecorder on those "
+                    "splits, or name the run's splits with --splits."
+                )
+            tags = run.trace_tags(split)
+            common = tags if common is None else [t for t in common if t in tags]
+        return common or []
+
+    def where(self, run: RunFolder, options) -> str:
+        return str(run.files.traces(options.splits[0]))
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        return [run.trace_path(split, tag) for split in options.splits]
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        for path in self.reads(run, tag, options):
+            try:
+                with safe_open(path, "pt") as handle:
+                    held = set(handle.keys())
+            except (SafetensorError, OSError) as error:
+                raise RunFileError(
+                    f"{path} is corrupt ({error}): delete it and record the run again."
+                ) from None
+            missing = sorted(set(self.keys(options)) - held)
+            if missing:
+                raise RunFileError(
+                    f"{path}{trained_by(run)}, has no {', '.join(missing)} (it has "
+                    f"{', '.join(sorted(held))}): probe sites it has (see --help)."
+                )
+
+    def trace(self, run: RunFolder, tag: str, options) -> dict:
+        return joined_trace(run, options.splits, tag, self.keys(options))
+
+
+class WeightProbe(RunProbe):
+    """A probe of parameters: a checkpoint (`best`, `last`) or a `WeightSnapshot`."""
+
+    def parameters(self, options) -> list[str]:
+        raise NotImplementedError
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        return run.checkpoint_tags()
+
+    def where(self, run: RunFolder, options) -> str:
+        return str(run.path)
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        return [run.weights_path(tag)]
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        state = run.state_dict(tag)
+        missing = sorted(set(self.parameters(options)) - set(state))
+        if missing:
+            raise RunFileError(
+                f"{run.weights_path(tag)}{trained_by(run)}, has no {', '.join(missing)}: "
+                f"{self.name} needs a GRU seq2seq (lightning_modules.seq2seq.Seq2Seq)."
+            )
+
+
+class ModelProbe(RunProbe):
+    """A probe that runs the trained model: a checkpoint (`best`, `last`) of one of
+    `model_classes`, with the DataModule that trained it (`RunFolder.model`, `.datamodule`)."""
+
+    model_classes: tuple[str, ...] = ("lightning_modules.seq2seq.Seq2Seq",)
+
+    def tags(self, run: RunFolder, options) -> list[str]:
+        return sorted((p.stem for p in run.files.checkpoints.glob("*.ckpt")), key=tag_order)
+
+    def where(self, run: RunFolder, options) -> str:
+        return str(run.files.checkpoints)
+
+    def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
+        return [run.files.checkpoint(tag)]
+
+    def check(self, run: RunFolder, tag: str, options) -> None:
+        trained = run.model_class_path(tag)  # reads the checkpoint: a corrupt one fails here
+        if trained not in self.model_classes:
+            raise RunFileError(
+                f"{self.reads(run, tag, options)[0]} is a run of {trained}: {self.name} probes "
+                f"runs of {', '.join(self.model_classes)}; give --runs of such a model."
+            )
+
+
+def units_text(units) -> str:
+    """Unit indices (from 0; a tensor or a list) as one space-separated table cell."""
+    return " ".join(map(str, units.tolist() if hasattr(units, "tolist") else units))
+
+
+def run_labels(table: pd.DataFrame) -> list[str]:
+    """The figure series, `<run group> <checkpoint>`, in first-seen order."""
+    return list(dict.fromkeys(table["group"] + " " + table["checkpoint"]))
+
+
+def grouped(table: pd.DataFrame, by: list[str], columns: dict) -> pd.DataFrame:
+    """Means (and the like) of `table` per run group, checkpoint and `by`, in first-seen order."""
+    keys = ["group", "checkpoint", *by]
+    summary = table.groupby(keys, sort=False).agg(**columns).reset_index()
+    return summary
+
+
+def joined_trace(
+    run: RunFolder, splits: Sequence[str], tag: str = "best", keys: Sequence[str] | None = None
+) -> dict[str, Tensor]:
+    """The run's traces of `splits` at `tag`, concatenated along the batch (zero-padded in time);
+    with `keys`, only those entries are read from the files."""
+    traces = [run.trace(split, tag, keys) for split in splits]
+    return {key: pad_and_concatenate([t[key] for t in traces]) for key in traces[0]}
+
+
+def epoch_of(tag: str) -> int | None:
+    """N of a snapshot tag `epoch=N` (taken after N + 1 training epochs), else None."""
+    match = re.fullmatch(r"epoch=(\d+)", tag)
+    return int(match[1]) if match else None

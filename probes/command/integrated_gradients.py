@@ -1,0 +1,85 @@
+"""The `integrated-gradients` probe: paper 4's stage 2 (section 3.2), the candidates' integrated
+gradients."""
+
+from __future__ import annotations
+
+from probes.command.base import grouped
+from probes.command.outputs import pyplot, save_figure
+from probes.command.token_positioning import (
+    PAPER4,
+    IntegratedGradientsOptions,
+    TokenPositioningProbe,
+    reaches_the_decoder,
+    token_columns,
+)
+from probes.neuron_functions import attributions_before_output
+from storage.run_folder import RunFolder
+
+
+class IntegratedGradientsProbe(TokenPositioningProbe):
+    name = "integrated-gradients"
+    paper = f"{PAPER4}, section 3.2"
+    purpose = "stage 2: each unit's integrated-gradients attribution to P(token at T)"
+    details = (
+        "For each analysed token (rows as svm-rfe's), integrated gradients (captum, IG_STEPS "
+        "points, zero baseline) of P(token at T) with respect to the decoder state h_(T-1) (rows "
+        "with T >= 2) and h_(T-2) (rows with T >= 3, where the counting units act through the "
+        "triggering units a step later), decoder inputs held at the model's own outputs "
+        "(probes.neuron_functions.attributions_before_output). One row per run, checkpoint, "
+        "token, time (T-1, T-2) and unit: the unit's mean |attribution| over the rows "
+        "(`importance`, what the filter reads), its mean signed attribution, and `above_mean`: "
+        "importance at least the mean over all units, the filter's test (a candidate of stage 1 "
+        "stays when it passes at T-1; a counting candidate at T-1 or T-2)."
+    )
+    options = IntegratedGradientsOptions
+
+    def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
+        model, datamodule, traced, tokens = self.analysed(run, tag, options)
+        rows = []
+        for token in tokens:
+            if not reaches_the_decoder(traced, token):
+                continue  # no decoder state h_(T-1) to attribute to
+            maps = attributions_before_output(model, traced, token, options.ig_steps)
+            for before, attributions in maps.items():
+                importance = attributions.abs().mean(0)
+                signed = attributions.mean(0)
+                threshold = importance.mean()
+                base = {**token_columns(datamodule, traced, token), "time": f"T-{before}",
+                        "samples": len(attributions)}  # fmt: skip
+                rows += [{**base, "unit": unit, "importance": float(importance[unit]),
+                          "attribution": float(signed[unit]),
+                          "above_mean": bool(importance[unit] >= threshold)}
+                         for unit in range(len(importance))]  # fmt: skip
+        return rows
+
+    def summary_table(self, table):
+        per_token = table.groupby(["group", "checkpoint", "run", "token", "time"], sort=False).agg(
+            samples=("samples", "first"), importance=("importance", "mean"),
+            above_mean=("above_mean", "sum"), units=("unit", "count"),
+        ).reset_index()  # fmt: skip
+        per_token["above_share"] = per_token["above_mean"] / per_token["units"]
+        return grouped(per_token, ["time"], {
+            "runs": ("run", "nunique"), "tokens": ("token", "count"),
+            "samples": ("samples", "mean"), "importance": ("importance", "mean"),
+            "units_above_mean": ("above_mean", "mean"), "share_above_mean": ("above_share", "mean"),
+        })  # fmt: skip
+
+    def figures(self, table, options, folder):
+        plt = pyplot()
+
+        run, tag = table["run"].iloc[0], table["checkpoint"].iloc[0]
+        first = table[(table["run"] == run) & (table["checkpoint"] == tag)]
+        times = list(dict.fromkeys(first["time"]))
+        figure, axes = plt.subplots(1, len(times), figsize=(6 * len(times), 5), squeeze=False)
+        for axis, time in zip(axes[0], times, strict=True):
+            part = first[first["time"] == time]
+            matrix = part.pivot_table(index="word", columns="unit", values="importance",
+                                      sort=False)  # fmt: skip
+            relative = matrix.div(matrix.mean(axis=1), axis=0)  # 1 = the filter's threshold
+            image = axis.imshow(relative.to_numpy(), aspect="auto", cmap="magma", vmin=0, vmax=3,
+                                interpolation="nearest")  # fmt: skip
+            axis.set_yticks(range(len(relative)), [repr(w) for w in relative.index], fontsize=5)
+            axis.set(xlabel="unit", title=f"h_({time}): mean |IG| / its mean over units")
+            figure.colorbar(image, ax=axis, fraction=0.04)
+        figure.suptitle(f"{run} ({tag})", fontsize=9)
+        return {"importance": save_figure(figure, folder / "integrated_gradients.png")}

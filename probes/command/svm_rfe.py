@@ -1,0 +1,77 @@
+"""The `svm-rfe` probe: paper 4's stage 1 (section 3.1), candidate units by a linear SVM with
+recursive feature elimination."""
+
+from __future__ import annotations
+
+import torch
+
+from probes.command.base import grouped, run_labels, units_text
+from probes.command.outputs import pyplot, save_figure
+from probes.command.token_positioning import (
+    PAPER4,
+    SvmRfeOptions,
+    TokenPositioningProbe,
+    token_columns,
+)
+from probes.neuron_functions import HYPOTHESES, PLAUSIBLE, candidate_units
+from storage.run_folder import RunFolder
+
+
+class SvmRfeProbe(TokenPositioningProbe):
+    name = "svm-rfe"
+    paper = f"{PAPER4}, section 3.1"
+    purpose = "stage 1: is each hypothesis plausible per token (linear SVM), and its RFE units"
+    details = (
+        "For each analysed token (the TOKENS most common words, held-out rows re-requested with "
+        "the token at each of POSITIONS, the rows the model answers correctly) and hypothesis: "
+        "storing (h_t, t = -1..T-1, of the token's rows against as many rows of other tokens), "
+        "counting (h_t, t = 0..T-1, labelled T - t) and triggering (h_(T-1) against h_t, t = "
+        "0..T-2), a linear SVM on every unit; the hypothesis is plausible when its (balanced) "
+        "training accuracy exceeds 95%, and recursive feature elimination keeps KEEP of the "
+        "units as candidates (probes.neuron_functions.candidate_units). One row per run, "
+        "checkpoint, token and hypothesis; units indexed from 0."
+    )
+    options = SvmRfeOptions
+
+    def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
+        _, datamodule, traced, tokens = self.analysed(run, tag, options)
+        rows = []
+        for token in tokens:
+            found = candidate_units(traced, token, options.keep, options.seed)
+            for hypothesis in HYPOTHESES:
+                candidates = found[hypothesis]
+                rows.append({
+                    **token_columns(datamodule, traced, token), "hypothesis": hypothesis,
+                    "samples": candidates.samples, "accuracy": candidates.accuracy,
+                    "plausible": candidates.plausible, "size": len(candidates.units),
+                    "candidates": units_text(candidates.units),
+                })  # fmt: skip
+        return rows
+
+    def summary_table(self, table):
+        return grouped(table, ["hypothesis"], {
+            "runs": ("run", "nunique"), "tokens": ("token", "count"),
+            "accuracy": ("accuracy", "mean"), "plausible": ("plausible", "mean"),
+            "size": ("size", "mean"),
+        })  # fmt: skip
+
+    def figures(self, table, options, folder):
+        plt = pyplot()
+
+        labels = run_labels(table)
+        figure, axis = plt.subplots(figsize=(6, 4))
+        width = 0.8 / len(labels)
+        spread = torch.Generator().manual_seed(0)
+        for index, label in enumerate(labels):
+            part = table[table["group"] + " " + table["checkpoint"] == label]
+            where = [HYPOTHESES.index(h) + index * width for h in part["hypothesis"]]
+            jitter = (torch.rand(len(where), generator=spread) - 0.5) * width * 0.8
+            axis.scatter([w + float(j) for w, j in zip(where, jitter, strict=True)],
+                         part["accuracy"], s=6, alpha=0.6, label=label)  # fmt: skip
+        axis.axhline(PLAUSIBLE, color="grey", linewidth=0.8, linestyle="--")
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(HYPOTHESES))], HYPOTHESES)
+        axis.set_ylabel("SVM training accuracy (balanced)")
+        axis.set_title("Stage 1, one point per token and run: plausible above 95% (dashed)",
+                       fontsize=9)  # fmt: skip
+        axis.legend(fontsize=7, markerscale=2)
+        return {"accuracy": save_figure(figure, folder / "svm_rfe_accuracy.png")}

@@ -1,0 +1,58 @@
+"""The run-folder layout, spelled once: every path inside a run folder comes from here.
+
+A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<variant>/seed=<s>/``
+(:meth:`RunLayout.of`; a variant may hold a slash, e.g. ``pruned/guided``) and holds::
+
+    config.yaml                       the LightningCLI config
+    started.txt                       the command a reproduction started it with
+    command.txt                       the command that trained it (written last: a finished run)
+    train.log                         its output, when a reproduction trained it
+    metrics.csv                       every logged metric (RunMetricsCSV)
+    wandb_run_id                      its W&B run, continued on a resume
+    .lock                             held while a process writes the run (RunFolderLock)
+    checkpoints/{best,last}.ckpt      Lightning checkpoints, read with weights_only=True
+    traces/<split>/<tag>.safetensors  what TraceRecorder recorded
+    weights/<tag>.safetensors         WeightSnapshot's weights
+    analysis.json                     a reproduction's cached analysis of the run
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RunLayout:
+    """The paths of one run folder (nothing is read or created here)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.config = self.path / "config.yaml"
+        self.started = self.path / "started.txt"
+        self.command = self.path / "command.txt"
+        self.train_log = self.path / "train.log"
+        self.metrics = self.path / "metrics.csv"
+        self.wandb_run_id = self.path / "wandb_run_id"
+        self.lock = self.path / ".lock"
+        self.analysis = self.path / "analysis.json"
+        self.checkpoints = self.path / "checkpoints"
+        self.weights = self.path / "weights"
+
+    def __repr__(self) -> str:
+        return f"RunLayout({str(self.path)!r})"
+
+    @classmethod
+    def of(cls, root: str | Path, paper: str, variant: str, seed: int | str) -> RunLayout:
+        """The run of `paper`'s `variant` at `seed` under the run root `root`."""
+        return cls(Path(root) / paper / variant / f"seed={seed}")
+
+    def checkpoint(self, tag: str) -> Path:
+        return self.checkpoints / f"{tag}.ckpt"
+
+    def traces(self, split: str) -> Path:
+        return self.path / "traces" / split
+
+    def trace(self, split: str, tag: str) -> Path:
+        return self.traces(split) / f"{tag}.safetensors"
+
+    def weight_snapshot(self, tag: str) -> Path:
+        return self.weights / f"{tag}.safetensors"
