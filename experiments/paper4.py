@@ -16,6 +16,7 @@ time so that the reproduction finishes on 2 CPU cores; `smoke` is a minute-long 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +108,8 @@ class Scale:
     instead of the paper's validation loss: a departure, see that config."""
     tokens: int = 50
     """The most common tokens analysed (section 4: 50)."""
+    training_batches: int = 40
+    """Training batches whose greedy accuracy the report sets beside the test accuracy."""
     correct_only: bool = True
     """Analyse only the rows the model answers correctly (False only for the smoke check, whose
     barely trained models answer almost none)."""
@@ -200,36 +203,29 @@ POSITIONS = ANALYSED_POSITIONS
 FIGURE2_TOKENS = 10
 
 
-TRAIN_ROWS = 5000
-"""Training pairs whose greedy accuracy the report sets beside the test accuracy."""
-
-
 @torch.no_grad()
 def positioning_accuracy(
-    model, datamodule, split: str, rows: int | None = None, random_seed: int | None = None
+    model, datamodule, split: str, batches: int | None = None, random_seed: int | None = None
 ) -> float:
-    """Token-positioning accuracy of greedy decoding on the first `rows` batches' worth of rows of
-    `split` (all with None); with `random_seed`, every decoder input is a random token instead
-    (section 5's side finding)."""
+    """Token-positioning accuracy of greedy decoding on the first `batches` batches of `split`
+    (all with None); with `random_seed`, every decoder input is a random token instead (section
+    5's side finding)."""
     metric = TokenPositioningAccuracy()
     generator = None if random_seed is None else torch.Generator().manual_seed(random_seed)
-    seen = 0
-    for batch in datamodule.split_dataloader(split):
-        if rows is not None and seen >= rows:
-            break
+    for batch in itertools.islice(datamodule.split_dataloader(split), batches):
         logits, _ = model(batch["source"], batch["source_lengths"],
                           steps=batch["target"].shape[1], random_inputs=generator)  # fmt: skip
         metric.update(logits.argmax(-1), batch["signal_token"], batch["signal_position"])
-        seen += len(batch["source"])
     return float(metric.compute())
 
 
-def training_accuracy(run: RunFolder) -> float:
-    """Greedy token-positioning accuracy of the run's best checkpoint on its first `TRAIN_ROWS`
-    training pairs (their epoch-0 signals): beside the test accuracy, what the model learned of
-    pairs it trained on, under the same decoding."""
+def training_accuracy(run: RunFolder, scale: Scale) -> float:
+    """Greedy token-positioning accuracy of the run's best checkpoint on its first
+    `scale.training_batches` training batches (their epoch-0 signals): beside the test accuracy,
+    what the model learned of pairs it trained on, under the same decoding."""
     torch.set_num_threads(1)
-    return positioning_accuracy(run.model("best"), run.datamodule("best"), "train", TRAIN_ROWS)
+    data = run.datamodule("best")
+    return positioning_accuracy(run.model("best"), data, "train", scale.training_batches)
 
 
 def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
@@ -411,7 +407,8 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
         accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
                              for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
-        train_tasks = {key: functools.partial(training_accuracy, run) for key, run in runs.items()}
+        train_tasks = {key: functools.partial(training_accuracy, run, scale)
+                       for key, run in runs.items()}  # fmt: skip
         trained = run_all(train_tasks, jobs, lambda key, value: f"{key[0]} seed={key[1]}: train "
                           f"accuracy {value:.3f}")  # fmt: skip
         train_accuracies = {name: [trained[(name, s)] for s in scale.seeds[name]]
@@ -431,7 +428,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         "table1": table1(analyses),
         "shares": shares_table(analyses),
         "tokens": token_table(analyses[0], FIGURE2_TOKENS),
-        "training": training_table(runs, scale),
+        "training": training_table(runs),
     }
     datamodule = runs[("gru", gru_seeds[0])].datamodule("best")
     markdown = report_text(scale_name, scale, datamodule.data_source, tables, clock, runs)

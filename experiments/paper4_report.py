@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
 
 from experiments.paper4_claims import (  # noqa: E402
     FUNCTIONS,
@@ -52,18 +53,29 @@ def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def training_table(runs: dict[tuple[str, int], RunFolder], scale: Scale) -> pd.DataFrame:
+def stopping_rule(run: RunFolder) -> tuple[str, str, int, bool]:
+    """The run's early stopping as its `config.yaml` records it: the monitored metric, its mode
+    (`min`/`max`), the patience, and whether a time cap was set."""
+    config = yaml.safe_load(run.files.config.read_text())
+    trainer = config["trainer"]
+    stopping = next(c["init_args"] for c in trainer["callbacks"]
+                    if c["class_path"].endswith(".EarlyStopping"))  # fmt: skip
+    return stopping["monitor"], stopping["mode"], stopping["patience"], bool(trainer["max_time"])
+
+
+def training_table(runs: dict[tuple[str, int], RunFolder]) -> pd.DataFrame:
     """Per run: epochs, what ended training (early stopping when the monitored value has not
-    improved for the patience, else the time cap), the best validation accuracy, its gain over
-    the last 5 epochs, and the last epoch's training accuracy (teacher-forced)."""
-    monitor, patience = ("val/position_acc", 5) if scale.select_on_position else ("val/loss", 3)
+    improved for the patience its config sets, else the time cap or the epoch limit), the best
+    validation accuracy, its gain over the last 5 epochs, and the last epoch's training accuracy
+    (teacher-forced)."""
     rows = []
     for (name, seed), run in runs.items():
         metrics = run.metrics()
         frame = metrics.dropna(subset=["val/position_acc"]).reset_index(drop=True)
-        values = frame[monitor] if monitor == "val/position_acc" else -frame[monitor]
+        monitor, mode, patience, capped = stopping_rule(run)
+        values = frame[monitor] if mode == "max" else -frame[monitor]
         since_best = len(frame) - 1 - int(values.to_numpy().argmax())
-        cap = "time cap" if scale.max_time else "epoch limit"
+        cap = "time cap" if capped else "epoch limit"
         accuracy = frame["val/position_acc"]
         trained = metrics.dropna(subset=["train/position_acc"])["train/position_acc"]
         rows.append({
@@ -321,8 +333,9 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 
 {markdown_table(tables["accuracy"], 3, index=False)}
 
-"training pairs": the same models' greedy accuracy on the first 5,000 pairs of their training
-split (with those pairs' first-epoch signals), beside the test pairs' under the same decoding.
+"training pairs": the same models' greedy accuracy on the first {scale.training_batches} batches
+({scale.training_batches * scale.batch_size:,} pairs) of their training split (with those pairs'
+first-epoch signals), beside the test pairs' under the same decoding.
 
 ![training](figures/training.png)
 
