@@ -27,6 +27,16 @@ from storage.trusted_classes import check_class_paths, resolve_class
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
 
 
+def safetensors_keys(path: Path, fix: str) -> set[str]:
+    """The tensor names a safetensors file holds, read from its header only; a missing or
+    unreadable file is one `RunFileError`: "<path> is corrupt (<error>): <fix>"."""
+    try:
+        with safe_open(path, "pt") as handle:
+            return set(handle.keys())
+    except (SafetensorError, OSError) as error:
+        raise RunFileError(f"{path} is corrupt ({error}): {fix}") from None
+
+
 class RunFolder:
     """One recorded run, e.g. `RunFolder("runs/paper1/guided/seed=1")`.
 

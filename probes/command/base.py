@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from datamodules.lookup_tables import TEST_SPLITS
 from lightning_modules.callbacks import pad_and_concatenate
 from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
 from storage.files import RunFileError
-from storage.run_folder import RunFolder, tag_order
+from storage.run_folder import RunFolder, safetensors_keys, tag_order
 
 PAPER1 = "paper 1 (Baan et al. 2019)"
 PAPER1_TEST_SPLITS = list(TEST_SPLITS)  # the lookup-table task's four test sets
@@ -117,13 +116,7 @@ class TraceProbe(RunProbe):
 
     def check(self, run: RunFolder, tag: str, options) -> None:
         for path in self.reads(run, tag, options):
-            try:
-                with safe_open(path, "pt") as handle:
-                    held = set(handle.keys())
-            except (SafetensorError, OSError) as error:
-                raise RunFileError(
-                    f"{path} is corrupt ({error}): delete it and record the run again."
-                ) from None
+            held = safetensors_keys(path, "delete it and record the run again.")
             missing = sorted(set(self.keys(options)) - held)
             if missing:
                 raise RunFileError(

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 
 from probes.command.base import ModelProbe, epoch_of, grouped, option, units_text
 from probes.command.outputs import pyplot, save_figure
@@ -25,7 +24,7 @@ from probes.contextual_decomposition import (
     rule_phrases,
 )
 from storage.files import RunFileError
-from storage.run_folder import RunFolder
+from storage.run_folder import RunFolder, safetensors_keys
 
 PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
 LANGUAGE_MODEL = "lightning_modules.language_model.LanguageModel"
@@ -132,14 +131,7 @@ class ContextualDecompositionProbe(ModelProbe):
         if path.suffix != ".safetensors":
             run.checkpoint(tag)  # a corrupt checkpoint fails here
             return
-        try:
-            with safe_open(path, "pt") as handle:
-                held = set(handle.keys())
-        except (SafetensorError, OSError) as error:
-            raise RunFileError(
-                f"{path} is corrupt ({error}): delete it, or probe the other tags with "
-                "--checkpoint."
-            ) from None
+        held = safetensors_keys(path, "delete it, or probe the other tags with --checkpoint.")
         missing = sorted(set(LSTM_PARAMETERS) - held)
         if missing:
             raise RunFileError(f"{path} has no {', '.join(missing)}: not a LanguageModel snapshot.")
