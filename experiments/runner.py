@@ -156,7 +156,8 @@ def reproduction_parser(
     parser.add_argument(
         "--reuse-runs",
         action="store_true",
-        help="keep finished runs whose command.txt matches instead of training them again",
+        help="keep finished runs whose command.txt matches instead of training them again, and "
+        "resume interrupted ones of the same command from their last.ckpt",
     )
     return parser
 
