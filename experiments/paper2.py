@@ -9,8 +9,10 @@ Three stages, each fit going through the suite's CLI (`python -m experiments fit
    and read `P(omega | phrase) = softmax(v_phrase)[omega]` at the close symbol;
 3. write `reports/paper2/{report.md, results.json, figures/}` and log them to W&B.
 
-Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tokens) and epochs;
-`default` = a 100k-token corpus, sized for 2 CPU cores; `smoke` = a minute-long check.
+Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tokens) and epochs,
+3 seeds, for a GPU; `default` = the same corpus and seeds on a smaller grid, for 2 CPU cores over
+several invocations (`--reuse-runs` resumes); `small` = 100k tokens, one seed (45 min);
+`smoke` = a minute-long check.
 """
 
 from __future__ import annotations
@@ -70,21 +72,33 @@ class Scale:
     rule_counts: tuple[int, ...]  # n of Figure 1
     conduit_lengths: tuple[int, ...]  # k of Figure 1; the largest is Figure 2's (paper: 8)
     predictability_lengths: tuple[int, ...]  # k of Figure 3 (not given in the paper)
-    conduit_copies: int  # m of 4.2's predictable setting
+    conduit_copies: tuple[int, ...]  # readings of m in 4.2's predictable setting; first: primary
+    seeds: tuple[int, ...] = (0, 1, 2)  # each seed draws its own corpus and initialisation
     predictability_rules: int = 1000  # 4.2: n = 1000
     conduit_pool: int = 100  # 4.2: conduits from a set of 100
     probe_rules: int = 200
-    seed: int = 0
     overrides: tuple[str, ...] = ()
 
 
+M_READINGS = (1000, 100)
+"""4.2 says both "m = 1000 occurrences of each conduit q" and "copying each conduit 100 times".
+The authors' generator (`nsaphra/acd`, `synthetic_range_data.py`) copies a rule's conduit
+`conduit_count` - 1 times per rule instance; with n = 1000 rules over 100 conduits, its
+`conduit_count` = 100 gives 10 x 99 = 990 copies of each q: the first reading, run as primary."""
+
 SCALES = {
-    "paper": Scale(1_000_000, 50, 40, (10, 100, 300, 1000), (1, 2, 4, 8), (4, 8), 1000),
-    # 10x fewer tokens; m = 100 copies keeps the share of the corpus that the paper's m = 1000
-    # copies fill at 1M tokens.
-    "default": Scale(100_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), 100),
+    # The paper's corpus, a grid around its figures (the paper gives no k or n), 3 seeds: 66 runs
+    # of 50 epochs on 1M tokens, for a GPU (about 20 min per run on one CPU core).
+    "paper": Scale(1_000_000, 50, 40, (10, 100, 300, 1000), (1, 2, 4, 8), (4, 8), M_READINGS),
+    # The paper's corpus and seeds on 2 CPU cores (about 15 h; `--reuse-runs` resumes across
+    # invocations): n = 100 (at chance in every cell of the 100k-token runs, like n = 10) and
+    # k = 1 are left out.
+    "default": Scale(1_000_000, 50, 40, (10, 300, 1000), (2, 4, 8), (4, 8), M_READINGS),
+    # The 45-minute run of earlier reports: 10x fewer tokens, one seed; m = 100 keeps the share
+    # of the corpus that m = 1000 fills at 1M tokens. Floor and ceiling decide several claims.
+    "small": Scale(100_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), (100,), (0,)),
     # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
-    "smoke": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), 2, predictability_rules=100,
+    "smoke": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), (2,), (0,), predictability_rules=100,
                    probe_rules=8, overrides=("--model.embedding_size", "8",
                                              "--model.hidden_size", "8")),
 }  # fmt: skip
@@ -120,37 +134,48 @@ def figure1_settings(scale: Scale) -> list[Setting]:
     return [Setting(k, n) for k in scale.conduit_lengths for n in scale.rule_counts]
 
 
-def figure3_settings(scale: Scale) -> dict[tuple[int, bool], Setting]:
-    """(k, predictable) -> setting."""
+def figure3_settings(scale: Scale) -> dict[tuple[int, int], Setting]:
+    """(k, m) -> setting; m = 0 is the unpredictable setting."""
     return {
-        (k, predictable): Setting(k, scale.predictability_rules, scale.conduit_pool,
-                                  scale.conduit_copies if predictable else 0)
+        (k, copies): Setting(k, scale.predictability_rules, scale.conduit_pool, copies)
         for k in scale.predictability_lengths
-        for predictable in (False, True)
-    }  # fmt: skip
+        for copies in (0, *scale.conduit_copies)
+    }
 
 
 def run_dir(root: Path, setting: Setting, seed: int) -> Path:
     return RunLayout.of(root, "paper2", setting.variant, seed).path
 
 
-def train(setting: Setting, scale: Scale, root: Path, reuse: bool) -> Path:
-    """One language model through the CLI; returns its run folder."""
-    run = run_dir(root, setting, scale.seed)
+def train(setting: Setting, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
+    """One language model through the CLI; returns its run folder. The seed sets both the corpus
+    (`data_seed`) and the initialisation: the authors' generator draws each corpus afresh."""
+    run = run_dir(root, setting, seed)
     arguments = [
         "--config", str(CONFIG),
-        "--seed_everything", str(scale.seed),
+        "--seed_everything", str(seed),
         "--run.root", str(root),
         "--run.variant", setting.variant,
         "--trainer.max_epochs", str(scale.epochs),
         "--trainer.enable_progress_bar", "false",
         "--data.corpus_length", str(scale.corpus_length),
+        "--data.data_seed", str(seed),
         "--data.probe_rules", str(scale.probe_rules),
         *setting.arguments(),
         *scale.overrides,
     ]  # fmt: skip
     fit(run, arguments, reuse)
     return run
+
+
+def training_order(scale: Scale) -> list[tuple[Setting, int]]:
+    """Every (setting, seed) to train, the runs behind the claims that floor and ceiling decided
+    at 100k tokens first (Figure 3, then Figure 2's k and n), so that an interrupted reproduction
+    has them before the rest of Figure 1's grid."""
+    first = [*figure3_settings(scale).values(),
+             Setting(max(scale.conduit_lengths), max(scale.rule_counts))]  # fmt: skip
+    rest = [s for s in figure1_settings(scale) if s not in first]
+    return [(s, seed) for group in (first, rest) for seed in scale.seeds for s in group]
 
 
 # ---- contextual decomposition over the probe rules --------------------------------------------
@@ -182,6 +207,23 @@ class Snapshot:
 
 def estimate(values: torch.Tensor) -> Estimate:
     return Estimate(*mean_and_standard_error(values))
+
+
+def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
+    """The mean over seeds of each seed's mean, with its standard error over seeds; with one
+    seed, that seed's estimate (standard error over the probe rules)."""
+    if len(estimates) == 1:
+        return estimates[0]
+    return estimate(torch.tensor([e.mean for e in estimates], dtype=torch.float64))
+
+
+def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
+    """One snapshot of several seeds' (`over_seeds` for each phrase and the full model)."""
+    return Snapshot(
+        {name: over_seeds([s.phrase[name] for s in snapshots]) for name in snapshots[0].phrase},
+        over_seeds([s.full for s in snapshots]),
+        max(s.error for s in snapshots),
+    )
 
 
 def close_probabilities(
@@ -307,14 +349,17 @@ def figure2_claims(prefixes: list[Estimate], rules: int) -> list[Claim]:
     )]  # fmt: skip
 
 
-def figure3_claims(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale) -> list[Claim]:
-    """Section 4.2 (Figure 3) and its restatement in section 5: predictable minus unpredictable
-    P(omega | alpha), averaged over the first and over the last quarter of training; a gap
-    counts when it exceeds twice the mean standard error of the per-epoch differences."""
+def figure3_claims(
+    curves: dict[tuple[int, int], list[Estimate]], scale: Scale, copies: int
+) -> list[Claim]:
+    """Section 4.2 (Figure 3) and its restatement in section 5, at m = `copies`: predictable minus
+    unpredictable P(omega | alpha), averaged over the first and over the last quarter of
+    training; a gap counts when it exceeds twice the mean standard error of the per-epoch
+    differences. Claims of the secondary readings of m carry `.m=<copies>` in their ids."""
     quarter = max(scale.epochs // 4, 1)
     early, late, early_flags, late_flags = [], [], [], []
     for k in scale.predictability_lengths:
-        pairs = list(zip(curves[(k, True)], curves[(k, False)], strict=True))
+        pairs = list(zip(curves[(k, copies)], curves[(k, 0)], strict=True))
         gaps = [p.mean - u.mean for p, u in pairs]
         spreads = [(p.standard_error**2 + u.standard_error**2) ** 0.5 for p, u in pairs]
         larger = [max(p.mean, u.mean) for p, u in pairs]
@@ -329,12 +374,15 @@ def figure3_claims(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale)
         "mean predictable - unpredictable P(omega | alpha) over {} {} the larger of 2 mean "
         "standard errors and 10% of the mean larger value"
     )
+    suffix = "" if copies == scale.conduit_copies[0] else f".m={copies}"
     return [
-        share_claim("fig3.predictable_early", "predictable conduits give a higher P(omega | "
-                    "alpha) in the first quarter of training, at each k", "predictable_early",
+        share_claim(f"fig3.predictable_early{suffix}", "predictable conduits (m = "
+                    f"{copies}) give a higher P(omega | alpha) in the first quarter of training, "
+                    "at each k", "predictable_early",
                     early_flags, early, what.format(f"epochs 1-{quarter}", "above")),
-        share_claim("fig3.predictable_late", "predictable conduits give a lower P(omega | "
-                    "alpha) in the last quarter of training, at each k", "predictable_late",
+        share_claim(f"fig3.predictable_late{suffix}", "predictable conduits (m = "
+                    f"{copies}) give a lower P(omega | alpha) in the last quarter of training, "
+                    "at each k", "predictable_late",
                     late_flags, late, what.format(f"the last {quarter} epochs", "below minus")),
     ]  # fmt: skip
 
@@ -382,52 +430,57 @@ def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path
     return save_figure(fig, path)
 
 
-def figure3(curves: dict[tuple[int, bool], list[Estimate]], scale: Scale, path: Path) -> Path:
-    """Figure 3: P(omega | alpha) over training, unpredictable (solid) vs predictable (dashed)."""
+def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: Path) -> Path:
+    """Figure 3: P(omega | alpha) over training, unpredictable (solid) vs predictable conduits
+    (dashed: the primary reading of m; dotted: the second)."""
     fig, axis = plt.subplots(figsize=(6, 4))
+    styles = dict(zip((0, *scale.conduit_copies), ("-", "--", ":", "-."), strict=False))
     for index, k in enumerate(scale.predictability_lengths):
-        for predictable, style in ((False, "-"), (True, "--")):
-            values = [v.mean for v in curves[(k, predictable)]]
-            kind = "predictable" if predictable else "unpredictable"
+        for copies, style in styles.items():
+            values = [v.mean for v in curves[(k, copies)]]
+            kind = f"predictable m={copies}" if copies else "unpredictable"
             axis.plot(range(1, len(values) + 1), values, style, color=f"C{index}",
                       label=f"k={k}, {kind}")  # fmt: skip
     axis.set_xlabel("epoch")
     axis.set_ylabel("P(x_t = omega | x_{t-k} = alpha) (CD)")
-    axis.set_title(f"Figure 3: unpredictable (solid) vs predictable conduits (dashed, "
-                   f"m = {scale.conduit_copies})", fontsize=9)  # fmt: skip
-    axis.legend(fontsize=8)
+    axis.set_title("Figure 3: unpredictable (solid) vs predictable conduits", fontsize=9)
+    axis.legend(fontsize=7)
     return save_figure(fig, path)
 
 
 # ---- the reproduction ------------------------------------------------------------------------
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
-    """Train every setting of Figures 1-3, decompose their rules over training, report."""
+    """Train every setting of Figures 1-3 once per seed, decompose their rules over training,
+    report."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
-    settings = figure1_settings(scale)
-    predictability = figure3_settings(scale)
-    every = settings + list(predictability.values())
-    tasks = {s: functools.partial(train, s, scale, root, reuse) for s in every}
+    tasks = {(s, seed): functools.partial(train, s, seed, scale, root, reuse)
+             for s, seed in training_order(scale)}  # fmt: skip
     with clock.stage("training"):
-        runs = run_all(tasks, jobs, lambda setting, run: f"{setting.variant}")
+        runs = run_all(tasks, jobs, lambda key, run: f"{key[0].variant} seed={key[1]}")
     with clock.stage("analyses"):
         figure1_tag, figure2_tag = epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)
-        analysed = {s: close_probabilities(runs[s], [figure1_tag, figure2_tag]) for s in settings}
         curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
-        over_training = {key: close_probabilities(runs[s], curve_tags, only=["open"])
-                         for key, s in predictability.items()}  # fmt: skip
-    fig1 = {(s.conduit_length, s.rules): analysed[s][figure1_tag] for s in settings}
+        predictability = {s: key for key, s in figure3_settings(scale).items()}
+        measured = {(s, seed): close_probabilities(run, curve_tags, only=["open"])
+                    if s in predictability else close_probabilities(run, [figure1_tag, figure2_tag])
+                    for (s, seed), run in runs.items()}  # fmt: skip
+    analysed = {s: {tag: combined([measured[(s, seed)][tag] for seed in scale.seeds])
+                    for tag in measured[(s, scale.seeds[0])]}
+                for s in dict.fromkeys(s for s, _ in runs)}  # fmt: skip
+    fig1 = {(s.conduit_length, s.rules): analysed[s][figure1_tag]
+            for s in figure1_settings(scale)}  # fmt: skip
     longest = max(scale.conduit_lengths)
     prefix_names = [f"prefix={i}" for i in range(longest + 1)]
     fig2 = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
-            for s in settings if s.conduit_length == longest}  # fmt: skip
-    curves = {key: [result[tag].phrase["open"] for tag in curve_tags]
-              for key, result in over_training.items()}  # fmt: skip
-    errors = [r.error for a in [*analysed.values(), *over_training.values()] for r in a.values()]
+            for s in figure1_settings(scale) if s.conduit_length == longest}  # fmt: skip
+    curves = {key: [analysed[s][tag].phrase["open"] for tag in curve_tags]
+              for s, key in predictability.items()}  # fmt: skip
+    errors = [snapshot.error for result in measured.values() for snapshot in result.values()]
     claims = (
         figure1_claims(fig1, scale)
         + figure2_claims(fig2[max(scale.rule_counts)], max(scale.rule_counts))
-        + figure3_claims(curves, scale)
+        + [claim for m in scale.conduit_copies for claim in figure3_claims(curves, scale, m)]
         + [error_claim(errors)]
     )
     folder = out / "figures"
@@ -438,11 +491,12 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         "fig3_predictability": figure3(curves, scale, folder / "fig3_predictability.png"),
     }  # fmt: skip
     frames = figure_frames(fig1, fig2, curves, scale)
+    frames["seeds"] = seed_frame(measured, set(predictability), figure1_tag, scale)
     reused = reused_note(list(runs.values()), clock.began)
     markdown = report_text(scale_name, scale, frames, clock, reused, root, jobs)
     tables = {"claims": claims_frame(claims), "figure1": frames["figure1"],
               "figure2": frames["figure2"].reset_index(),
-              "figure3": frames["figure3"].reset_index()}  # fmt: skip
+              "figure3": frames["figure3"].reset_index(), "seeds": frames["seeds"]}  # fmt: skip
     publish(out, "paper2", claims, markdown, root, figures, tables)
     return claims
 
@@ -463,11 +517,39 @@ def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[st
             index=pd.Index(range(longest + 1), name="i"),
         ),
         "figure3": pd.DataFrame(
-            {f"k={k} {'predictable' if p else 'unpredictable'}": [v.mean for v in values]
-             for (k, p), values in curves.items()},
+            {f"k={k} {f'predictable m={m}' if m else 'unpredictable'}": [v.mean for v in values]
+             for (k, m), values in curves.items()},
             index=pd.Index(range(1, scale.epochs + 1), name="epoch"),
         ),
     }  # fmt: skip
+
+
+def seed_frame(
+    measured: dict[tuple[Setting, int], dict[str, Snapshot]],
+    predictability: set[Setting],
+    figure1_tag: str,
+    scale: Scale,
+) -> pd.DataFrame:
+    """Each run's own P(omega | alpha) (mean over its probe rules): Figure 1's cells at Figure 1's
+    epoch, Figure 3's at the end of the first and of the last quarter of training."""
+    quarter = max(scale.epochs // 4, 1)
+    rows = []
+    for (setting, seed), result in measured.items():
+        tags = ([epoch_tag(quarter), epoch_tag(scale.epochs)] if setting in predictability
+                else [figure1_tag])  # fmt: skip
+        for tag in tags:
+            opened = result[tag].phrase["open"]
+            epoch = int(tag.split("=")[1]) + 1
+            rows.append(
+                {
+                    "run": setting.variant,
+                    "seed": seed,
+                    "epoch": epoch,
+                    "P(omega|alpha)": opened.mean,
+                    "SE over rules": opened.standard_error,
+                }
+            )
+    return pd.DataFrame(rows).sort_values(["run", "epoch", "seed"], ignore_index=True)
 
 
 def report_text(scale_name: str, scale: Scale, frames: dict[str, pd.DataFrame], clock: Stopwatch,
@@ -478,6 +560,10 @@ def report_text(scale_name: str, scale: Scale, frames: dict[str, pd.DataFrame], 
     epochs = len(fig3_frame)
     rows_shown = sorted({0, epochs // 4 - 1, epochs // 2 - 1, epochs - 1} - {-1})
     overrides = " ".join(scale.overrides) or "none"
+    seeds = ", ".join(map(str, scale.seeds))
+    errors = ("Every value below is the mean over seeds of each run's mean over its probe rules; "
+              "SE is the standard error over seeds." if len(scale.seeds) > 1 else
+              "One seed: SE is the standard error over the probe rules.")  # fmt: skip
     return f"""# Paper 2: Do LSTMs Learn Compositionally?
 
 Figures 1-3 and the findings of sections 4.1, 4.2 and 5, regenerated by `make reproduce-paper2`
@@ -490,9 +576,18 @@ checked by a measured statistic and the rule written beside it.
   {list(scale.rule_counts)} (the paper gives no values). Figure 3: k in
   {list(scale.predictability_lengths)} (not given in the paper), n = {scale.predictability_rules}
   rules with conduits from a pool of {scale.conduit_pool}; in the predictable setting
-  **m = {scale.conduit_copies} copies of each conduit** elsewhere (the paper says both "m = 1000"
-  and "copying each conduit 100 times"; `--conduit-copies` picks). Seed {scale.seed}, one model per
-  setting. Extra overrides: `{overrides}`.
+  **m = {" and m = ".join(map(str, scale.conduit_copies))} copies of each conduit** elsewhere.
+  Extra overrides: `{overrides}`.
+- **Seeds:** {seeds}. Each seed draws its own corpus and probe rules (`--data.data_seed`) and
+  its own initialisation (`--seed_everything`); the authors' generator draws each corpus afresh
+  (unseeded `random`). {errors}
+- **m, two readings:** section 4.2 says "m = 1000 occurrences of each conduit q" and later
+  "copying each conduit 100 times". The authors' generator (`nsaphra/acd`,
+  `word_language_model/synthetic_range_data.py`) copies a rule's conduit `conduit_count` - 1
+  times per rule instance; at n = 1000 rules over 100 conduits its `conduit_count` = 100 gives
+  990 copies of each q, so both of the text's numbers fit m = 1000 per conduit, the primary
+  reading here (claims `fig3.*`); m = 100 per conduit is the second (claims `fig3.*.m=100`),
+  run when the scale lists it ({list(scale.conduit_copies)} here).
 - **Commit:** `{current_commit()}`; **wall time:** {clock.total:.1f} min on {os.cpu_count()} CPU
   cores, {jobs} jobs at a time (training {clock.minutes["training"]:.1f} min, CD analyses
   {clock.minutes["analyses"]:.1f} min).{reused}
@@ -500,6 +595,12 @@ checked by a measured statistic and the rule written beside it.
   throughout, gradient norm clipped at 0.25, no momentum, weight decay or dropout; 20 streams in
   BPTT windows of 35 (the PyTorch word-language-model example's, which the paper's clip and epochs
   match). Config: `experiments/configs/paper2/language_model.yaml`; runs in `{root}/paper2/`.
+- **Text vs the authors' code** (`nsaphra/acd`, `word_language_model/`), the text followed:
+  `main.py` defaults to two LSTM layers, learning rate 20 and dropout 0.2 (text: one layer, lr 1,
+  no dropout named); `synthetic_range_data.py` draws 4.1's conduits from a pool of 100 too (text:
+  `alpha Sigma^k omega`, fresh conduits) and writes each rule's conduit one token longer than its
+  slot, so the close symbol overwrites the conduit's second-last token (here: exactly `alpha`, k
+  tokens, `omega`).
 - **Measurement** (section 3.1): {scale.probe_rules} held-out rule instances per model, each 20
   random tokens then `alpha q omega` (q fresh in 4.1, from the training pool in 4.2). CD splits
   the logits at the step before omega into the phrase's part and the rest; the number shown is
@@ -523,18 +624,31 @@ checked by a measured statistic and the rule written beside it.
 ![Figure 3](figures/fig3_predictability.png)
 
 {markdown_table(fig3_frame.iloc[rows_shown])}
+
+## Each run
+
+P(omega | alpha) of every run, mean over its probe rules: Figure 1's cells at epoch
+{scale.figure1_epoch}, Figure 3's at the end of the first and of the last quarter of training.
+
+{markdown_table(frames["seeds"], index=False)}
 """
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper2")
     parser.add_argument(
-        "--conduit-copies", type=int, default=None,
-        help="m of 4.2's predictable setting (default: the scale's; paper scale: 1000)",
+        "--conduit-copies", type=int, nargs="+", default=None,
+        help="readings of m in 4.2's predictable setting, the primary first (default: the "
+        "scale's; default and paper scales: 1000 100)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=None,
+        help="seeds, one run per setting each (default: the scale's; default and paper: 0 1 2)",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.conduit_copies is not None:
-        SCALES[args.scale] = replace(SCALES[args.scale], conduit_copies=args.conduit_copies)
+    changes = {"conduit_copies": args.conduit_copies, "seeds": args.seeds}
+    SCALES[args.scale] = replace(SCALES[args.scale],
+                                 **{k: tuple(v) for k, v in changes.items() if v})  # fmt: skip
     claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
     print(verdict_line(args.out / "report.md", claims))
 
