@@ -46,6 +46,7 @@ from experiments.paper1_analyses import (  # noqa: E402
     connectivity_table,
     convention_table,
     heatmap_figure,
+    paper_equation_results,
     probe_table,
     saturation_figure,
 )
@@ -58,6 +59,7 @@ from experiments.report import (  # noqa: E402
     current_commit,
     save_figure,
     threshold_claim,
+    with_earlier,
 )
 from experiments.runner import (  # noqa: E402
     Stopwatch,
@@ -330,6 +332,35 @@ def tables_markdown(measured: dict[str, list[dict[str, float]]]) -> str:
     return "\n\n".join(parts)
 
 
+GATE_READING = (
+    "until issue 19 the update gate was read by the paper's equation of section 2.2 (z mirrored); "
+    "the authors' analysis code (machine-analysis, models/analysable_cells.py and "
+    "inspect_gate_activations.py) reads torch's z, which Figure 4 and section 3's weight "
+    "polarities therefore show, so torch's z decides and the equation's reading stays beside it"
+)
+
+
+FUNCTIONAL_GROUPS = (
+    "until issue 19 the functional groups were built by the paper's text alone (unregularised, "
+    "one 2/3 split of the test sets, units ranked by all classes' weights); the co-authors' "
+    "code (machine-analysis functional_groups.py: saga with C=1, 5 random 90/10 splits of all "
+    "the data, units ranked by the first class's mean coefficient) settles what the text leaves "
+    "open and decides now"
+)
+
+
+def gate_reading_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
+    """Sections 3-4's weight and activation claims with the update gate read as torch's `z`
+    (the authors' code), each keeping its verdict under the paper's equation where that
+    differs."""
+    equation = paper_equation_results(analysed)
+    return with_earlier(
+        weight_claims(analysed) + activation_claims(analysed),
+        weight_claims(equation) + activation_claims(equation),
+        GATE_READING,
+    )
+
+
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
     """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
     scale = SCALES[scale_name]
@@ -348,9 +379,12 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     claims = (
         table_claims(measured)
         + pattern_claims(measured)
-        + weight_claims(analysed)
-        + probe_claims(analysed, PAPER)
-        + activation_claims(analysed)
+        + gate_reading_claims(analysed)
+        + with_earlier(
+            probe_claims(analysed, PAPER),
+            probe_claims(analysed, PAPER, "probes_text"),
+            FUNCTIONAL_GROUPS,
+        )
         + substitution_claims(ablation["substitution"], original, PAPER)
         + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
     )
@@ -387,11 +421,12 @@ def paper1_figures(measured, runs, analysed, ablation, original, root: Path,
 def paper1_tables(claims, analysed, ablation) -> dict[str, pd.DataFrame]:
     """The tables logged to W&B beside the figures."""
     probe_rows = [
-        {"variant": variant, "seed": seed, "probe": name, **{k: v for k, v in stats.items()
-                                                             if k != "units"}}
+        {"variant": variant, "seed": seed, "reading": reading, "probe": name,
+         **{k: v for k, v in stats.items() if k != "units"}}
         for variant in VARIANTS
         for seed, result in zip(SEEDS, analysed[variant], strict=True)
-        for name, stats in result["probes"].items()
+        for reading in ("probes", "probes_text")
+        for name, stats in result[reading].items()
     ]  # fmt: skip
     substitution_rows = [
         {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value}
@@ -431,9 +466,11 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
 - **Metric:** sequence accuracy under greedy decoding; a sequence counts when every output token
   (the copied input and each intermediate result, no EOS) is right.
 - **Analyses** (sections 3-4) use each model's best checkpoint and its activations recorded on the
-  four test sets (328 sequences). The paper writes `h = (1 - z) h_prev + z h~` (section 2.2), so
-  its update gate is 1 - torch's and its `W_z` minus torch's: every update-gate number below is
-  in the paper's convention.
+  four test sets (328 sequences). The update gate is torch's `z` (`h = (1 - z) n + z h_prev`), as
+  in the authors' analysis code (`mitjanikolaus/machine-analysis`, `models/analysable_cells.py`,
+  which calls it the "input gate"). The paper's equation (section 2.2, `h = (1 - z) h_prev +
+  z h~`) mirrors it (`1 - z`, `W_z` negated); the claims it decides differently keep that
+  verdict beside theirs (Rule changes).
 - **Verdicts** are computed by the rule written beside each claim (table at the end); a
   qualitative statement is checked by one measured statistic.
 
@@ -472,12 +509,26 @@ update-gate and reset-gate weight (paper's sign). Means over the 5 runs; the fig
 
 ![Figure 3](figures/fig3_activations.png)
 
-Diagnostic classifiers: unregularised multinomial logistic regression (footnote 4) on the
-activations of the test sets, trained on a label-stratified 2/3 of the labelled steps and scored
-on the other 1/3. Labels: the table processed at each encoder step (steps 1-2), at each decoder
-step (the table the target attention points at), or the encoder time step (Table 3). Units are
-added by decreasing summed absolute classifier weight, and the classifier retrained, until it
-reaches 95% of the all-unit accuracy. Means over 5 runs.
+Diagnostic classifiers and functional groups, two readings (means over 5 runs). Labels: the
+table processed at each encoder step (steps 1-2), at each decoder step (the table the target
+attention points at), or the encoder time step (Table 3).
+
+- **The co-authors' code** (`mitjanikolaus/machine-analysis`, `functional_groups.py`,
+  `perform_ablation_study`; the verdicts): multinomial logistic regression (sklearn,
+  `solver="saga"`, `max_iter=100`, default `C=1`, an L2 penalty) on the activations of all the
+  data (their `*_all.pt`; here every split: train, validation and the four test sets); accuracy
+  and coefficients averaged over 5 random 90/10 splits (their `num_runs=5`); units added by
+  decreasing |mean coefficient| until the mean accuracy over the same splits reaches 0.95 x the
+  all-unit mean. Their ranking reads the first 512 entries of the flattened `[classes, units]`
+  coefficients: the first class's coefficients only. Majority baseline on all the labels.
+- **The text alone** (until issue 19 the verdicts; kept as the earlier verdicts, Rule changes):
+  unregularised (footnote 4) multinomial logistic regression on the test sets' activations,
+  trained on a label-stratified 2/3 and scored on the other 1/3, units added by decreasing
+  absolute weight summed over classes, retrained, until 95% of the all-unit accuracy.
+
+Both fit on one BLAS thread with fixed seeds, so a group does not depend on the machine.
+
+{probe_table(analysed, PAPER)}
 
 {probe_table(analysed, PAPER)}
 
@@ -488,10 +539,11 @@ Every gate unit of every run: the fraction of test steps with activation above 0
 
 ![Figure 4](figures/fig4_gate_saturation.png)
 
-The update-gate findings depend on which way the gate is read. The paper's equation (section 2.2)
-makes `z` the share of the new candidate; torch's GRU, which i-machine-think's models use, makes
-`z` the share of the old state. The verdicts use the paper's equation; the same statistics under
-torch's reading (left and right saturation swapped, `W_z` negated) are:
+The update-gate findings depend on which way the gate is read. Torch's GRU, which
+i-machine-think's models use and the authors' analysis code reads, makes `z` the share of the old
+state; the paper's equation (section 2.2) makes it the share of the new candidate. The verdicts
+use torch's `z`; the same statistics under the paper's equation (left and right saturation
+swapped, `W_z` negated) are:
 
 {convention_table(analysed)}
 

@@ -4,11 +4,15 @@ For every baseline and guided run: the decoder embedding (3.1, Figure 1), connec
 the gate weights (3.2, Figure 2), activation ranges (4.1, Figure 3), diagnostic classifiers and
 functional groups (4.1, Tables 2-3) and gate saturation (4.2, Figure 4). The methods are the
 suite's probes; what is paper-specific lives here: which sites, labels and thresholds, and the
-paper's sign convention for the update gate.
+two readings of the update gate.
 
-The paper writes the GRU as `h = (1 - z) h_prev + z h_candidate` (section 2.2), so its update
-gate is `1 - z` of torch's (`h = (1 - z) n + z h_prev`), and its `W_z` is minus torch's. Every
-update-gate number here is converted to the paper's convention.
+The update gate is read as torch's `z` (`h = (1 - z) n + z h_prev`), as the authors' analysis
+code does (`mitjanikolaus/machine-analysis`: `models/analysable_cells.py` computes torch's gates
+and calls `z` the "input gate"; `inspect_gate_activations.py` counts its saturation). The
+paper's equation (section 2.2, `h = (1 - z) h_prev + z h_candidate`) makes its gate `1 - z` and
+its `W_z` minus torch's; `paper_equation` gives that second reading of a run's statistics
+exactly (saturation sides swapped, polarity correlations negated; the connectivity counts and
+the functional groups do not depend on the sign).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-from datamodules.lookup_tables import TEST_SPLITS
+from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
@@ -67,12 +71,22 @@ PROBES = {
     "table2.decoder.reset_gate": ("decoder.reset_gate", "batch.source_table", ATTENDED),
     "table3.encoder.hidden": ("encoder.hidden", STEP_LABEL, None),
 }
+READINGS = (("probes", "coauthors", "every split"), ("probes_text", "text", "test sets"))
+"""Tables 2-3's two readings: (result key, `site_functional_group` procedure, data). The
+co-authors' code (`functional_groups.py`) decides, on the activations of all the data (its
+`*_all.pt`: here every split's); the text's reading, which this reproduction ran until issue 19,
+stays beside it on the four test sets."""
 STRING_ROWS = slice(3, None)  # decoder vocabulary: 0 pad, 1 <sos>, 2 <eos>, 3.. the 8 strings
 
 
-def paper_weights(state: dict[str, Tensor], module: str, gate: str, kind: str) -> Tensor:
-    """A gate's weight block in the paper's convention (update gate negated)."""
-    return gate_weights(state, module, gate, kind, convention="paper1")
+def paper_equation(result: dict) -> dict:
+    """`analyse_run`'s statistics of one run read by the paper's equation of section 2.2 (its
+    update gate is one minus torch's, its `W_z` minus torch's)."""
+    swapped = {site: {"left": sides["right"], "right": sides["left"]}
+               if site.endswith("update_gate") else sides
+               for site, sides in result["saturation"].items()}  # fmt: skip
+    negated = {module: -r for module, r in result["polarity_correlation"].items()}
+    return {**result, "saturation": swapped, "polarity_correlation": negated}
 
 
 def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
@@ -92,22 +106,21 @@ def analyse_run(path: str | Path) -> dict:
         "connectivity": {},
         "polarity_correlation": {
             "encoder": polarity_correlation(
-                paper_weights(state, "encoder", "update_gate", "hh"),
-                paper_weights(state, "encoder", "reset_gate", "hh"),
+                gate_weights(state, "encoder", "update_gate", "hh"),
+                gate_weights(state, "encoder", "reset_gate", "hh"),
                 dim=1,
             ),
             "decoder": polarity_correlation(
-                paper_weights(state, "decoder", "update_gate", "ih"),
-                paper_weights(state, "decoder", "reset_gate", "ih"),
+                gate_weights(state, "decoder", "update_gate", "ih"),
+                gate_weights(state, "decoder", "reset_gate", "ih"),
                 dim=0,
             ),
         },
         "ranges": {},
         "saturation": {},
-        "probes": {},
     }
     for name, (module, gate, kind, side) in MATRICES.items():
-        graph = connectivity(paper_weights(state, module, gate, kind), THRESHOLDS[module])
+        graph = connectivity(gate_weights(state, module, gate, kind), THRESHOLDS[module])
         result["connectivity"][name] = {
             "edge_share": graph.edge_share,
             "connected": graph.connected(side),
@@ -119,7 +132,7 @@ def analyse_run(path: str | Path) -> dict:
         quantiles = value_quantiles(trace[site], valid_steps(trace, site))
         result["ranges"][module] = (quantiles[:, 4] - quantiles[:, 0]).tolist()
     for site in GATES:
-        gate = site_values(trace, site, "paper1")
+        gate = site_values(trace, site)
         saturation = gate_saturation(gate, valid_steps(trace, site))
         result["saturation"][site] = {
             "left": saturation.left.tolist(),
@@ -129,17 +142,23 @@ def analyse_run(path: str | Path) -> dict:
         module: set(strongest_units(unit_strength(state, module), 0.05).tolist())
         for module in ("encoder", "decoder")
     }
-    for name, (site, label, align) in PROBES.items():
-        group = site_functional_group(trace, site, label, align, convention="paper1")
-        units = group.units.tolist()
-        result["probes"][name] = {
-            "accuracy": group.accuracy,
-            "accuracy_all": group.accuracy_all,
-            "size": group.size,
-            "majority": group.majority,
-            "units": units,
-            "in_top5": sum(u in strongest[site.split(".")[0]] for u in units) / len(units),
-        }
+    every_split = joined_trace(run, SPLITS)
+    for key, procedure, data in READINGS:
+        result[key] = {}
+        for name, (site, label, align) in PROBES.items():
+            group = site_functional_group(
+                every_split if data == "every split" else trace, site, label, align,
+                procedure=procedure,
+            )  # fmt: skip
+            units = group.units.tolist()
+            result[key][name] = {
+                "accuracy": group.accuracy,
+                "accuracy_all": group.accuracy_all,
+                "size": group.size,
+                "majority": group.majority,
+                "units": units,
+                "in_top5": sum(u in strongest[site.split(".")[0]] for u in units) / len(units),
+            }
     return result
 
 
@@ -206,14 +225,14 @@ def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path:
 
 
 def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
-    """Figure 2: strong edges (|w| >= threshold) of encoder W_hz and decoder W_iz (paper's
+    """Figure 2: strong edges (|w| >= threshold) of encoder W_hz and decoder W_iz (torch's
     sign), sending neurons at the bottom, receiving at the top; red positive, blue negative."""
     figure, axes = plt.subplots(2, 2, figsize=(12, 6))
     for column, variant in enumerate(("baseline", "guided")):
         state = RunFolder(runs[variant]).state_dict()
         for row, matrix in enumerate(("encoder W_hz", "decoder W_iz")):
             module, gate, kind, _ = MATRICES[matrix]
-            weight = paper_weights(state, module, gate, kind)
+            weight = gate_weights(state, module, gate, kind)
             to_units, from_units = torch.nonzero(weight.abs() >= THRESHOLDS[module], as_tuple=True)
             values = weight[to_units, from_units]
             scale = 1 / weight.shape[1], 1 / weight.shape[0]
@@ -267,7 +286,7 @@ def activation_figure(runs: dict[str, Path], path: Path, sampled: int = 50) -> P
 
 def saturation_figure(results: dict[str, list[dict]], path: Path) -> Path:
     """Figure 4: per gate unit, the fraction of steps right-saturated (> 0.9, x) against
-    left-saturated (< 0.1, y), every unit of every run; update gate in the paper's convention."""
+    left-saturated (< 0.1, y), every unit of every run; update gate as torch's `z`."""
     figure, axes = plt.subplots(2, 2, figsize=(9, 9))
     for axis, site in zip(axes.flatten(), GATES, strict=True):
         for variant, runs in results.items():
@@ -285,24 +304,30 @@ def saturation_figure(results: dict[str, list[dict]], path: Path) -> Path:
 
 
 def probe_table(results: dict[str, list[dict]], paper: dict) -> str:
-    """Tables 2-3 side by side: 'group (all)' accuracy and group size, paper vs ours (mean)."""
+    """Tables 2-3 side by side: 'group (all)' accuracy and group size, paper vs ours (mean), by
+    the co-authors' procedure and by the text's (`READINGS`)."""
     lines = [
-        "| table | in | model | paper acc. group (all) | ours | paper #units | ours (per run) |",
-        "|---|---|---|---|---|---|---|",
+        "| table | in | model | paper acc. group (all) | paper #units | co-authors' code: acc. "
+        "| #units (per run) | text: acc. | #units (per run) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in PROBES:
         table, site = name.split(".", 1)
         for variant in ("baseline", "guided"):
             group, every, size = paper[table][site][variant]
-            runs = results[variant]
-            ours_group = mean_of(per_run(runs, "probes", name, "accuracy"))
-            ours_all = mean_of(per_run(runs, "probes", name, "accuracy_all"))
-            sizes = per_run(runs, "probes", name, "size")
-            lines.append(
-                f"| {table[-1]} | `{site}` | {variant} | {group:.2f} ({every:.2f}) | "
-                f"{ours_group:.2f} ({ours_all:.2f}) | {size} | {mean_of(sizes):.1f} "
-                f"({', '.join(str(int(s)) for s in sizes)}) |"
-            )
+            cells = []
+            for key, _, _ in READINGS:
+                runs = results[variant]
+                accuracy = mean_of(per_run(runs, key, name, "accuracy"))
+                accuracy_all = mean_of(per_run(runs, key, name, "accuracy_all"))
+                sizes = per_run(runs, key, name, "size")
+                listed = ", ".join(str(int(size)) for size in sizes)
+                cells += [
+                    f"{accuracy:.2f} ({accuracy_all:.2f})",
+                    f"{mean_of(sizes):.1f} ({listed})",
+                ]
+            lines.append(f"| {table[-1]} | `{site}` | {variant} | {group:.2f} ({every:.2f}) | "
+                         f"{size} | {' | '.join(cells)} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -328,42 +353,51 @@ def connectivity_table(results: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def convention_table(results: dict[str, list[dict]]) -> str:
-    """The update-gate statistics under the paper's stated convention and under torch's (`z`
-    keeps the old state), whose left and right saturation swap and whose `W_z` changes sign. The
-    verdicts use the paper's; this shows how much they depend on it."""
+def paper_equation_results(results: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Every run's statistics read by the paper's equation (`paper_equation`)."""
+    return {variant: [paper_equation(run) for run in runs] for variant, runs in results.items()}
 
-    def median_left(variant: str, module: str, torch_convention: bool) -> float:
-        side = "right" if torch_convention else "left"
+
+def update_gate_statistics(results: dict[str, list[dict]]) -> dict[str, float]:
+    """The statistics of section 4.2 and the polarity finding of 3.2 that depend on which way
+    the update gate is read."""
+
+    def median(variant: str, module: str, side: str) -> float:
         values = [
             x for r in results[variant] for x in r["saturation"][f"{module}.update_gate"][side]
         ]
         return float(torch.tensor(values).median())
 
-    def right_gap(torch_convention: bool) -> float:
-        side = "left" if torch_convention else "right"
-        means = {
-            v: mean_of(
-                [x for r in results[v] for x in r["saturation"]["decoder.update_gate"][side]]
-            )
-            for v in results
-        }
-        return means["guided"] - means["baseline"]
+    def right_mean(runs: list[dict]) -> float:
+        return mean_of([x for r in runs for x in r["saturation"]["decoder.update_gate"]["right"]])
 
-    rows = [
-        ("baseline encoder update gates: median fraction left-saturated",
-         *(median_left("baseline", "encoder", t) for t in (False, True))),
-        ("baseline decoder update gates: median fraction left-saturated",
-         *(median_left("baseline", "decoder", t) for t in (False, True))),
-        ("guided encoder update gates: median fraction left-saturated",
-         *(median_left("guided", "encoder", t) for t in (False, True))),
-        ("decoder update gates right-saturated: guided - baseline mean fraction",
-         right_gap(False), right_gap(True)),
-    ]  # fmt: skip
+    right = {variant: right_mean(runs) for variant, runs in results.items()}
+    statistics = {
+        f"{variant} {module} update gates: median fraction left-saturated": median(
+            variant, module, "left"
+        )
+        for variant, module in (("baseline", "encoder"), ("baseline", "decoder"),
+                                ("guided", "encoder"))
+    }  # fmt: skip
+    statistics["decoder update gates right-saturated: guided - baseline mean fraction"] = (
+        right["guided"] - right["baseline"]
+    )
     for variant in ("baseline", "guided"):
         for module in ("encoder", "decoder"):
-            r = mean_of(per_run(results[variant], "polarity_correlation", module))
-            rows.append((f"{variant} {module}: r(update, reset) of mean weights", r, -r))
-    lines = ["| statistic | paper's convention (verdicts) | torch's convention |", "|---|---|---|"]
-    lines += [f"| {name} | {a:+.3f} | {b:+.3f} |" for name, a, b in rows]
+            statistics[f"{variant} {module}: r(update, reset) of mean weights"] = mean_of(
+                per_run(results[variant], "polarity_correlation", module)
+            )
+    return statistics
+
+
+def convention_table(results: dict[str, list[dict]]) -> str:
+    """The update-gate statistics as the verdicts read them (torch's `z`, as the authors' code)
+    beside the same under the paper's equation of section 2.2."""
+    primary = update_gate_statistics(results)
+    secondary = update_gate_statistics(paper_equation_results(results))
+    lines = ["| statistic | torch's `z`, the authors' code (verdicts) | paper's equation (2.2) |",
+             "|---|---|---|"]  # fmt: skip
+    lines += [
+        f"| {name} | {value:+.3f} | {secondary[name]:+.3f} |" for name, value in primary.items()
+    ]
     return "\n".join(lines)

@@ -133,7 +133,7 @@ def polarity_claims(results: dict[str, list[dict]]) -> list[Claim]:
                 threshold_claim(
                     f"sec3_2.inverse_gate_polarity.{variant}.{module}",
                     f"{variant} {module}: the polarities of update and reset gates are inversely "
-                    f"related (Pearson r over neurons of the mean weight, {what}; paper's z)",
+                    f"related (Pearson r over neurons of the mean weight, {what}; torch's z)",
                     "inverse (r < 0)",
                     correlation,
                     -mean_of(correlation),
@@ -201,8 +201,7 @@ def saturation_claims(results: dict[str, list[dict]]) -> list[Claim]:
         claims.append(
             threshold_claim(
                 f"fig4.baseline_update_left_saturated.{module}",
-                f"Baseline {module} update gates are mostly left-saturated (closed: new "
-                "information rarely taken in)",
+                f"Baseline {module} update gates are mostly left-saturated (z < 0.1)",
                 "mostly left-saturated",
                 [
                     torch.tensor(r["saturation"][f"{module}.update_gate"]["left"]).median().item()
@@ -304,9 +303,10 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
     return claims
 
 
-def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
+def probe_claims(results: dict[str, list[dict]], paper: dict, key: str = "probes") -> list[Claim]:
     """Tables 2-3: diagnostic-classifier accuracy with the functional group and with all units,
-    and the group size; the patterns of section 4.1."""
+    and the group size; the patterns of section 4.1. `key`: the reading
+    (`paper1_analyses.READINGS`) the results are taken from."""
     claims = []
     names = {"table2": "Table 2", "table3": "Table 3"}
     for name in PROBES:
@@ -320,22 +320,22 @@ def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
                     f"{name}.{variant}.accuracy_group",
                     f"{what}: accuracy with the functional group",
                     [group],
-                    per_run(results[variant], "probes", name, "accuracy"),
+                    per_run(results[variant], key, name, "accuracy"),
                 ),
                 compare_means(
                     f"{name}.{variant}.accuracy_all",
                     f"{what}: accuracy with all units",
                     [every],
-                    per_run(results[variant], "probes", name, "accuracy_all"),
+                    per_run(results[variant], key, name, "accuracy_all"),
                 ),
                 ratio_claim(
                     f"{name}.{variant}.group_size",
                     f"{what}: units in the functional group",
                     size,
-                    per_run(results[variant], "probes", name, "size"),
+                    per_run(results[variant], key, name, "size"),
                 ),
             ]
-        sizes = {v: mean_of(per_run(results[v], "probes", name, "size")) for v in results}
+        sizes = {v: mean_of(per_run(results[v], key, name, "size")) for v in results}
         paper_ratio = paper[table][site]["baseline"][2] / paper[table][site]["guided"][2]
         claims.append(
             threshold_claim(
@@ -343,23 +343,23 @@ def probe_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
                 f"{names[table]}, {site} -> {target}: guided functional groups are smaller than "
                 "the baseline's (information more concentrated)",
                 round(paper_ratio, 2),
-                per_run(results["guided"], "probes", name, "size"),
+                per_run(results["guided"], key, name, "size"),
                 sizes["baseline"] / sizes["guided"],
                 "baseline / guided mean group size",
                 reproduced_at=2.0,
                 partially_at=1.2,
             )
         )
-    return claims + probe_pattern_claims(results, paper)
+    return claims + probe_pattern_claims(results, paper, key)
 
 
-def probe_pattern_claims(results: dict[str, list[dict]], paper: dict) -> list[Claim]:
+def probe_pattern_claims(results: dict[str, list[dict]], paper: dict, key: str) -> list[Claim]:
     """Section 4.1's patterns of the guided groups: larger in the gates, among the strongest units;
     and the majority baseline."""
     guided = results["guided"]
-    encoder_size = mean_of(per_run(guided, "probes", "table2.encoder.hidden", "size"))
+    encoder_size = mean_of(per_run(guided, key, "table2.encoder.hidden", "size"))
     gate_sizes = [
-        mean_of(per_run(guided, "probes", f"table2.decoder.{gate}", "size"))
+        mean_of(per_run(guided, key, f"table2.decoder.{gate}", "size"))
         for gate in ("update_gate", "reset_gate")
     ]
     return [
@@ -388,12 +388,12 @@ def probe_pattern_claims(results: dict[str, list[dict]], paper: dict) -> list[Cl
             "Share of the guided encoder functional group's units that are among the 5% of "
             "units with the strongest absolute weights",
             [paper["group_in_top5_share"]],
-            per_run(guided, "probes", "table2.encoder.hidden", "in_top5"),
+            per_run(guided, key, "table2.encoder.hidden", "in_top5"),
         ),
         compare_means(
             "sec4_1.majority_baseline",
             "Accuracy of a majority classifier for the current table (held-out samples)",
             [paper["majority_accuracy"]],
-            per_run(guided, "probes", "table2.encoder.hidden", "majority"),
+            per_run(guided, key, "table2.encoder.hidden", "majority"),
         ),
     ]

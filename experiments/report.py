@@ -4,6 +4,10 @@ Every number or finding of a paper becomes a `Claim`: the paper's value, the mea
 mean/std/n, the rule in words, and the verdict that the rule's code computes (never set by
 hand). `write_report` writes `results.json` (a list of claims, as in DESIGN.md) and
 `report.md` atomically.
+
+A rule or reading changed after results existed keeps the verdict of the old one beside the new
+(`Earlier`, attached by `with_earlier` or by the rule itself): the report lists each change with
+its reason and every verdict it changed.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import math
 import subprocess
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -42,6 +46,16 @@ class Measured:
 
 
 @dataclass(frozen=True)
+class Earlier:
+    """A claim's verdict under the rule (or the reading of the paper) that the current one
+    replaced after results existed, and why it was replaced."""
+
+    verdict: str
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     claim: str
@@ -49,6 +63,7 @@ class Claim:
     measured: Measured
     rule: str
     verdict: str
+    earlier: Earlier | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -60,6 +75,28 @@ class Claim:
         record["measured"]["values"] = list(self.measured.values)
         return record
 
+    @property
+    def changed(self) -> bool:
+        """The verdict differs from the one under the rule this claim's replaced."""
+        return self.earlier is not None and self.earlier.verdict != self.verdict
+
+
+def with_earlier(claims: Sequence[Claim], earlier: Sequence[Claim], reason: str) -> list[Claim]:
+    """`claims`, each given the verdict and rule of the claim with its id in `earlier` (the same
+    claims computed by the replaced rule or reading) and the `reason` of the change, where the
+    change touched it (its rule's text or verdict differs)."""
+    by_id = {claim.id: claim for claim in earlier}
+
+    def touched(claim: Claim) -> bool:
+        old = by_id.get(claim.id)
+        return old is not None and (old.rule, old.verdict) != (claim.rule, claim.verdict)
+
+    return [
+        replace(claim, earlier=Earlier(by_id[claim.id].verdict, by_id[claim.id].rule, reason))
+        if touched(claim) else claim
+        for claim in claims
+    ]  # fmt: skip
+
 
 def compare_means(
     id: str,
@@ -67,36 +104,57 @@ def compare_means(
     paper_values: Sequence[float],
     measured_values: Sequence[float],
     rounding: float = 0.02,
+    decimals: int = 2,
 ) -> Claim:
     """Paper mean vs measured mean over independent runs (see `compare_summaries`)."""
     return compare_summaries(
-        id, claim, Measured.of(paper_values), Measured.of(measured_values), rounding
+        id, claim, Measured.of(paper_values), Measured.of(measured_values), rounding, decimals
     )
+
+
+UNROUNDED = (
+    "until issue 19 the rule compared the unrounded measured mean with the paper's printed "
+    "value, so float noise decided ties (|1.0 - 0.98| = 0.020000000000000018 > 0.02); it now "
+    "compares at the paper's printed precision"
+)
 
 
 def compare_summaries(
-    id: str, claim: str, paper: Measured, measured: Measured, rounding: float = 0.02
+    id: str,
+    claim: str,
+    paper: Measured,
+    measured: Measured,
+    rounding: float = 0.02,
+    decimals: int = 2,
 ) -> Claim:
     """Paper mean vs measured mean, the paper given as mean, std and number of runs.
 
-    Rule: with SE = sqrt(s_paper^2/n_paper + s_measured^2/n_measured), reproduced when
-    |difference| <= 2 SE + `rounding` (the paper's values are rounded to 2 decimals), partially
-    reproduced when <= 4 SE + 2.5 `rounding`, else not reproduced.
+    Rule: the measured mean is rounded to the paper's printed precision (`decimals`) and the
+    difference is taken at that precision; with SE = sqrt(s_paper^2/n_paper +
+    s_measured^2/n_measured), reproduced when |difference| <= 2 SE + `rounding` (the paper's
+    values are rounded to 2 decimals), partially reproduced when <= 4 SE + 2.5 `rounding`, else
+    not reproduced. The verdict of the same rule on unrounded floats is kept as `earlier`.
     """
     standard_error = math.sqrt(paper.std**2 / paper.n + measured.std**2 / measured.n)
-    difference = abs(measured.mean - paper.mean)
-    if difference <= 2 * standard_error + rounding:
-        verdict = "reproduced"
-    elif difference <= 4 * standard_error + 2.5 * rounding:
-        verdict = "partially reproduced"
-    else:
-        verdict = "not reproduced"
+    reproduced_within = 2 * standard_error + rounding
+    partially_within = 4 * standard_error + 2.5 * rounding
+
+    def verdict_of(difference: float) -> str:
+        return graded(difference <= reproduced_within, difference <= partially_within)
+
+    exact = abs(measured.mean - paper.mean)
+    printed = round(abs(round(measured.mean, decimals) - paper.mean), decimals)
     rule = (
-        f"|measured mean - paper mean| = {difference:.3f}; reproduced if <= 2 SE + {rounding} "
-        f"= {2 * standard_error + rounding:.3f}, partially if <= 4 SE + {2.5 * rounding:.2f} "
-        f"= {4 * standard_error + 2.5 * rounding:.3f} (SE of the difference of means)"
+        f"|measured mean - paper mean| at the paper's precision ({decimals} decimals) = "
+        f"{printed:.{decimals}f}; reproduced if <= 2 SE + {rounding} = {reproduced_within:.3f}, "
+        f"partially if <= 4 SE + {2.5 * rounding:.2f} = {partially_within:.3f} (SE of the "
+        "difference of means)"
     )
-    return Claim(id, claim, round(paper.mean, 4), measured, rule, verdict)
+    earlier_rule = f"the same on unrounded means: |difference| = {exact!r}"
+    return Claim(
+        id, claim, round(paper.mean, 4), measured, rule, verdict_of(printed),
+        Earlier(verdict_of(exact), earlier_rule, UNROUNDED),
+    )  # fmt: skip
 
 
 def ratio_claim(
@@ -175,16 +233,37 @@ def claims_table(claims: Sequence[Claim]) -> str:
     for c in claims:
         m = c.measured
         paper = f"{c.paper:.3f}" if isinstance(c.paper, float) else str(c.paper)
+        verdict = f"**{c.verdict}**"
+        if c.changed:
+            verdict += f" (earlier: {c.earlier.verdict}; see Rule changes)"
         lines.append(
             f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "
-            f"{m.std:.3f} ({m.n}) | **{c.verdict}** | {escape_cell(c.rule)} |"
+            f"{m.std:.3f} ({m.n}) | {verdict} | {escape_cell(c.rule)} |"
         )
     return "\n".join(lines)
 
 
+def rule_changes(claims: Sequence[Claim]) -> str:
+    """The report's section on rules and readings replaced after results existed: each reason,
+    how many claims it applies to, and every verdict it changed with the earlier rule."""
+    reasons = list(dict.fromkeys(c.earlier.reason for c in claims if c.earlier))
+    if not reasons:
+        return ""
+    parts = ["## Rule changes\n"]
+    for number, reason in enumerate(reasons, 1):
+        applied = [c for c in claims if c.earlier and c.earlier.reason == reason]
+        changed = [c for c in applied if c.changed]
+        parts.append(f"{number}. {reason[0].upper()}{reason[1:]}. It applies to {len(applied)} "
+                     f"claims and changed {len(changed)} verdicts"
+                     f"{':' if changed else '.'}")  # fmt: skip
+        parts += [f"   - `{c.id}`: {c.earlier.verdict} -> {c.verdict} (earlier rule: "
+                  f"{escape_cell(c.earlier.rule)})" for c in changed]  # fmt: skip
+    return "\n".join(parts) + "\n\n"
+
+
 def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> Path:
-    """Write `results.json` (the claims) and `report.md` (`markdown` plus the claims and a
-    summary of verdicts) into `folder`, each atomically."""
+    """Write `results.json` (the claims) and `report.md` (`markdown` plus the claims, the rule
+    changes and a summary of verdicts) into `folder`, each atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(
@@ -192,8 +271,11 @@ def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> 
     )
     counts = summary_counts(claims)
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    changed = sum(c.changed for c in claims)
+    if changed:
+        summary += f"; {changed} verdicts differ from the earlier rules (see Rule changes)"
     text = (
-        f"{markdown.rstrip()}\n\n## Claims\n\n{claims_table(claims)}\n\n"
+        f"{markdown.rstrip()}\n\n## Claims\n\n{claims_table(claims)}\n\n{rule_changes(claims)}"
         f"## Summary\n\n{len(claims)} claims: {summary}.\n"
     )
     write_text_atomic(folder / "report.md", text)
@@ -205,7 +287,8 @@ def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
-             "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule}
+             "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule,
+             "earlier verdict": c.earlier.verdict if c.earlier else None}
             for c in claims
         ]
     )  # fmt: skip

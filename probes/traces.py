@@ -15,7 +15,12 @@ import torch
 from torch import Tensor
 
 from lightning_modules.seq2seq import PAD
-from probes.diagnostic import FunctionalGroup, functional_group, labelled_steps
+from probes.diagnostic import (
+    FunctionalGroup,
+    ablation_functional_group,
+    functional_group,
+    labelled_steps,
+)
 
 STEP_LABEL = "time"  # the label "which step is this" (paper 1, Table 3)
 CONVENTIONS = ("torch", "paper1")
@@ -23,6 +28,10 @@ PAPER1_GATE_SITES = (
     "encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate",
 )  # fmt: skip
 """The GRU gates paper 1 analyses (Figure 4, Table 2)."""
+FUNCTIONAL_GROUP_PROCEDURES = ("coauthors", "text")
+"""How paper 1's functional groups are built: as the co-authors' code does
+(`probes.diagnostic.ablation_functional_group`) or as the paper's text reads alone
+(`probes.diagnostic.functional_group`)."""
 
 
 def module_of(site: str) -> str:
@@ -90,10 +99,18 @@ def site_functional_group(
     convention: str = "torch",
     share: float = 0.95,
     seed: int = 0,
+    procedure: str = "coauthors",
 ) -> FunctionalGroup:
     """Paper 1, section 4.1 (Tables 2-3): the functional group of `site` for `label` (see
-    `step_labels`), over the labelled valid steps of every sequence in `trace`."""
+    `step_labels`), over the labelled valid steps of every sequence in `trace`, by one of
+    `FUNCTIONAL_GROUP_PROCEDURES`: `coauthors` (`ablation_functional_group` as the authors' code
+    runs it) or `text` (`functional_group`, the paper's text read alone)."""
+    if procedure not in FUNCTIONAL_GROUP_PROCEDURES:
+        raise ValueError(f"procedure {procedure!r} is not one of "
+                         f"{', '.join(FUNCTIONAL_GROUP_PROCEDURES)}")  # fmt: skip
     labels = step_labels(trace, site, label, align)
     labels = torch.where(valid_steps(trace, site), labels, -100)
     features, labels = labelled_steps(site_values(trace, site, convention), labels)
-    return functional_group(features, labels, share=share, seed=seed)
+    if procedure == "text":
+        return functional_group(features, labels, share=share, seed=seed)
+    return ablation_functional_group(features, labels, share=share, seed=seed)

@@ -90,8 +90,16 @@ def probe(*arguments: str) -> int:
 
 
 def test_functional_group_command_finds_the_planted_units(runs, tmp_path, capsys):
+    """The text's procedure finds exactly the planted pair; the co-authors' (the default) ranks
+    by the first class's coefficients only, which give unit 1 no weight (see
+    `test_the_coauthors_ablation_on_the_planted_pair`): it starts at unit 0 and needs unit 1."""
+    assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "code",
+                 "--splits", *SPLITS, "--targets", TARGETS[0]) == 0  # fmt: skip
+    coauthors = pd.read_csv(tmp_path / "code" / "functional-group.csv").loc[0]
+    assert coauthors["units"].split()[0] == "0" and "1" in coauthors["units"].split()
+    assert coauthors["accuracy"] >= 0.95 * coauthors["accuracy_all"]
     assert probe("functional-group", "--runs", f"{runs}/*/seed=*", "--out", tmp_path,
-                 *OPTIONS) == 0  # fmt: skip
+                 "--procedure", "text", *OPTIONS) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "functional-group.csv")
     assert len(table) == 4 * len(TARGETS)
     assert list(table["run"].unique()) == [f"{runs}/{v}/seed={s}" for v in "ab" for s in (1, 2)]
@@ -124,11 +132,11 @@ def test_gate_saturation_and_connectivity_find_the_planted_gates(runs, tmp_path)
 
 def test_checkpoint_all_and_last_pick_the_recorded_tags(runs, tmp_path):
     assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "all",
-                 "--checkpoint", "all", *OPTIONS) == 0  # fmt: skip
+                 "--checkpoint", "all", "--procedure", "text", *OPTIONS) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "all" / "functional-group.csv")
     assert list(table["checkpoint"].unique()) == ["best", "epoch=1", "epoch=3"]
     assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "last",
-                 "--checkpoint", "last", *OPTIONS) == 0  # fmt: skip
+                 "--checkpoint", "last", "--procedure", "text", *OPTIONS) == 0  # fmt: skip
     last = pd.read_csv(tmp_path / "last" / "functional-group.csv")
     assert list(last["checkpoint"].unique()) == ["epoch=3"]
     pd.testing.assert_frame_equal(last, table[table["checkpoint"] == "epoch=3"].reset_index(

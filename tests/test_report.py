@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from experiments.report import Measured, compare_means, threshold_claim, write_report
+from experiments.report import (
+    Measured,
+    compare_means,
+    threshold_claim,
+    with_earlier,
+    write_report,
+)
 
 
 def test_measured_mean_and_sample_std():
@@ -60,3 +66,35 @@ def test_write_report_gives_claims_and_a_summary(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert text.startswith("# Title")
     assert "2 claims: 1 reproduced, 0 partially reproduced, 1 not reproduced." in text
+
+
+def test_means_are_compared_at_the_papers_printed_precision():
+    """|1.0 - 0.98| is 0.020000000000000018 in floats: the old rule called it partially
+    reproduced, and that verdict stays beside the new one."""
+    claim = compare_means("table3.x", "x", [1.0], [0.98])
+    assert claim.verdict == "reproduced"
+    assert claim.earlier.verdict == "partially reproduced" and claim.changed
+    assert compare_means("x", "x", [1.0], [0.9751]).verdict == "reproduced"  # prints as 0.98
+    assert compare_means("x", "x", [1.0], [0.9749]).verdict == "partially reproduced"  # 0.97
+    assert not compare_means("x", "x", [1.0], [0.99]).changed
+
+
+def test_a_changed_rule_keeps_its_old_verdict_in_the_report(tmp_path):
+    new = [threshold_claim("a", "a", 1.0, [0.6], 0.6, "s", 0.5, 0.2),
+           threshold_claim("b", "b", 1.0, [0.6], 0.6, "s", 0.5, 0.2)]  # fmt: skip
+    old = [threshold_claim("a", "a", 1.0, [0.4], 0.4, "old s", 0.5, 0.2),
+           threshold_claim("b", "b", 1.0, [0.6], 0.6, "old s", 0.5, 0.2)]  # fmt: skip
+    claims = with_earlier(new, old, "the authors' code reads the gate the other way")
+    assert [c.changed for c in claims] == [True, False]
+    write_report(tmp_path, claims, "# Title")
+    text = (tmp_path / "report.md").read_text()
+    assert "**reproduced** (earlier: partially reproduced; see Rule changes)" in text
+    assert (
+        "1. The authors' code reads the gate the other way. It applies to 2 claims and changed "
+        "1 verdicts:\n   - `a`: partially reproduced -> reproduced (earlier rule: old s = 0.400"
+        in text
+    )
+    assert "1 verdicts differ from the earlier rules" in text
+    record = json.loads((tmp_path / "results.json").read_text())[0]
+    assert record["earlier"]["verdict"] == "partially reproduced"
+    assert record["earlier"]["reason"].startswith("the authors' code")

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from datamodules.lookup_tables import TEST_SPLITS
+from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from lightning_modules.callbacks import pad_and_concatenate
 from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
 from storage.files import RunFileError
@@ -28,6 +28,7 @@ from storage.run_folder import RunFolder, safetensors_keys, tag_order
 
 PAPER1 = "paper 1 (Baan et al. 2019)"
 PAPER1_TEST_SPLITS = list(TEST_SPLITS)  # the lookup-table task's four test sets
+PAPER1_SPLITS = list(SPLITS)  # and train and validation: the co-authors' `*_all.pt` activations
 PAPER1_GATES = list(PAPER1_GATE_SITES)
 
 
@@ -39,9 +40,10 @@ def option(default, help: str, **spec):
 
 
 def convention_option():
-    return option("paper1", "sign convention of the update gate: torch's z, or paper 1's 1 - z "
-                  "(h = (1 - z) h_prev + z h~, Baan et al. section 2.2)",
-                  choices=CONVENTIONS)  # fmt: skip
+    return option("torch", "sign convention of the update gate: torch's z (h = (1 - z) n + "
+                  "z h_prev), which paper 1's co-authors' analysis code reads, or paper1: the "
+                  "1 - z of the paper's equation (h = (1 - z) h_prev + z h~, Baan et al. section "
+                  "2.2)", choices=CONVENTIONS)  # fmt: skip
 
 
 class RunProbe:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from probes.command.base import (
     PAPER1,
-    PAPER1_TEST_SPLITS,
+    PAPER1_SPLITS,
     TraceProbe,
     convention_option,
     grouped,
@@ -16,12 +16,16 @@ from probes.command.base import (
     units_text,
 )
 from probes.command.outputs import pyplot, save_figure
-from probes.traces import site_functional_group, trace_keys
+from probes.traces import FUNCTIONAL_GROUP_PROCEDURES, site_functional_group, trace_keys
 
 
 @dataclass(frozen=True)
 class FunctionalGroupOptions:
-    splits: list = option(PAPER1_TEST_SPLITS, "trace splits, probed as one set")
+    splits: list = option(
+        PAPER1_SPLITS,
+        "trace splits, probed as one set (default: every split of paper 1's lookup tables, as the "
+        "co-authors' `*_all.pt` activations; paper 1's text reading used the four test sets)",
+    )
     targets: list = option(
         ["encoder.hidden:batch.source_table",
          "decoder.update_gate:batch.source_table@batch.attention_target",
@@ -33,7 +37,16 @@ class FunctionalGroupOptions:
     )  # fmt: skip
     update_gate_convention: str = convention_option()
     share: float = option(0.95, "a group reaches this share of the all-unit accuracy")
-    seed: int = option(0, "seed of the held-out third of the steps")
+    procedure: str = option(
+        "coauthors",
+        "coauthors: as paper 1's co-authors' code (machine-analysis functional_groups.py): saga "
+        "logistic regression with sklearn's default C=1, accuracy and coefficients averaged over "
+        "5 random 90/10 splits, units ranked by the first class's |mean coefficient|; text: the "
+        "paper's words alone: unregularised (footnote 4), one label-stratified 2/3 split, units "
+        "ranked by their summed |weight| over classes",
+        choices=FUNCTIONAL_GROUP_PROCEDURES,
+    )
+    seed: int = option(0, "seed of the held-out samples (and of saga)")
 
 
 def parsed_target(target: str) -> tuple[str, str, str | None]:
@@ -52,10 +65,11 @@ class FunctionalGroupProbe(TraceProbe):
     paper = f"{PAPER1}, section 4.1"
     purpose = "diagnostic classifiers and the functional group of units each needs"
     details = (
-        "An unregularised logistic regression predicts LABEL from a SITE's units at every labelled "
-        "valid step (held-out accuracy = the diagnostic classifier); units are then added by "
-        "decreasing absolute weight until a retrained classifier reaches SHARE of that accuracy "
-        "(the functional group, after Dalvi et al. 2019). One row per run, checkpoint and target."
+        "A logistic regression predicts LABEL from a SITE's units at every labelled valid step "
+        "(held-out accuracy = the diagnostic classifier); units are then added by decreasing "
+        "absolute weight until a retrained classifier reaches SHARE of that accuracy (the "
+        "functional group, after Dalvi et al. 2019), by the co-authors' procedure or the text's "
+        "(--procedure). One row per run, checkpoint and target."
     )
     options = FunctionalGroupOptions
 
@@ -77,7 +91,7 @@ class FunctionalGroupProbe(TraceProbe):
             site, label, align = parsed_target(target)
             group = site_functional_group(trace, site, label, align,
                                           options.update_gate_convention, options.share,
-                                          options.seed)  # fmt: skip
+                                          options.seed, options.procedure)  # fmt: skip
             rows.append({
                 "target": target, "site": site, "label": label, "align": align or "",
                 "accuracy": group.accuracy, "accuracy_all": group.accuracy_all,
