@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export WANDB_MODE ?= offline
 export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
+# Extra options of a reproduction, e.g. `make reproduce-paper1 ARGS=--reuse-runs` to continue one.
+ARGS ?=
 
 .PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 bench lint clean
 
@@ -27,16 +29,16 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 reproduce-paper1: $(STAMP)
-	$(BIN)/python -m experiments.paper1
+	$(BIN)/python -m experiments.paper1 $(ARGS)
 
 reproduce-paper2: $(STAMP)
-	$(BIN)/python -m experiments.paper2
+	$(BIN)/python -m experiments.paper2 $(ARGS)
 
 reproduce-paper3: $(STAMP)
-	$(BIN)/python -m experiments.paper3
+	$(BIN)/python -m experiments.paper3 $(ARGS)
 
 reproduce-paper4: $(STAMP)
-	$(BIN)/python -m experiments.paper4 --jobs 3
+	$(BIN)/python -m experiments.paper4 --jobs 3 $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training
