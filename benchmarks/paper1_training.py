@@ -5,6 +5,12 @@
 2. Recording callbacks (`TraceRecorder` and `WeightSnapshot` as the paper 1 configs set them:
    every 10 epochs and at the best checkpoint) on vs off, over 10 epochs (target at most 1.10x).
 3. The traced core (every gate recorded) vs the fused `torch.nn.GRU`, forward and backward.
+4. Two ways issue 19 tried to shorten paper 1's 5,900 model-epochs, against today's training
+   step (forward, backward, clipping, fused Adam): a vectorised ensemble (`torch.func.vmap` over
+   the stacked parameters of K members, each with its own example) vs K single-model steps, and
+   `torch.compile` of the forward vs eager. At batch 1 a step reads every weight, gradient and
+   Adam moment (3.45M parameters, about 265 MB of traffic a step); K members with their own
+   weights read K times as much, so batching them saves only per-operation overhead.
 
 Every comparison runs its two sides in the same process, one after the other, so the ratio is
 independent of how fast this machine is. Threads: `torch.get_num_threads()` as set by
@@ -14,6 +20,7 @@ independent of how fast this machine is. Threads: `torch.get_num_threads()` as s
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import tempfile
 import time
@@ -107,12 +114,92 @@ def traced_vs_fused(repeats: int) -> tuple[float, float]:
     return run(None), run({})
 
 
+def training_steps(network: Seq2Seq, batches: list, loss_of) -> float:
+    """Seconds for today's training step over `batches` (`loss_of(batch)` gives the loss)."""
+    optimizer = network.configure_optimizers()
+    start = time.perf_counter()
+    for batch in batches:
+        loss = loss_of(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), 5.0)
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+def paper1_loss(network: Seq2Seq, batch: dict, **forward) -> torch.Tensor:
+    logits, attention = network(batch["source"], batch["source_lengths"], batch["target"],
+                                **forward)  # fmt: skip
+    losses = sequence_losses(logits, attention, batch)
+    return (
+        losses["token_loss"] + network.hparams.attention_guidance_weight * losses["attention_loss"]
+    )
+
+
+def ensemble_vs_single(members: int, steps: int) -> tuple[float, float]:
+    """Seconds for `steps` steps of `members` models trained as one vmapped ensemble (each member
+    its own example of the same length; the encoder runs its traced path, which vmap can batch)
+    vs `members` times `steps` single-model steps."""
+    datamodule = data()
+    loader = datamodule.train_dataloader()
+    loader.sampler.set_epoch(0)
+    shape = next(iter(loader))["source"].shape  # members of a step need equal lengths to stack
+    matching = [batch for batch in loader if batch["source"].shape == shape]
+    batches = (matching * (steps * members // len(matching) + 1))[: steps * members]
+    single = model(datamodule)
+    baseline = training_steps(single, batches, lambda b: paper1_loss(single, b))
+    networks = [model(datamodule) for _ in range(members)]
+    parameters, buffers = torch.func.stack_module_state(networks)
+    skeleton = model(datamodule).to("meta")
+    parameters = {k: torch.nn.Parameter(v) for k, v in parameters.items()}
+    optimizer = torch.optim.Adam(parameters.values(), lr=1e-3, fused=True)
+
+    def member_loss(member_parameters, member_buffers, batch):
+        logits, attention = torch.func.functional_call(
+            skeleton, (member_parameters, member_buffers),
+            (batch["source"], batch["source_lengths"], batch["target"]), {"record": {}},
+        )  # fmt: skip
+        losses = sequence_losses(logits, attention, batch)
+        return losses["token_loss"] + losses["attention_loss"]
+
+    losses = torch.func.vmap(member_loss)
+    start = time.perf_counter()
+    for step in range(steps):
+        group = batches[step * members : (step + 1) * members]
+        stacked = {
+            k: torch.stack([b[k] for b in group]) for k in group[0] if torch.is_tensor(group[0][k])
+        }
+        loss = losses(parameters, buffers, stacked).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()  # per-member clipping left out: it only adds to the ensemble's time
+    return time.perf_counter() - start, baseline
+
+
+def compiled_vs_eager(steps: int) -> tuple[float, float]:
+    """Seconds for `steps` training steps with the forward `torch.compile`d (after 20 warm-up
+    steps that include compilation) vs eager."""
+    datamodule = data()
+    loader = datamodule.train_dataloader()
+    loader.sampler.set_epoch(0)
+    batches = [batch for _, batch in zip(range(steps + 20), loader, strict=False)]
+    eager = model(datamodule)
+    baseline = training_steps(eager, batches[20:], lambda b: paper1_loss(eager, b))
+    network = model(datamodule)
+    compiled = torch.compile(functools.partial(paper1_loss, network), dynamic=False)
+    training_steps(network, batches[:20], compiled)
+    return training_steps(network, batches[20:], compiled), baseline
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps for fit vs bare loop")
     parser.add_argument("--repeats-fit", type=int, default=3, help="repeats of fit vs bare")
     parser.add_argument("--epochs", type=int, default=10, help="epochs for recording on/off")
     parser.add_argument("--repeats", type=int, default=20, help="repeats for traced vs fused")
+    parser.add_argument("--members", type=int, default=5, help="models in the vmapped ensemble")
+    parser.add_argument("--ensemble-steps", type=int, default=40,
+                        help="steps for ensemble vs singles and compiled vs eager")  # fmt: skip
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     rows = []
@@ -134,6 +221,12 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(("recording on / off", on, off, 1.10, f"{args.epochs} epochs"))
     fused, traced = traced_vs_fused(args.repeats)
     rows.append(("traced core / fused nn.GRU", traced, fused, None, f"{args.repeats} fwd+bwd"))
+    ensemble, singles = ensemble_vs_single(args.members, args.ensemble_steps)
+    rows.append((f"vmap ensemble of {args.members} / singles", ensemble, singles, None,
+                 f"{args.ensemble_steps} steps of {args.members} models"))  # fmt: skip
+    compiled, eager = compiled_vs_eager(args.ensemble_steps)
+    rows.append(("torch.compile / eager step", compiled, eager, None,
+                 f"{args.ensemble_steps} steps after compiling"))  # fmt: skip
     print(f"{'comparison':32} {'measured s':>11} {'baseline s':>11} {'ratio':>7}  target")
     for name, measured, baseline, target, what in rows:
         ratio = measured / baseline
