@@ -31,7 +31,8 @@ from tests.test_probes import TABLES, UNITS, planted_gru
 SPLITS = ("first", "second")
 TAGS = ("best", "epoch=1", "epoch=3")
 TARGETS = ["encoder.hidden:batch.source_table", "encoder.hidden:time"]
-OPTIONS = ["--splits", *SPLITS, "--targets", *TARGETS]
+# The text's procedure: one fit per unit count, where the co-authors' (the default) makes 5.
+OPTIONS = ["--splits", *SPLITS, "--targets", *TARGETS, "--procedure", "text"]
 
 
 def planted_run(folder: Path, seed: int, noise_units: int = 0, batch: int = 120) -> Path:
@@ -99,7 +100,7 @@ def test_functional_group_command_finds_the_planted_units(runs, tmp_path, capsys
     assert coauthors["units"].split()[0] == "0" and "1" in coauthors["units"].split()
     assert coauthors["accuracy"] >= 0.95 * coauthors["accuracy_all"]
     assert probe("functional-group", "--runs", f"{runs}/*/seed=*", "--out", tmp_path,
-                 "--procedure", "text", *OPTIONS) == 0  # fmt: skip
+                 *OPTIONS) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "functional-group.csv")
     assert len(table) == 4 * len(TARGETS)
     assert list(table["run"].unique()) == [f"{runs}/{v}/seed={s}" for v in "ab" for s in (1, 2)]
@@ -132,11 +133,11 @@ def test_gate_saturation_and_connectivity_find_the_planted_gates(runs, tmp_path)
 
 def test_checkpoint_all_and_last_pick_the_recorded_tags(runs, tmp_path):
     assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "all",
-                 "--checkpoint", "all", "--procedure", "text", *OPTIONS) == 0  # fmt: skip
+                 "--checkpoint", "all", *OPTIONS) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "all" / "functional-group.csv")
     assert list(table["checkpoint"].unique()) == ["best", "epoch=1", "epoch=3"]
     assert probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", tmp_path / "last",
-                 "--checkpoint", "last", "--procedure", "text", *OPTIONS) == 0  # fmt: skip
+                 "--checkpoint", "last", *OPTIONS) == 0  # fmt: skip
     last = pd.read_csv(tmp_path / "last" / "functional-group.csv")
     assert list(last["checkpoint"].unique()) == ["epoch=3"]
     pd.testing.assert_frame_equal(last, table[table["checkpoint"] == "epoch=3"].reset_index(
