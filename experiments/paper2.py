@@ -18,11 +18,8 @@ for 2 CPU cores over several invocations (`--reuse-runs` resumes); `small` = 100
 from __future__ import annotations
 
 import functools
-import json
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from pathlib import Path
 
 import matplotlib
@@ -30,14 +27,23 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 
+from experiments.paper2_claims import (  # noqa: E402
+    LEARNED,
+    Estimate,
+    Snapshot,
+    close_probabilities,
+    combined,
+    epoch_tag,
+    error_claim,
+    figure1_claims,
+    figure2_claims,
+    figure3_claims,
+)
 from experiments.report import (  # noqa: E402
     Claim,
-    Measured,
     claims_frame,
     current_commit,
-    graded,
     markdown_table,
     save_figure,
     verdict_line,
@@ -50,16 +56,9 @@ from experiments.runner import (  # noqa: E402
     reused_note,
     run_all,
 )
-from probes.command.contextual_decomposition import rule_close_probabilities
-from probes.contextual_decomposition import mean_and_standard_error
 from storage import RunLayout  # noqa: E402
-from storage.run_folder import RunFolder
 
 CONFIG = Path(__file__).parent / "configs" / "paper2" / "language_model.yaml"
-PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())
-FINDINGS: dict[str, str] = PAPER["findings"]
-LEARNED = 0.5
-"""P(omega | alpha) at which a rule counts as learned ("a high probability", section 3.1)."""
 
 
 @dataclass(frozen=True)
@@ -178,226 +177,6 @@ def training_order(scale: Scale) -> list[tuple[Setting, int]]:
              Setting(max(scale.conduit_lengths), max(scale.rule_counts))]  # fmt: skip
     rest = [s for s in figure1_settings(scale) if s not in first]
     return [(s, seed) for group in (first, rest) for seed in scale.seeds for s in group]
-
-
-# ---- contextual decomposition over the probe rules --------------------------------------------
-@dataclass(frozen=True)
-class Estimate:
-    """A mean over the probe rules and its standard error."""
-
-    mean: float
-    standard_error: float
-
-    def above(self, other: Estimate) -> bool:
-        """Higher than `other` by more than twice the standard error of the difference and by
-        more than a tenth of the larger mean (near chance, 1/|V|, tiny differences can be
-        many standard errors apart and still mean nothing)."""
-        spread = (self.standard_error**2 + other.standard_error**2) ** 0.5
-        margin = max(2 * spread, 0.1 * max(self.mean, other.mean))
-        return self.mean - other.mean > margin
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """CD at one weight snapshot: P(omega | phrase) by phrase name, the full model's P(omega),
-    and the largest approximation error over every position of every decomposition."""
-
-    phrase: dict[str, Estimate]
-    full: Estimate
-    error: float
-
-
-def estimate(values: torch.Tensor) -> Estimate:
-    return Estimate(*mean_and_standard_error(values))
-
-
-def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
-    """The mean over seeds of each seed's mean, with its standard error over seeds; with one
-    seed, that seed's estimate (standard error over the probe rules)."""
-    if len(estimates) == 1:
-        return estimates[0]
-    return estimate(torch.tensor([e.mean for e in estimates], dtype=torch.float64))
-
-
-def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
-    """One snapshot of several seeds' (`over_seeds` for each phrase and the full model)."""
-    return Snapshot(
-        {name: over_seeds([s.phrase[name] for s in snapshots]) for name in snapshots[0].phrase},
-        over_seeds([s.full for s in snapshots]),
-        max(s.error for s in snapshots),
-    )
-
-
-def close_probabilities(
-    run: Path, tags: list[str], only: Sequence[str] | None = None
-) -> dict[str, Snapshot]:
-    """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
-    rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
-    `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
-    in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe runs
-    too), as estimates over the rules."""
-    measured = rule_close_probabilities(RunFolder(run), tags, only)
-    return {
-        tag: Snapshot(
-            {name: estimate(values) for name, values in result.phrase.items()},
-            estimate(result.full),
-            result.error,
-        )
-        for tag, result in measured.items()
-    }
-
-
-def epoch_tag(epochs: int) -> str:
-    """The snapshot taken after `epochs` training epochs."""
-    return f"epoch={epochs - 1}"
-
-
-# ---- claims ----------------------------------------------------------------------------------
-def share_claim(id: str, claim: str, finding: str, flags: list[bool], values: list[float],
-                what: str, partially_at: float = 0.5) -> Claim:  # fmt: skip
-    """A finding checked on several comparisons: reproduced when all hold, partially when at
-    least `partially_at` of them do."""
-    statistic = sum(flags) / len(flags)
-    verdict = graded(statistic >= 1.0, statistic >= partially_at)
-    rule = (f"{what}: {sum(flags)} of {len(flags)} hold ({statistic:.2f}); reproduced if all, "
-            f"partially if >= {partially_at:.0%}")  # fmt: skip
-    return Claim(id, claim, FINDINGS[finding], Measured.of(values), rule, verdict)
-
-
-SIGNIFICANT = (
-    "by more than 2 standard errors of the difference (over the probe rules) and more than 10% "
-    "of the larger value"
-)
-
-
-def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> list[Claim]:
-    """Section 4.1 (Figure 1) and its restatement in section 5."""
-    lengths, counts = scale.conduit_lengths, scale.rule_counts
-    opened = {key: value.phrase["open"] for key, value in figure1.items()}
-    conduit = {key: value.phrase["conduit"] for key, value in figure1.items()}
-    claims = []
-    needed = []  # the smallest n at which the rule is learned, per k (inf: at none)
-    for k in lengths:
-        learned = [n for n in counts if opened[(k, n)].mean >= LEARNED]
-        needed.append(min(learned) if learned else float("inf"))
-    non_decreasing = all(a <= b for a, b in pairwise(needed))
-    some_learned = needed[0] != float("inf")
-    rule = (f"smallest n with P(omega | alpha) >= {LEARNED} at k = {list(lengths)}: "
-            f"{[n if n != float('inf') else 'none' for n in needed]}; reproduced if some rule is "
-            "learned and that n never falls as k grows and is larger at the longest k than at "
-            "the shortest; partially if some rule is learned and it never falls")  # fmt: skip
-    verdict = graded(non_decreasing and some_learned and needed[-1] > needed[0],
-                     non_decreasing and some_learned)  # fmt: skip
-    claims.append(Claim(
-        "fig1.longer_k_needs_more_rules",
-        f"rule counts n needed to learn the rule (P(omega | alpha) >= {LEARNED}), by k",
-        FINDINGS["longer_k_needs_more_rules"],
-        Measured.of([opened[key].mean for key in sorted(opened)]), rule, verdict,
-    ))  # fmt: skip
-    pairs = [(n, a, b) for n in counts for a, b in pairwise(lengths)]
-    claims.append(share_claim(
-        "fig1.open_falls_with_k", "P(omega | alpha) is lower at a longer k, at each n",
-        "open_falls_with_k",
-        [opened[(a, n)].above(opened[(b, n)]) for n, a, b in pairs],
-        [opened[(a, n)].mean - opened[(b, n)].mean for n, a, b in pairs],
-        f"P(omega | alpha) at each k above that at the next longer k {SIGNIFICANT}, each n",
-        partially_at=0.75,
-    ))  # fmt: skip
-    highest = max(value.mean for value in conduit.values())
-    below = all(opened[key].above(conduit[key]) for key in opened if opened[key].mean >= LEARNED)
-    claims.append(Claim(
-        "fig1.conduit_very_low", "P(omega | conduit) is very low at every k and n",
-        FINDINGS["conduit_very_low"], Measured.of([value.mean for value in conduit.values()]),
-        f"largest P(omega | conduit) over all k and n = {highest:.4f}; reproduced if < 0.01 "
-        "(10x the uniform 1/|V|) and below P(omega | alpha) wherever the rule is learned, "
-        "partially if < 0.05",
-        graded(highest < 0.01 and below, highest < 0.05),
-    ))  # fmt: skip
-    rarest = min(counts)
-    rare_open = [opened[(k, rarest)].mean for k in lengths]
-    steadiness = min(rare_open) / max(rare_open)
-    low = max(rare_open) < LEARNED
-    claims.append(Claim(
-        "fig1.rare_open_steady", f"at the rarest rule (n = {rarest}), P(omega | alpha) is low "
-        "and about the same at every k", FINDINGS["rare_open_steady"], Measured.of(rare_open),
-        f"largest P(omega | alpha) over k = {max(rare_open):.4f}, smallest / largest = "
-        f"{steadiness:.2f}; reproduced if low (< {LEARNED}) and steady (ratio >= 0.5), partially "
-        "if low and ratio >= 0.25",
-        graded(low and steadiness >= 0.5, low and steadiness >= 0.25),
-    ))  # fmt: skip
-    rare_conduit = [conduit[(k, rarest)] for k in lengths]
-    claims.append(share_claim(
-        "fig1.rare_conduit_declines",
-        f"at the rarest rule (n = {rarest}), P(omega | conduit) falls as k grows",
-        "rare_conduit_declines", [a.above(b) for a, b in pairwise(rare_conduit)],
-        [value.mean for value in rare_conduit],
-        f"P(omega | conduit) at each k above that at the next longer k {SIGNIFICANT}",
-    ))  # fmt: skip
-    return claims
-
-
-def figure2_claims(prefixes: list[Estimate], rules: int) -> list[Claim]:
-    """Section 4.1, Figure 2: P(omega | alpha and the first i conduit tokens)."""
-    whole, alone = prefixes[-1], prefixes[0]
-    rule = (f"P(omega | alpha + whole conduit) = {whole.mean:.4f} vs P(omega | alpha) = "
-            f"{alone.mean:.4f}; reproduced if higher {SIGNIFICANT}, partially if some shorter "
-            "prefix is")  # fmt: skip
-    verdict = graded(whole.above(alone), any(p.above(alone) for p in prefixes[1:]))
-    return [Claim(
-        "fig2.conduit_interacts",
-        f"with the conduit, alpha's P(omega) is higher than alone (k = {len(prefixes) - 1}, "
-        f"n = {rules})", FINDINGS["conduit_interacts"],
-        Measured.of([p.mean for p in prefixes]), rule, verdict,
-    )]  # fmt: skip
-
-
-def figure3_claims(
-    curves: dict[tuple[int, int], list[Estimate]], scale: Scale, copies: int
-) -> list[Claim]:
-    """Section 4.2 (Figure 3) and its restatement in section 5, at m = `copies`: predictable minus
-    unpredictable P(omega | alpha), averaged over the first and over the last quarter of
-    training; a gap counts when it exceeds twice the mean standard error of the per-epoch
-    differences. Claims of the secondary readings of m carry `.m=<copies>` in their ids."""
-    quarter = max(scale.epochs // 4, 1)
-    early, late, early_flags, late_flags = [], [], [], []
-    for k in scale.predictability_lengths:
-        pairs = list(zip(curves[(k, copies)], curves[(k, 0)], strict=True))
-        gaps = [p.mean - u.mean for p, u in pairs]
-        spreads = [(p.standard_error**2 + u.standard_error**2) ** 0.5 for p, u in pairs]
-        larger = [max(p.mean, u.mean) for p, u in pairs]
-        windows = ((slice(None, quarter), early, early_flags, 1),
-                   (slice(-quarter, None), late, late_flags, -1))  # fmt: skip
-        for window, values, flags, sign in windows:
-            gap = sum(gaps[window]) / quarter
-            margin = max(2 * sum(spreads[window]), 0.1 * sum(larger[window])) / quarter
-            values.append(gap)
-            flags.append(sign * gap > margin)
-    what = (
-        "mean predictable - unpredictable P(omega | alpha) over {} {} the larger of 2 mean "
-        "standard errors and 10% of the mean larger value"
-    )
-    suffix = "" if copies == scale.conduit_copies[0] else f".m={copies}"
-    return [
-        share_claim(f"fig3.predictable_early{suffix}", "predictable conduits (m = "
-                    f"{copies}) give a higher P(omega | alpha) in the first quarter of training, "
-                    "at each k", "predictable_early",
-                    early_flags, early, what.format(f"epochs 1-{quarter}", "above")),
-        share_claim(f"fig3.predictable_late{suffix}", "predictable conduits (m = "
-                    f"{copies}) give a lower P(omega | alpha) in the last quarter of training, "
-                    "at each k", "predictable_late",
-                    late_flags, late, what.format(f"the last {quarter} epochs", "below minus")),
-    ]  # fmt: skip
-
-
-def error_claim(errors: list[float]) -> Claim:
-    highest = max(errors)
-    return Claim(
-        "cd.approximation_error", "largest relative CD error ||(v_phrase + v_rest) - v|| / ||v|| "
-        "per analysed snapshot", FINDINGS["cd_error"], Measured.of(errors),
-        f"largest relative error over every decomposed position of every analysis = "
-        f"{highest:.2e}; reproduced if < 1e-5, partially if < 1e-4",
-        graded(highest < 1e-5, highest < 1e-4),
-    )  # fmt: skip
 
 
 # ---- figures ---------------------------------------------------------------------------------
