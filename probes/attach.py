@@ -128,19 +128,20 @@ class Attached:
                 for site in SITES[layer.cell_type]]  # fmt: skip
 
     @contextlib.contextmanager
-    def trace(self) -> Iterator[dict[str, Tensor]]:
-        """Record every site of every forward inside the block; the dict it yields holds them,
+    def trace(self) -> Iterator[Trace]:
+        """Record every site of every forward inside the block; the `Trace` it yields holds them,
         `[batch, time, units]`, when the block ends (also on an error)."""
         if self._recording is not None:
             raise RuntimeError("attach: a trace is already open on this model; end it first.")
-        trace: dict[str, Tensor] = {}
-        self._recording = defaultdict(list)
+        trace = Trace()
+        self._recording, self._valid = defaultdict(list), defaultdict(list)
         try:
             with self._scope():
                 yield trace
         finally:
             recorded, self._recording = self._recording, None
             trace.update({site: torch.cat(parts, 1) for site, parts in recorded.items()})
+            trace.valid.update({name: torch.cat(parts, 1) for name, parts in self._valid.items()})
 
     @contextlib.contextmanager
     def edit(self, edits: Sequence[Intervention]) -> Iterator[Attached]:
@@ -211,6 +212,7 @@ class Attached:
             if self._recording is not None:
                 for site, value in sites.items():
                     self._recording[f"{name}.{site}"].append(value)
+                self._valid[name].append(_steps_within(lengths, padded))
             values = sites["hidden"]
             if index < module.num_layers - 1 and module.dropout and module.training:
                 values = nn.functional.dropout(values, module.dropout, training=True)
@@ -218,6 +220,22 @@ class Attached:
         self._next_step[path] = first + padded.shape[1]
         final = tuple(torch.cat([f[part] for f in finals]) for part in range(len(finals[0])))
         return restore(values, final if isinstance(module, nn.LSTM) else final[0])
+
+
+class Trace(dict):
+    """Sites by name, `[batch, time, units]`; `valid` holds each layer's `[batch, time]` mask of
+    the steps inside its sequences (False past a packed sequence's length)."""
+
+    def __init__(self):
+        super().__init__()
+        self.valid: dict[str, Tensor] = {}
+
+
+def _steps_within(lengths: Tensor | None, padded: Tensor) -> Tensor:
+    time = torch.arange(padded.shape[1], device=padded.device)
+    if lengths is None:
+        return torch.ones(padded.shape[0], padded.shape[1], dtype=torch.bool, device=padded.device)
+    return time[None] < lengths.to(padded.device)[:, None]
 
 
 class _Forward:
