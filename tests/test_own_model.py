@@ -8,7 +8,10 @@ import torch
 
 from probes.attach import attach
 from probes.command.cli import main
-from probes.own_model import record_run, site_integrated_gradients
+from probes.command.record import record_run
+from probes.diagnostic import labelled_steps
+from probes.neuron_functions import svm_rfe_candidates
+from probes.own_model import site_integrated_gradients
 from storage.run_folder import RunFolder
 from tests.client_models import WordLanguageModel
 
@@ -88,3 +91,13 @@ def test_integrated_gradients_at_a_site_inside_the_lstm(planted):
     assert delta.abs().max() < 1e-5
     with attach(model) as attached, pytest.raises(ValueError, match="was not traced"):
         site_integrated_gradients(attached, lambda: model(tokens)[0][-1], "rnn.hidden", (8,), 7)
+
+
+def test_svm_with_rfe_on_a_traced_model_keeps_the_planted_unit(planted):
+    """The Python API on a trace: SVM + RFE (paper 4's stage 1) over every valid step."""
+    model, batches = planted
+    with attach(model) as attached, attached.trace() as trace:
+        model(batches[0]["tokens"])
+    features, labels = labelled_steps(trace["rnn.l0.hidden"], batches[0]["small"])
+    found = svm_rfe_candidates(features, labels, keep=1 / HIDDEN)
+    assert found.units.tolist() == [0] and found.accuracy == 1.0
