@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -164,6 +164,136 @@ def removal_edits(removed: dict[str, Sequence[int]]) -> tuple[Intervention, ...]
     )
 
 
+class LayerWeights(Protocol):
+    """What the traced forward needs of a recurrent layer: its cell type, width, directions and
+    each direction's `(weight_ih, weight_hh, bias_ih, bias_hh)` in torch's layout (a bias may be
+    None). The suite's layers are one; `probes.attach` views a layer of a user's torch.nn.GRU or
+    torch.nn.LSTM as one."""
+
+    cell_type: str
+    hidden_size: int
+    directions: int
+
+    def weights(self, direction: int) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]: ...
+
+
+def traced_forward(
+    layer: LayerWeights,
+    inputs: Tensor,
+    state: Tensor | tuple[Tensor, Tensor] | None = None,
+    lengths: Tensor | None = None,
+    edits: Sequence[Intervention] = (),
+    first_step: int = 0,
+) -> tuple[dict[str, Tensor], tuple[Tensor, ...]]:
+    """Run `layer` over `inputs` `[batch, time, features]` one step at a time by torch's equations
+    (module docstring), applying `edits` to its sites.
+
+    `state`: torch's `[directions, batch, hidden]` (a pair for LSTM) or None for zeros; `lengths`
+    `[batch]` marks padding; `first_step` is the time index of the first step (edits name steps
+    by it: a decoder called one step at a time passes its running count). Returns every site
+    `[batch, time, units]` (0 past a sequence's length) and the final state as a tuple of
+    `[directions, batch, hidden]` (hidden, and cell for LSTM), each sequence's at its length.
+    """
+    batch, time, _ = inputs.shape
+    step_function = STEPS[layer.cell_type]
+    directions = _split_state(layer, state, batch, inputs)
+    mask = _step_mask(lengths, batch, time, inputs.device)
+    direction_sites, finals = [], []
+    for direction, carried in enumerate(directions):
+        local_edits = [
+            e
+            for e in (
+                edit.for_direction(direction, layer.hidden_size, layer.directions) for edit in edits
+            )
+            if e is not None and e.site_name in SITES[layer.cell_type]
+        ]
+        weight_ih, weight_hh, bias_ih, bias_hh = layer.weights(direction)
+        projected = _linear(inputs, weight_ih, bias_ih)
+        steps = range(time) if direction == 0 else range(time - 1, -1, -1)
+        per_step: dict[str, list[Tensor]] = {name: [None] * time for name in SITES[layer.cell_type]}
+        for step in steps:
+            new, sites = step_function(
+                projected[:, step], carried, weight_hh, bias_hh, first_step + step, local_edits
+            )
+            keep = mask[:, step].unsqueeze(-1)
+            carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried, strict=True))
+            for name, value in sites.items():
+                per_step[name][step] = value * keep
+        direction_sites.append({k: torch.stack(v, dim=1) for k, v in per_step.items()})
+        finals.append(carried)
+    sites = {name: torch.cat([d[name] for d in direction_sites], dim=-1)
+             for name in SITES[layer.cell_type]}  # fmt: skip
+    final = tuple(torch.stack([f[i] for f in finals]) for i in range(len(finals[0])))
+    return sites, final
+
+
+def _linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    projected = inputs @ weight.T
+    return projected if bias is None else projected + bias
+
+
+def _split_state(layer: LayerWeights, state, batch: int, like: Tensor) -> list[tuple[Tensor, ...]]:
+    """torch's `[directions, batch, hidden]` initial state as one tuple per direction."""
+    parts = 1 if layer.cell_type == "gru" else 2
+    if state is None:
+        zeros = like.new_zeros(layer.directions, batch, layer.hidden_size)
+        state = zeros if parts == 1 else (zeros, zeros)
+    if parts == 1:
+        state = (state,)
+    return [tuple(s[d] for s in state) for d in range(layer.directions)]
+
+
+def gru_step(projected, carried, weight_hh, bias_hh, step, edits):
+    """One GRU step from its input projection `W_i x_t + b_i` `[batch, 3 hidden]`: the new state
+    `(hidden,)` and every site `[batch, hidden]`, `edits` applied where each is computed."""
+    (hidden,) = carried
+    recurrent = _linear(hidden, weight_hh, bias_hh)
+    input_reset, input_update, input_candidate = gate_blocks(projected, "gru", -1).values()
+    hidden_reset, hidden_update, hidden_candidate = gate_blocks(recurrent, "gru", -1).values()
+    reset_gate = _edited("reset_gate", torch.sigmoid(input_reset + hidden_reset), step, edits)
+    update_gate = _edited("update_gate", torch.sigmoid(input_update + hidden_update), step, edits)
+    candidate = _edited(
+        "candidate", torch.tanh(input_candidate + reset_gate * hidden_candidate), step, edits
+    )
+    new_hidden = _edited(
+        "hidden", (1 - update_gate) * candidate + update_gate * hidden, step, edits
+    )
+    sites = {
+        "hidden": new_hidden,
+        "update_gate": update_gate,
+        "reset_gate": reset_gate,
+        "candidate": candidate,
+    }
+    return (new_hidden,), sites
+
+
+def lstm_step(projected, carried, weight_hh, bias_hh, step, edits):
+    """One LSTM step from its input projection `[batch, 4 hidden]`: the new `(hidden, cell)` and
+    every site `[batch, hidden]`, `edits` applied where each is computed."""
+    hidden, cell = carried
+    pre = projected + hidden @ weight_hh.T  # the sums in the order the suite always used
+    pre = pre if bias_hh is None else pre + bias_hh
+    pre_input, pre_forget, pre_candidate, pre_output = gate_blocks(pre, "lstm", -1).values()
+    input_gate = _edited("input_gate", torch.sigmoid(pre_input), step, edits)
+    forget_gate = _edited("forget_gate", torch.sigmoid(pre_forget), step, edits)
+    candidate = _edited("candidate", torch.tanh(pre_candidate), step, edits)
+    output_gate = _edited("output_gate", torch.sigmoid(pre_output), step, edits)
+    new_cell = _edited("cell", forget_gate * cell + input_gate * candidate, step, edits)
+    new_hidden = _edited("hidden", output_gate * torch.tanh(new_cell), step, edits)
+    sites = {
+        "hidden": new_hidden,
+        "cell": new_cell,
+        "input_gate": input_gate,
+        "forget_gate": forget_gate,
+        "candidate": candidate,
+        "output_gate": output_gate,
+    }
+    return (new_hidden, new_cell), sites
+
+
+STEPS = {"gru": gru_step, "lstm": lstm_step}
+
+
 class _TracedRecurrent:
     """Shared forward of the traced GRU and LSTM (mixed into the torch classes below)."""
 
@@ -189,6 +319,11 @@ class _TracedRecurrent:
     def sites(self) -> tuple[str, ...]:
         return SITES[self.cell_type]
 
+    def weights(self, direction: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        suffix = "_l0_reverse" if direction else "_l0"
+        return tuple(getattr(self, name + suffix)
+                     for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))  # fmt: skip
+
     def forward(  # type: ignore[override]
         self,
         inputs: Tensor,
@@ -207,37 +342,9 @@ class _TracedRecurrent:
         """
         if record is None and not edits:
             return self._fused(inputs, state, lengths)
-        batch, time, _ = inputs.shape
-        states = self._split_state(state, batch, inputs)
-        mask = _step_mask(lengths, batch, time, inputs.device)
-        direction_sites, finals = [], []
-        for direction in range(self.directions):
-            local_edits = [
-                e
-                for e in (
-                    edit.for_direction(direction, self.hidden_size, self.directions)
-                    for edit in edits
-                )
-                if e is not None and e.site_name in self.sites
-            ]
-            steps = range(time) if direction == 0 else range(time - 1, -1, -1)
-            carried = states[direction]
-            projected = self._input_projection(inputs, direction)
-            per_step: dict[str, list[Tensor]] = {name: [None] * time for name in self.sites}
-            for step in steps:
-                new, sites = self.step_projected(
-                    projected[:, step], carried, step, direction, local_edits
-                )
-                keep = mask[:, step].unsqueeze(-1)
-                carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried, strict=True))
-                for name, value in sites.items():
-                    per_step[name][step] = value * keep
-            direction_sites.append({k: torch.stack(v, dim=1) for k, v in per_step.items()})
-            finals.append(carried)
-        sites = {name: torch.cat([d[name] for d in direction_sites], dim=-1) for name in self.sites}
+        sites, final = traced_forward(self, inputs, state, lengths, edits)
         if record is not None:
             record.update(sites)
-        final = tuple(torch.stack([f[i] for f in finals]) for i in range(len(finals[0])))
         return sites["hidden"], final[0] if self.cell_type == "gru" else final
 
     def step(
@@ -254,29 +361,10 @@ class _TracedRecurrent:
         """
         carried = (state,) if self.cell_type == "gru" else tuple(state)
         local = [e for e in edits if e.site_name in self.sites]
-        projected = inputs @ self.weight_ih_l0.T + self.bias_ih_l0
-        new, sites = self.step_projected(projected, carried, step, 0, local)
+        weight_ih, weight_hh, bias_ih, bias_hh = self.weights(0)
+        projected = _linear(inputs, weight_ih, bias_ih)
+        new, sites = STEPS[self.cell_type](projected, carried, weight_hh, bias_hh, step, local)
         return (new[0] if self.cell_type == "gru" else new), sites
-
-    def _input_projection(self, inputs: Tensor, direction: int) -> Tensor:
-        suffix = "_l0_reverse" if direction else "_l0"
-        weight = getattr(self, "weight_ih" + suffix)
-        bias = getattr(self, "bias_ih" + suffix)
-        return inputs @ weight.T + bias
-
-    def _recurrent_weights(self, direction: int) -> tuple[Tensor, Tensor]:
-        suffix = "_l0_reverse" if direction else "_l0"
-        return getattr(self, "weight_hh" + suffix), getattr(self, "bias_hh" + suffix)
-
-    def _split_state(self, state, batch: int, like: Tensor) -> list[tuple[Tensor, ...]]:
-        """torch's `[directions, batch, hidden]` initial state as one tuple per direction."""
-        parts = 1 if self.cell_type == "gru" else 2
-        if state is None:
-            zeros = like.new_zeros(self.directions, batch, self.hidden_size)
-            state = zeros if parts == 1 else (zeros, zeros)
-        if parts == 1:
-            state = (state,)
-        return [tuple(s[d] for s in state) for d in range(self.directions)]
 
     def _fused(self, inputs: Tensor, state, lengths: Tensor | None):
         if lengths is None:
@@ -323,56 +411,11 @@ class GRU(_TracedRecurrent, nn.GRU):
 
     cell_type = "gru"
 
-    def step_projected(self, projected, carried, step, direction, edits):
-        (hidden,) = carried
-        weight_hh, bias_hh = self._recurrent_weights(direction)
-        recurrent = hidden @ weight_hh.T + bias_hh
-        input_reset, input_update, input_candidate = gate_blocks(projected, "gru", -1).values()
-        hidden_reset, hidden_update, hidden_candidate = gate_blocks(recurrent, "gru", -1).values()
-        reset_gate = _edited("reset_gate", torch.sigmoid(input_reset + hidden_reset), step, edits)
-        update_gate = _edited(
-            "update_gate", torch.sigmoid(input_update + hidden_update), step, edits
-        )
-        candidate = _edited(
-            "candidate", torch.tanh(input_candidate + reset_gate * hidden_candidate), step, edits
-        )
-        new_hidden = _edited(
-            "hidden", (1 - update_gate) * candidate + update_gate * hidden, step, edits
-        )
-        sites = {
-            "hidden": new_hidden,
-            "update_gate": update_gate,
-            "reset_gate": reset_gate,
-            "candidate": candidate,
-        }
-        return (new_hidden,), sites
-
 
 class LSTM(_TracedRecurrent, nn.LSTM):
     """`torch.nn.LSTM` (one layer, batch first) that can record and edit its gates and cell."""
 
     cell_type = "lstm"
-
-    def step_projected(self, projected, carried, step, direction, edits):
-        hidden, cell = carried
-        weight_hh, bias_hh = self._recurrent_weights(direction)
-        pre = projected + hidden @ weight_hh.T + bias_hh
-        pre_input, pre_forget, pre_candidate, pre_output = gate_blocks(pre, "lstm", -1).values()
-        input_gate = _edited("input_gate", torch.sigmoid(pre_input), step, edits)
-        forget_gate = _edited("forget_gate", torch.sigmoid(pre_forget), step, edits)
-        candidate = _edited("candidate", torch.tanh(pre_candidate), step, edits)
-        output_gate = _edited("output_gate", torch.sigmoid(pre_output), step, edits)
-        new_cell = _edited("cell", forget_gate * cell + input_gate * candidate, step, edits)
-        new_hidden = _edited("hidden", output_gate * torch.tanh(new_cell), step, edits)
-        sites = {
-            "hidden": new_hidden,
-            "cell": new_cell,
-            "input_gate": input_gate,
-            "forget_gate": forget_gate,
-            "candidate": candidate,
-            "output_gate": output_gate,
-        }
-        return (new_hidden, new_cell), sites
 
 
 def recurrent_layer(

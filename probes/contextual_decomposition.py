@@ -1,4 +1,4 @@
-"""Contextual decomposition (CD) of an LSTM, batched over sequences and phrases.
+"""Contextual decomposition (CD) of LSTMs and GRUs, batched over sequences and phrases.
 
 Murdoch, Liu and Yu (2018), "Beyond Word Importance: Contextual Decomposition to Extract
 Interactions from LSTMs", section 3.2, as paper 2 ("Do LSTMs Learn Compositionally?", section
@@ -31,7 +31,8 @@ import torch
 from scipy.stats import sem
 from torch import Tensor, nn
 
-from lightning_modules.recurrent import gate_blocks
+from lightning_modules.recurrent import LayerWeights, gate_blocks
+from probes.attach import TorchLayer
 
 
 def decompose_three(
@@ -67,6 +68,43 @@ class Decomposition:
         """The logits `[batch, time, vocabulary]` split the same way; the output bias goes to
         the irrelevant part."""
         return self.relevant @ output.weight.T, output(self.irrelevant)
+
+
+def lstm_step(
+    relevant_pre: Tensor,
+    irrelevant_pre: Tensor,
+    bias: Tensor,
+    in_phrase: Tensor,
+    relevant_cell: Tensor,
+    irrelevant_cell: Tensor,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """One LSTM step of CD (Murdoch et al. 2018, section 3.2) from the two parts of the gates'
+    pre-activations `[batch, 4 units]` (torch's gate order) and their `bias` `[4 units]`;
+    `in_phrase` `[batch, 1]` is 1 where the step is in the phrase. Returns the relevant and
+    irrelevant hidden state and cell."""
+    rel_i, rel_f, rel_g, rel_o = gate_blocks(relevant_pre, "lstm", -1).values()
+    irr_i, irr_f, irr_g, irr_o = gate_blocks(irrelevant_pre, "lstm", -1).values()
+    b_i, b_f, b_g, b_o = gate_blocks(bias, "lstm").values()
+    input_gate = decompose_three(rel_i, irr_i, b_i, torch.sigmoid)
+    candidate = decompose_three(rel_g, irr_g, b_g, torch.tanh)
+    forget_gate = decompose_three(rel_f, irr_f, b_f, torch.sigmoid)
+    new_relevant = input_gate[0] * (candidate[0] + candidate[2]) + input_gate[2] * candidate[0]
+    new_irrelevant = input_gate[1] * sum(candidate) + (input_gate[0] + input_gate[2]) * candidate[1]
+    bias_product = input_gate[2] * candidate[2]  # goes with the phrase while inside it
+    new_relevant = new_relevant + bias_product * in_phrase
+    new_irrelevant = new_irrelevant + bias_product * (1 - in_phrase)
+    relevant_cell, irrelevant_cell = (
+        new_relevant + (forget_gate[0] + forget_gate[2]) * relevant_cell,
+        new_irrelevant + sum(forget_gate) * irrelevant_cell + forget_gate[1] * relevant_cell,
+    )
+    output_gate = torch.sigmoid(rel_o + irr_o + b_o)
+    tanh_relevant, tanh_irrelevant = decompose_tanh_two(relevant_cell, irrelevant_cell)
+    return (
+        output_gate * tanh_relevant,
+        output_gate * tanh_irrelevant,
+        relevant_cell,
+        irrelevant_cell,
+    )
 
 
 def contextual_decomposition(
@@ -116,31 +154,146 @@ def contextual_decomposition(
         irrelevant_pre = (
             from_input * (1 - in_phrase[:, step]) + irrelevant_hidden @ lstm.weight_hh_l0.T
         )
-        rel_i, rel_f, rel_g, rel_o = gate_blocks(relevant_pre, "lstm", -1).values()
-        irr_i, irr_f, irr_g, irr_o = gate_blocks(irrelevant_pre, "lstm", -1).values()
-        b_i, b_f, b_g, b_o = gate_blocks(bias, "lstm").values()
-        input_gate = decompose_three(rel_i, irr_i, b_i, torch.sigmoid)
-        candidate = decompose_three(rel_g, irr_g, b_g, torch.tanh)
-        forget_gate = decompose_three(rel_f, irr_f, b_f, torch.sigmoid)
-        new_relevant = input_gate[0] * (candidate[0] + candidate[2]) + input_gate[2] * candidate[0]
-        new_irrelevant = (
-            input_gate[1] * sum(candidate) + (input_gate[0] + input_gate[2]) * candidate[1]
+        relevant_hidden, irrelevant_hidden, relevant_cell, irrelevant_cell = lstm_step(
+            relevant_pre, irrelevant_pre, bias, in_phrase[:, step], relevant_cell, irrelevant_cell
         )
-        bias_product = input_gate[2] * candidate[2]  # goes with the phrase while inside it
-        new_relevant = new_relevant + bias_product * in_phrase[:, step]
-        new_irrelevant = new_irrelevant + bias_product * (1 - in_phrase[:, step])
-        new_relevant = new_relevant + (forget_gate[0] + forget_gate[2]) * relevant_cell
-        new_irrelevant = (
-            new_irrelevant + sum(forget_gate) * irrelevant_cell + forget_gate[1] * relevant_cell
-        )
-        relevant_cell, irrelevant_cell = new_relevant, new_irrelevant
-        output_gate = torch.sigmoid(rel_o + irr_o + b_o)
-        tanh_relevant, tanh_irrelevant = decompose_tanh_two(relevant_cell, irrelevant_cell)
-        relevant_hidden = output_gate * tanh_relevant
-        irrelevant_hidden = output_gate * tanh_irrelevant
         relevant_states.append(relevant_hidden)
         irrelevant_states.append(irrelevant_hidden)
     return Decomposition(torch.stack(relevant_states, 1), torch.stack(irrelevant_states, 1))
+
+
+def gru_step(
+    relevant_projected: Tensor,
+    irrelevant_projected: Tensor,
+    bias_ih: Tensor,
+    weight_hh: Tensor,
+    bias_hh: Tensor,
+    in_phrase: Tensor,
+    relevant_hidden: Tensor,
+    irrelevant_hidden: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """One GRU step of CD: the relevant part beta and irrelevant part gamma of the new hidden
+    state from the parts of the input projection `W_i x` `[batch, 3 units]` (no bias) and of the
+    previous state. Written by hand for this suite (no published GRU decomposition); the split,
+    in torch's equations with `h = beta + gamma`:
+
+    - `r` and `z`: their pre-activations split into the phrase's part (`W_i x_beta + W_h beta`),
+      the rest's (`W_i x_gamma + W_h gamma`) and the biases `b_i + b_h`, linearised by
+      `decompose_three` as the LSTM's gates: `r = r_beta + r_gamma + r_b`, same for `z`.
+    - `n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`: the product `r * (W_hn beta + W_hn gamma +
+      b_hn)` splits term by term as the LSTM's cell update does: terms of relevant and bias
+      factors only, `r_beta (W_hn beta + b_hn) + r_b W_hn beta`, to the phrase; every term with
+      a gamma factor to the rest; `r_b b_hn` joins the biases. Then `decompose_three` over
+      (`W_in x_beta + ...`, `W_in x_gamma + ...`, `b_in + r_b b_hn`) gives `n_beta, n_gamma, n_b`.
+    - `h' = (1 - z) n + z h` with `1 - z = (1 - z_b) - z_beta - z_gamma`, term by term again:
+      beta' = `(1 - z_b) n_beta - z_beta (n_beta + n_b) + (z_beta + z_b) beta`; every term with
+      a gamma factor goes to gamma'; the bias-only term `(1 - z_b) n_b` goes with the phrase
+      while the step is inside it (`in_phrase`), else to the rest, as the LSTM's `i_b g_b`.
+
+    Every split sums to the true value, so beta' + gamma' is the GRU's state up to rounding."""
+    b_ir, b_iz, b_in = gate_blocks(bias_ih, "gru").values()
+    b_hr, b_hz, b_hn = gate_blocks(bias_hh, "gru").values()
+    rel_x_r, rel_x_z, rel_x_n = gate_blocks(relevant_projected, "gru", -1).values()
+    irr_x_r, irr_x_z, irr_x_n = gate_blocks(irrelevant_projected, "gru", -1).values()
+    rel_h_r, rel_h_z, rel_h_n = gate_blocks(relevant_hidden @ weight_hh.T, "gru", -1).values()
+    irr_h_r, irr_h_z, irr_h_n = gate_blocks(irrelevant_hidden @ weight_hh.T, "gru", -1).values()
+    r_rel, r_irr, r_b = decompose_three(rel_x_r + rel_h_r, irr_x_r + irr_h_r, b_ir + b_hr,
+                                        torch.sigmoid)  # fmt: skip
+    z_rel, z_irr, z_b = decompose_three(rel_x_z + rel_h_z, irr_x_z + irr_h_z, b_iz + b_hz,
+                                        torch.sigmoid)  # fmt: skip
+    inner_rel = r_rel * (rel_h_n + b_hn) + r_b * rel_h_n
+    inner_irr = r_irr * (rel_h_n + irr_h_n + b_hn) + (r_rel + r_b) * irr_h_n
+    n_rel, n_irr, n_b = decompose_three(rel_x_n + inner_rel, irr_x_n + inner_irr,
+                                        b_in + r_b * b_hn, torch.tanh)  # fmt: skip
+    keep = 1 - z_b
+    bias_product = keep * n_b
+    relevant = keep * n_rel - z_rel * (n_rel + n_b) + (z_rel + z_b) * relevant_hidden
+    irrelevant = (
+        keep * n_irr - z_rel * n_irr - z_irr * (n_rel + n_irr + n_b)
+        + z_irr * (relevant_hidden + irrelevant_hidden) + (z_rel + z_b) * irrelevant_hidden
+    )  # fmt: skip
+    return relevant + bias_product * in_phrase, irrelevant + bias_product * (1 - in_phrase)
+
+
+@dataclass(frozen=True)
+class LayerParts:
+    """A decomposed recurrent layer: hidden states `[batch, time, units]` split into the
+    phrase's part and the rest, and its final state's parts (`(relevant, irrelevant)` of the
+    hidden state and, for an LSTM, of the cell, each `[batch, units]`), to start a next run
+    (e.g. a decoder from an encoder's phrase)."""
+
+    states: Decomposition
+    final: tuple[tuple[Tensor, Tensor], ...]
+
+
+def decompose_layer(
+    layer: LayerWeights,
+    relevant_inputs: Tensor,
+    irrelevant_inputs: Tensor,
+    in_phrase: Tensor,
+    initial: tuple[tuple[Tensor, Tensor], ...] | None = None,
+) -> LayerParts:
+    """CD of one unidirectional recurrent layer (`lightning_modules.recurrent.LayerWeights`: the
+    suite's layers, or `probes.attach.TorchLayer` over any torch GRU or LSTM) whose inputs
+    `[batch, time, features]` come split in two parts; `in_phrase` `[batch, time]` marks the
+    phrase's steps (where the bias-only terms go with the phrase). `initial`: the parts of the
+    starting state (default zeros: all irrelevant and 0)."""
+    if layer.directions != 1:
+        raise ValueError(
+            "contextual decomposition runs forward in time: bidirectional layers are not "
+            "supported (unidirectional GRU and LSTM layers are)."
+        )
+    weight_ih, weight_hh, bias_ih, bias_hh = layer.weights(0)
+    batch, time, _ = relevant_inputs.shape
+    zeros = relevant_inputs.new_zeros(batch, layer.hidden_size)
+    parts = 1 if layer.cell_type == "gru" else 2
+    state = [tuple(pair) for pair in initial] if initial is not None else [(zeros, zeros)] * parts
+    bias_ih = bias_ih if bias_ih is not None else zeros.new_zeros(weight_ih.shape[0])
+    bias_hh = bias_hh if bias_hh is not None else zeros.new_zeros(weight_hh.shape[0])
+    relevant_projected = relevant_inputs @ weight_ih.T
+    irrelevant_projected = irrelevant_inputs @ weight_ih.T
+    phrase = in_phrase.to(relevant_inputs.dtype).unsqueeze(-1)
+    relevant_states, irrelevant_states = [], []
+    for step in range(time):
+        (relevant_hidden, irrelevant_hidden), *cell = state
+        if layer.cell_type == "gru":
+            state = [gru_step(relevant_projected[:, step], irrelevant_projected[:, step], bias_ih,
+                              weight_hh, bias_hh, phrase[:, step], relevant_hidden,
+                              irrelevant_hidden)]  # fmt: skip
+        else:
+            relevant_pre = relevant_projected[:, step] + relevant_hidden @ weight_hh.T
+            irrelevant_pre = irrelevant_projected[:, step] + irrelevant_hidden @ weight_hh.T
+            hidden_and_cell = lstm_step(relevant_pre, irrelevant_pre, bias_ih + bias_hh,
+                                        phrase[:, step], *cell[0])  # fmt: skip
+            state = [hidden_and_cell[:2], hidden_and_cell[2:]]
+        relevant_states.append(state[0][0])
+        irrelevant_states.append(state[0][1])
+    states = Decomposition(torch.stack(relevant_states, 1), torch.stack(irrelevant_states, 1))
+    return LayerParts(states, tuple(state))
+
+
+def decompose_recurrent(
+    module: nn.GRU | nn.LSTM,
+    inputs: Tensor,
+    relevant: Tensor,
+    initial: Sequence[tuple[tuple[Tensor, Tensor], ...]] | None = None,
+) -> list[LayerParts]:
+    """CD through every layer of a unidirectional torch `nn.GRU` or `nn.LSTM` (any number of
+    layers, the suite's or a user's; evaluation: no dropout between layers). `inputs` `[batch,
+    time, features]` batch-first whatever the module's `batch_first`; `relevant` `[batch, time]`
+    bool marks the phrase; `initial`: per layer, the parts of its starting state (e.g. an
+    encoder's `final`). Layer 0's input splits by the phrase; each next layer's input is the
+    previous layer's parts. Returns every layer's parts, the top layer last."""
+    phrase = relevant.to(inputs.dtype).unsqueeze(-1)
+    relevant_inputs, irrelevant_inputs = inputs * phrase, inputs * (1 - phrase)
+    layers = []
+    for index in range(module.num_layers):
+        start = None if initial is None else initial[index]
+        parts = decompose_layer(TorchLayer(module, index), relevant_inputs, irrelevant_inputs,
+                                relevant, start)  # fmt: skip
+        layers.append(parts)
+        relevant_inputs, irrelevant_inputs = parts.states.relevant, parts.states.irrelevant
+    return layers
 
 
 @dataclass(frozen=True)

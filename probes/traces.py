@@ -34,29 +34,33 @@ FUNCTIONAL_GROUP_PROCEDURES = ("coauthors", "text")
 (`probes.diagnostic.functional_group`)."""
 
 
-def module_of(site: str) -> str:
-    """`encoder` or `decoder`, the part of the network a site belongs to."""
-    module = site.split(".")[0]
-    if module not in ("encoder", "decoder"):
-        raise ValueError(f"site {site!r} is neither encoder.<name> nor decoder.<name>")
-    return module
+def valid_key(site: str) -> str:
+    """The trace entry that marks the valid steps of `site`: the suite's seq2seq models mark them
+    by `batch.source_lengths` (encoder) and `batch.target` (decoder); a run recorded from any
+    model (`probes.own_model.record_run`) by `valid.<layer>` `[batch, time]`."""
+    layer = site.rsplit(".", 1)[0]
+    if site.split(".")[0] in ("encoder", "decoder") and "." not in layer:
+        return "batch.source_lengths" if layer == "encoder" else "batch.target"
+    return f"valid.{layer}"
 
 
 def trace_keys(sites: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
     """The trace entries that probing `sites` with `labels` reads (the masks' entries included)."""
     keys = set(sites) | {label for label in labels if label != STEP_LABEL}
-    for site in sites:
-        keys.add("batch.source_lengths" if module_of(site) == "encoder" else "batch.target")
+    keys |= {valid_key(site) for site in sites}
     return sorted(keys)
 
 
 def valid_steps(trace: dict[str, Tensor], site: str) -> Tensor:
     """`[batch, time]` over the steps of `site`: an encoder's steps within the source, a
-    decoder's steps with a target."""
-    if module_of(site) == "encoder":
+    decoder's steps with a target, a recorded layer's steps within its sequences."""
+    key = valid_key(site)
+    if key == "batch.source_lengths":
         time = torch.arange(trace[site].shape[1])
         return time[None] < trace["batch.source_lengths"][:, None]
-    return trace["batch.target"] != PAD
+    if key == "batch.target":
+        return trace["batch.target"] != PAD
+    return trace[key].bool()
 
 
 def step_labels(
