@@ -282,6 +282,16 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     return claims
 
 
+CHANCE, CEILING = 2 / 1002, 0.99
+
+
+def regime(probability: float) -> str:
+    """Where a cell's P(omega | alpha) sits: `chance` (below twice uniform guessing, 2/1002),
+    `ceiling` (above 0.99) or `between`. Comparisons of two cells in the same floor or ceiling
+    regime say nothing about the model (issue 19: at 100k tokens they decided three claims)."""
+    return "chance" if probability < CHANCE else "ceiling" if probability > CEILING else "between"
+
+
 def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[str, pd.DataFrame]:
     """The numbers behind Figures 1-3, as the report's tables."""
     longest = max(scale.conduit_lengths)
@@ -290,7 +300,8 @@ def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[st
             [{"k": k, "n": n, "P(omega|alpha)": v.phrase["open"].mean,
               "SE alpha": v.phrase["open"].standard_error,
               "P(omega|conduit)": v.phrase["conduit"].mean,
-              "SE conduit": v.phrase["conduit"].standard_error, "P(omega) full model": v.full.mean}
+              "SE conduit": v.phrase["conduit"].standard_error, "P(omega) full model": v.full.mean,
+              "regime": regime(v.phrase["open"].mean)}
              for (k, n), v in fig1.items()]
         ),
         "figure2": pd.DataFrame(
@@ -389,6 +400,10 @@ checked by a measured statistic and the rule written beside it.
   P(omega | alpha) >= {LEARNED}. Uniform guessing gives 1/1002 = 0.001.
 
 ## Figure 1: rule frequency and conduit length ({scale.figure1_epoch} epochs)
+
+`regime`: `chance` where P(omega | alpha) < 2/1002 (twice uniform guessing), `ceiling` where it is
+above 0.99, else `between`; a comparison of two cells at chance or two at the ceiling is decided
+by floor or ceiling, not by the model.
 
 ![Figure 1](figures/fig1_rule_frequency.png)
 
