@@ -84,18 +84,20 @@ class Claim:
 def with_earlier(claims: Sequence[Claim], earlier: Sequence[Claim], reason: str) -> list[Claim]:
     """`claims`, each given the verdict and rule of the claim with its id in `earlier` (the same
     claims computed by the replaced rule or reading) and the `reason` of the change, where the
-    change touched it (its rule's text or verdict differs)."""
+    change touched it (its rule's text or verdict differs). Where that earlier claim itself
+    replaced a rule, its own earlier verdict is kept: the verdict before every change."""
     by_id = {claim.id: claim for claim in earlier}
 
-    def touched(claim: Claim) -> bool:
+    def previous(claim: Claim) -> Earlier | None:
         old = by_id.get(claim.id)
-        return old is not None and (old.rule, old.verdict) != (claim.rule, claim.verdict)
+        if old is None or (old.rule, old.verdict) == (claim.rule, claim.verdict):
+            return None
+        if old.earlier is not None:
+            return Earlier(old.earlier.verdict, old.earlier.rule,
+                           f"{reason}; and {old.earlier.reason}")  # fmt: skip
+        return Earlier(old.verdict, old.rule, reason)
 
-    return [
-        replace(claim, earlier=Earlier(by_id[claim.id].verdict, by_id[claim.id].rule, reason))
-        if touched(claim) else claim
-        for claim in claims
-    ]  # fmt: skip
+    return [replace(claim, earlier=previous(claim) or claim.earlier) for claim in claims]
 
 
 def compare_means(

@@ -115,6 +115,7 @@ class Attached:
             for index in range(module.num_layers)
         }
         self._recording: dict[str, list[Tensor]] | None = None
+        self._valid: dict[str, list[Tensor]] = {}
         self._edits: tuple[Intervention, ...] = ()
         self._next_step: dict[str, int] = {}
         self._open = 0

@@ -1,6 +1,7 @@
 """Verdicts follow their written rules, and the report files are what DESIGN.md describes."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -98,3 +99,13 @@ def test_a_changed_rule_keeps_its_old_verdict_in_the_report(tmp_path):
     record = json.loads((tmp_path / "results.json").read_text())[0]
     assert record["earlier"]["verdict"] == "partially reproduced"
     assert record["earlier"]["reason"].startswith("the authors' code")
+
+
+def test_the_earliest_verdict_is_kept_across_two_changes():
+    """A reading replaced and a rule replaced on the same claim: the verdict before both."""
+    new = [compare_means("x", "x", [1.0], [0.98])]  # new reading, new rule: reproduced
+    old = [compare_means("x", "x", [1.0], [0.98]), compare_means("y", "y", [1.0], [0.5])]
+    old = [replace(old[0], rule="old reading's rule"), old[1]]
+    (claim,) = with_earlier(new, old, "the reading changed")
+    assert claim.earlier.verdict == "partially reproduced"  # old reading, unrounded rule
+    assert claim.earlier.reason.startswith("the reading changed; and until issue 19")
