@@ -2,6 +2,7 @@
 the parts sum to the true states and logits, a planted network gives its one token all the
 relevance, and the batch equals one example at a time."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -162,3 +163,59 @@ def test_a_bidirectional_layer_is_one_clear_error():
     gru = nn.GRU(3, 4, bidirectional=True, batch_first=True)
     with pytest.raises(ValueError, match="bidirectional layers are not supported"):
         decompose_recurrent(gru, torch.randn(2, 5, 3), torch.zeros(2, 5, dtype=torch.bool))
+
+
+def numpy_gru_cd(gru: nn.GRU, inputs: np.ndarray, phrase: np.ndarray):
+    """One sequence `[time, features]`, one phrase `[time]` bool: GRU CD written out in NumPy
+    from the derivation in `probes.contextual_decomposition.gru_step`'s docstring, term by term,
+    independently of the suite's code."""
+    w_ih, w_hh = gru.weight_ih_l0.detach().numpy(), gru.weight_hh_l0.detach().numpy()
+    b_ih, b_hh = gru.bias_ih_l0.detach().numpy(), gru.bias_hh_l0.detach().numpy()
+    units = w_hh.shape[1]
+
+    def sigmoid(x):
+        return 1 / (1 + np.exp(-x))
+
+    def shapley(a, b, c, f):  # f(a + b + c) = a's share + b's share + f(c)
+        return (0.5 * (f(a + c) - f(c) + f(a + b + c) - f(b + c)),
+                0.5 * (f(b + c) - f(c) + f(a + b + c) - f(a + c)), f(c))  # fmt: skip
+
+    beta, gamma = np.zeros(units), np.zeros(units)
+    betas, gammas = [], []
+    for x, inside in zip(inputs, phrase, strict=True):
+        x_beta, x_gamma = (x, 0 * x) if inside else (0 * x, x)
+        gates = {}
+        for index, name in enumerate("rz"):
+            rows = slice(index * units, (index + 1) * units)
+            gates[name] = shapley(w_ih[rows] @ x_beta + w_hh[rows] @ beta,
+                                  w_ih[rows] @ x_gamma + w_hh[rows] @ gamma,
+                                  b_ih[rows] + b_hh[rows], sigmoid)  # fmt: skip
+        rows = slice(2 * units, 3 * units)
+        (r_b_, r_g, r_0), (z_b_, z_g, z_0) = gates["r"], gates["z"]
+        h_beta, h_gamma, b_hn = w_hh[rows] @ beta, w_hh[rows] @ gamma, b_hh[rows]
+        n_b_, n_g, n_0 = shapley(
+            w_ih[rows] @ x_beta + r_b_ * (h_beta + b_hn) + r_0 * h_beta,
+            w_ih[rows] @ x_gamma + r_g * (h_beta + h_gamma + b_hn) + (r_b_ + r_0) * h_gamma,
+            b_ih[rows] + r_0 * b_hn, np.tanh,
+        )  # fmt: skip
+        both = (1 - z_0) * n_0
+        new_beta = (1 - z_0) * n_b_ - z_b_ * (n_b_ + n_0) + (z_b_ + z_0) * beta
+        new_gamma = ((1 - z_0) * n_g - z_b_ * n_g - z_g * (n_b_ + n_g + n_0)
+                     + z_g * (beta + gamma) + (z_b_ + z_0) * gamma)  # fmt: skip
+        beta, gamma = (new_beta + both, new_gamma) if inside else (new_beta, new_gamma + both)
+        betas.append(beta)
+        gammas.append(gamma)
+    return np.stack(betas), np.stack(gammas)
+
+
+def test_the_batched_gru_decomposition_equals_an_independent_numpy_loop():
+    gru = saturated(nn.GRU(4, 6, batch_first=True), scale=2.0).double()
+    inputs = torch.randn(5, 7, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(8))
+    phrases = random_phrases(5, 7, seed=9)
+    (parts,) = decompose_recurrent(gru, inputs, phrases)
+    for row in range(5):
+        beta, gamma = numpy_gru_cd(gru, inputs[row].numpy(), phrases[row].numpy())
+        np.testing.assert_allclose(parts.states.relevant[row].detach().numpy(), beta, rtol=1e-10,
+                                   atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(parts.states.irrelevant[row].detach().numpy(), gamma,
+                                   rtol=1e-10, atol=1e-12)  # fmt: skip
