@@ -10,7 +10,7 @@ each run is what a user gets by hand):
 4. write `reports/paper1/{report.md, results.json, figures/}` with the paper's values beside ours,
    and log the figures and tables to W&B.
 
-Scale (`SCALE` or `--scale`, see `SCALES`): `default` = `paper` = the paper's schedule (about 8 h
+Scale (`SCALE` or `--scale`, see `SCALES`): `default` = `paper` = the paper's schedule (about 7 h
 on 2 CPU cores, resumable with `--reuse-runs`); `short` = training for 40 epochs and substitution
 retraining for 5 (about 2 h); `smoke` = a minute-long check of the pipeline.
 """
@@ -102,10 +102,10 @@ class Scale:
 PAPER_SCHEDULE = Scale(None, 100, 20, 3)
 """The paper's: 100 epochs (machine-zoo), substitutions retrained by the original procedure (up
 to 100 epochs, best held-out checkpoint), pruned models 20 epochs: 5,900 model-epochs of 232
-steps. Estimated 8 h on 2 CPU cores, two runs at a time (measured: 100 epochs of one model in
-27.8 min beside another; a step of batch 1 costs 28 ms on one core, and `make bench` shows why
-neither a vectorised ensemble nor `torch.compile` shortens it), over several invocations with
-`--reuse-runs`."""
+steps. Estimated 7 h on 2 CPU cores, two runs at a time (measured: the 10 models' 100 epochs in
+99 min, about 12 min per model on a quiet machine; a step of batch 1 costs 28 ms on one core, and
+`make bench` shows why neither a vectorised ensemble nor `torch.compile` shortens it), over
+several invocations with `--reuse-runs`."""
 
 SCALES = {
     "paper": PAPER_SCHEDULE,
