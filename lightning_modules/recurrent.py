@@ -197,7 +197,7 @@ def traced_forward(
     batch, time, _ = inputs.shape
     step_function = STEPS[layer.cell_type]
     directions = _split_state(layer, state, batch, inputs)
-    mask = _step_mask(lengths, batch, time, inputs.device)
+    mask = step_mask(lengths, batch, time, inputs.device)
     direction_sites, finals = [], []
     for direction, carried in enumerate(directions):
         local_edits = [
@@ -375,7 +375,7 @@ class _TracedRecurrent:
         return outputs, final
 
 
-def _step_mask(lengths: Tensor | None, batch: int, time: int, device) -> Tensor:
+def step_mask(lengths: Tensor | None, batch: int, time: int, device) -> Tensor:
     """`[batch, time]` True where a step is inside its sequence."""
     if lengths is None:
         return torch.ones(batch, time, dtype=torch.bool, device=device)

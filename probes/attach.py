@@ -37,7 +37,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from lightning_modules.recurrent import SITES, Intervention, _TracedRecurrent, traced_forward
+from lightning_modules.recurrent import (
+    SITES,
+    Intervention,
+    _TracedRecurrent,
+    step_mask,
+    traced_forward,
+)
 
 SUPPORTED = (
     "torch.nn.GRU and torch.nn.LSTM (stacked, bidirectional, batch-first or time-first, packed "
@@ -213,7 +219,7 @@ class Attached:
             if self._recording is not None:
                 for site, value in sites.items():
                     self._recording[f"{name}.{site}"].append(value)
-                self._valid[name].append(_steps_within(lengths, padded))
+                self._valid[name].append(step_mask(lengths, *padded.shape[:2], padded.device))
             values = sites["hidden"]
             if index < module.num_layers - 1 and module.dropout and module.training:
                 values = nn.functional.dropout(values, module.dropout, training=True)
@@ -230,13 +236,6 @@ class Trace(dict):
     def __init__(self):
         super().__init__()
         self.valid: dict[str, Tensor] = {}
-
-
-def _steps_within(lengths: Tensor | None, padded: Tensor) -> Tensor:
-    time = torch.arange(padded.shape[1], device=padded.device)
-    if lengths is None:
-        return torch.ones(padded.shape[0], padded.shape[1], dtype=torch.bool, device=padded.device)
-    return time[None] < lengths.to(padded.device)[:, None]
 
 
 class _Forward:

@@ -123,12 +123,8 @@ def contextual_decomposition(
             "contextual_decomposition needs a 1-layer unidirectional batch_first LSTM."
         )
     batch, time, _ = inputs.shape
-    units = lstm.hidden_size
-    bias = lstm.bias_ih_l0 + lstm.bias_hh_l0
-    in_phrase = relevant.to(inputs.dtype).unsqueeze(-1)
-    zeros = inputs.new_zeros(batch, units)
-    relevant_hidden, irrelevant_hidden = zeros, zeros
-    relevant_cell, irrelevant_cell = zeros, zeros
+    zeros = inputs.new_zeros(batch, lstm.hidden_size)
+    irrelevant_hidden, irrelevant_cell = zeros, zeros
     relevant_states, irrelevant_states = [], []
     # Before the first phrase token of the batch the relevant part is exactly 0 and the
     # irrelevant part is the LSTM itself: run torch's fused layer there, decompose from there on.
@@ -142,24 +138,19 @@ def contextual_decomposition(
             representative = rows.new_empty(int(row_of.max()) + 1)
             representative[row_of] = rows
         before, (last_hidden, last_cell) = nn.LSTM.forward(lstm, inputs[representative, :first])
-        before = before[row_of]
         irrelevant_hidden, irrelevant_cell = last_hidden[0, row_of], last_cell[0, row_of]
-        relevant_states += [zeros] * first
-        irrelevant_states += list(before.unbind(1))
-    # [batch, steps from `first`, 4 units], in torch's gate order (GATE_BLOCKS)
-    projected = inputs[:, first:] @ lstm.weight_ih_l0.T
-    for step in range(first, time):
-        from_input = projected[:, step - first]
-        relevant_pre = from_input * in_phrase[:, step] + relevant_hidden @ lstm.weight_hh_l0.T
-        irrelevant_pre = (
-            from_input * (1 - in_phrase[:, step]) + irrelevant_hidden @ lstm.weight_hh_l0.T
-        )
-        relevant_hidden, irrelevant_hidden, relevant_cell, irrelevant_cell = lstm_step(
-            relevant_pre, irrelevant_pre, bias, in_phrase[:, step], relevant_cell, irrelevant_cell
-        )
-        relevant_states.append(relevant_hidden)
-        irrelevant_states.append(irrelevant_hidden)
-    return Decomposition(torch.stack(relevant_states, 1), torch.stack(irrelevant_states, 1))
+        relevant_states.append(torch.zeros_like(before[row_of]))
+        irrelevant_states.append(before[row_of])
+    if first < time:
+        phrase = relevant[:, first:]
+        in_phrase = phrase.to(inputs.dtype).unsqueeze(-1)
+        rest = inputs[:, first:]
+        start = ((zeros, irrelevant_hidden), (zeros, irrelevant_cell))
+        parts = decompose_layer(TorchLayer(lstm, 0), rest * in_phrase, rest * (1 - in_phrase),
+                                phrase, start).states  # fmt: skip
+        relevant_states.append(parts.relevant)
+        irrelevant_states.append(parts.irrelevant)
+    return Decomposition(torch.cat(relevant_states, 1), torch.cat(irrelevant_states, 1))
 
 
 def gru_step(

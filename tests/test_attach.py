@@ -58,6 +58,7 @@ def test_attaching_changes_no_output_and_tracing_matches_torch(language_model):
                           ("hidden", "cell", "input_gate", "forget_gate", "candidate",
                            "output_gate")}  # fmt: skip
     assert trace["rnn.l1.hidden"].shape == (3, 7, 16)  # [batch, time, units], time-first model
+    assert set(attached.sites) == set(trace)
     attached.detach()
     assert "forward" not in vars(model.rnn)
 
