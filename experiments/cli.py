@@ -30,6 +30,7 @@ from pytorch_lightning import LightningDataModule, LightningModule
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.loggers import WandbLogger
 
+from experiments.allocator import keep_freed_memory
 from experiments.resume import check_resume
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
@@ -166,6 +167,7 @@ class ExperimentCLI(LightningCLI):
 
 def main(args: list[str] | None = None) -> None:
     """Run the CLI; a known bad input ends with one line naming the problem, exit status 2."""
+    keep_freed_memory()  # paper 1's batch-1 steps: about 1.4x faster (experiments.allocator)
     try:
         ExperimentCLI(args=args)
     except (RunFileError, FileNotFoundError, ValueError) as error:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.allocator import keep_freed_memory
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from storage import RunLayout
 from storage.files import RunFolderLock, write_text_atomic
@@ -172,6 +173,7 @@ def reproduction_main(
     """Parse a reproduction's command line (`reproduction_parser`), run `reproduce(scale, runs,
     out, jobs, reuse)` and print the verdict line of the report it wrote."""
     args = reproduction_parser(description, scales, out).parse_args(argv)
+    keep_freed_memory()  # for the analyses run in this process; each fit sets its own
     claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
     print(verdict_line(args.out / "report.md", claims))
     return claims
