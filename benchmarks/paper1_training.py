@@ -5,7 +5,11 @@
 2. Recording callbacks (`TraceRecorder` and `WeightSnapshot` as the paper 1 configs set them:
    every 10 epochs and at the best checkpoint) on vs off, over 10 epochs (target at most 1.10x).
 3. The traced core (every gate recorded) vs the fused `torch.nn.GRU`, forward and backward.
-4. Two ways issue 19 tried to shorten paper 1's 5,900 model-epochs, against today's training
+4. The allocator setting every fit makes (`experiments.allocator.keep_freed_memory`, glibc's
+   `mallopt`) vs glibc's defaults: the bare loop's steps in two fresh processes, one with it and
+   one without (a process's allocator setting cannot be undone). Without it, a batch-1 step
+   page-faults on its fresh weight-sized gradients (about 2,400 faults a step).
+5. Two ways issue 19 tried to shorten paper 1's 5,900 model-epochs, against today's training
    step (forward, backward, clipping, fused Adam): a vectorised ensemble (`torch.func.vmap` over
    the stacked parameters of K members, each with its own example) vs K single-model steps, and
    `torch.compile` of the forward vs eager. At batch 1 a step reads every weight, gradient and
@@ -22,6 +26,8 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -32,6 +38,7 @@ import torch  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 
 from datamodules import LookupTableDataModule  # noqa: E402
+from experiments.allocator import keep_freed_memory  # noqa: E402
 from lightning_modules.callbacks import SelectionScore, TraceRecorder, WeightSnapshot  # noqa: E402
 from lightning_modules.recurrent import GRU  # noqa: E402
 from lightning_modules.seq2seq import Seq2Seq, sequence_losses  # noqa: E402
@@ -191,6 +198,30 @@ def compiled_vs_eager(steps: int) -> tuple[float, float]:
     return training_steps(network, batches[20:], compiled), baseline
 
 
+ALLOCATOR_CHILD = """
+import sys
+from benchmarks.paper1_training import bare_loop
+from experiments.allocator import keep_freed_memory
+if sys.argv[1] == "kept":
+    assert keep_freed_memory(), "glibc's mallopt is not available here"
+bare_loop(20)
+print(bare_loop(int(sys.argv[2])))
+"""
+
+
+def allocator_kept_vs_default(steps: int, repeats: int) -> tuple[float, float]:
+    """Seconds for `steps` bare-loop steps in a fresh process with `keep_freed_memory()` vs one
+    with glibc's defaults (after 20 warm-up steps each); the sides alternate, fastest counts."""
+
+    def child(setting: str) -> float:
+        command = [sys.executable, "-c", ALLOCATOR_CHILD, setting, str(steps)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        return float(done.stdout.strip().splitlines()[-1])
+
+    pairs = [(child("kept"), child("default")) for _ in range(repeats)]
+    return min(p[0] for p in pairs), min(p[1] for p in pairs)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=200, help="steps for fit vs bare loop")
@@ -203,6 +234,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     rows = []
+    kept, default = allocator_kept_vs_default(args.steps, args.repeats_fit)
+    what = f"{args.steps} bare steps in fresh processes, fastest of {args.repeats_fit}"
+    rows.append(("freed memory kept / glibc default", kept, default, None, what))
+    keep_freed_memory()  # the rows below measure today's path, which fits with it
     with tempfile.TemporaryDirectory() as folder:
         bare_loop(20), lightning_fit(1, 20, [], folder)  # warm up
         pairs = [(bare_loop(args.steps), lightning_fit(1, args.steps, [], folder))
