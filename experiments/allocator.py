@@ -26,15 +26,28 @@ MMAP_THRESHOLD_BYTES = 32 * 2**20
 TRIM_THRESHOLD_BYTES = 2**30
 
 
-@functools.cache
-def keep_freed_memory() -> bool:
-    """Set glibc's thresholds (module docstring) once per process; whether they were set."""
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has `mallopt` and `gnu_get_libc_version`), else None."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
     except OSError:
-        libc = None
+        return None
     if libc is None or not hasattr(libc, "mallopt") or not hasattr(libc, "gnu_get_libc_version"):
+        return None
+    return libc
+
+
+def has_glibc() -> bool:
+    """Whether `keep_freed_memory` can set anything in this process."""
+    return _glibc() is not None
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Set glibc's thresholds (module docstring) once per process; whether they were set."""
+    libc = _glibc()
+    if libc is None:
         return False
     return bool(
         libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
