@@ -37,6 +37,7 @@ from experiments.paper1_ablations import (  # noqa: E402
     pruned_accuracy,
     pruning_claims,
     retrain_pruned,
+    retraining_length_note,
     substitution_claims,
     substitution_table,
 )
@@ -206,17 +207,22 @@ def ablations(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict:
 
     runs = run_all(tasks, jobs, describe)
     substitution: dict[tuple[str, str], list[float]] = {}
+    best_epochs: dict[tuple[str, str], list[int]] = {}  # 1-based epoch of each best checkpoint
     for key, run in runs.items():
         if isinstance(key, Substitution):
-            accuracy = RunFolder(run).test_accuracy("new_compositions")
+            folder = RunFolder(run)
+            accuracy = folder.test_accuracy("new_compositions")
             substitution.setdefault((key.receiver, key.component), []).append(accuracy)
+            best = folder.checkpoint("best")["epoch"] + 1
+            best_epochs.setdefault((key.receiver, key.component), []).append(best)
     pruning = {"before": [], "after": [], "kept": []}
     for seed in SEEDS:
         before, kept = pruned_accuracy(run_dir(root, "guided", seed), "new_compositions")
         pruning["before"].append(before)
         pruning["after"].append(RunFolder(runs[("pruned", seed)]).test_accuracy("new_compositions"))
         pruning["kept"].append(kept)
-    return {"substitution": substitution, "pruning": pruning, "runs": list(runs.values())}
+    return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning,
+            "runs": list(runs.values())}  # fmt: skip
 
 
 def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
@@ -445,10 +451,11 @@ def paper1_tables(claims, analysed, ablation) -> dict[str, pd.DataFrame]:
         for name, stats in result[reading].items()
     ]  # fmt: skip
     substitution_rows = [
-        {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value}
+        {"receiver": receiver, "component": component, "pair": i + 1, "new_compositions": value,
+         "best_epoch": ablation["best_epochs"][(receiver, component)][i]}
         for (receiver, component), values in ablation["substitution"].items()
         for i, value in enumerate(values)
-    ]
+    ]  # fmt: skip
     return {
         "claims": claims_frame(claims),
         "functional_groups": pd.DataFrame(probe_rows),
@@ -597,6 +604,8 @@ decoder units with the largest summed absolute weights and holds every other hid
 ![Table 4 and pruning](figures/table4_pruning.png)
 
 {substitution_table(ablation, original, PAPER)}
+
+{retraining_length_note(ablation["best_epochs"], scale.substitution_epochs)}
 
 Pruning (section 5.2), NC sequence accuracy per guided seed:
 
