@@ -10,7 +10,7 @@ each run is what a user gets by hand):
 4. write `reports/paper1/{report.md, results.json, figures/}` with the paper's values beside ours,
    and log the figures and tables to W&B.
 
-Scale (`SCALE` or `--scale`, see `SCALES`): `default` = `paper` = the paper's schedule (about 7 h
+Scale (`SCALE` or `--scale`, see `SCALES`): `default` = `paper` = the paper's schedule (about 5 h
 on 2 CPU cores, resumable with `--reuse-runs`); `short` = training for 40 epochs and substitution
 retraining for 5 (about 2 h); `paper-training` = the paper's training and pruning, substitutions
 retrained 15 epochs (about 2 h); `smoke` = a minute-long check of the pipeline.
@@ -104,10 +104,11 @@ class Scale:
 PAPER_SCHEDULE = Scale(None, 100, 20, 3)
 """The paper's: 100 epochs (machine-zoo), substitutions retrained by the original procedure (up
 to 100 epochs, best held-out checkpoint), pruned models 20 epochs: 5,900 model-epochs of 232
-steps. Estimated 7 h on 2 CPU cores, two runs at a time (measured: the 10 models' 100 epochs in
-99 min, about 12 min per model on a quiet machine; a step of batch 1 costs 28 ms on one core, and
-`make bench` shows why neither a vectorised ensemble nor `torch.compile` shortens it), over
-several invocations with `--reuse-runs`."""
+steps. Estimated 5 h on 2 CPU cores, two runs at a time, over several invocations with
+`--reuse-runs`. Measured with the kept-memory allocator setting (`experiments.allocator`): an
+epoch takes 4.7 s alone (6.3 s before it) and 6 s each with two fits at a time, which share the
+memory bandwidth (a batch-1 step moves every weight, gradient and Adam moment); `make bench`
+shows why neither a vectorised ensemble nor `torch.compile` shortens a step."""
 
 SCALES = {
     "paper": PAPER_SCHEDULE,
