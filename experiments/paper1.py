@@ -555,8 +555,6 @@ Both fit on one BLAS thread with fixed seeds, so a group does not depend on the 
 
 {probe_table(analysed, PAPER)}
 
-{probe_table(analysed, PAPER)}
-
 ## Section 4.2: gate saturation (Figure 4)
 
 Every gate unit of every run: the fraction of test steps with activation above 0.9 (x) and below
