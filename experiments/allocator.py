@@ -38,11 +38,6 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def has_glibc() -> bool:
-    """Whether `keep_freed_memory` can set anything in this process."""
-    return _glibc() is not None
-
-
 @functools.cache
 def keep_freed_memory() -> bool:
     """Set glibc's thresholds (module docstring) once per process; whether they were set."""

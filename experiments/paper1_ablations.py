@@ -342,12 +342,11 @@ def substitution_table(ablation: dict, original: dict[str, list[float]], paper: 
         "best epoch per pair |",
         "|---|---|---|---|---|---|",
     ]
-    best_epochs = ablation.get("best_epochs", {})
     for receiver, component, values in table4_rows(ablation, original):
         reported = paper["table4"][receiver].get(component)
         paper_cell = f"{reported[0]:.2f} ± {reported[1]:.2f}" if reported else "(not shown)"
         m = Measured.of(values)
-        best = best_epochs.get((receiver, component))
+        best = ablation["best_epochs"].get((receiver, component))  # none for the rows '-'
         lines.append(
             f"| {'AG' if receiver == 'guided' else 'BL'} | {component} | {paper_cell} | "
             f"{m.mean:.2f} ± {m.std:.2f} | {', '.join(f'{v:.2f}' for v in values)} | "
