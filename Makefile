@@ -38,7 +38,7 @@ reproduce-paper3: $(STAMP)
 	$(BIN)/python -m experiments.paper3 $(ARGS)
 
 reproduce-paper4: $(STAMP)
-	$(BIN)/python -m experiments.paper4 --jobs 3 $(ARGS)
+	$(BIN)/python -m experiments.paper4 --jobs 2 $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training

@@ -79,8 +79,12 @@ VARIANTS = {
     "gru": (),
     "lstm": ("--model.init_args.cell", "lstm"),
     "two_signals": ("--data.signals", "2"),
+    "gru_teacher_forced": (),
 }
 """Trained variants and their CLI arguments on top of `gru.yaml` (section 2)."""
+VARIANT_CONFIGS = {"gru_teacher_forced": ("teacher_forced.yaml",)}
+"""Configs a variant stacks on `gru.yaml` (before the scale's arguments): the GRU trained under
+teacher forcing, the second reading of section 2's objective."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,8 @@ class Scale:
 
 SCALES = {
     "paper": Scale(
-        seeds={"gru": (0, 1, 2), "lstm": (0, 1, 2), "two_signals": (0, 1, 2)},
+        seeds={"gru": (0, 1, 2), "lstm": (0, 1, 2), "two_signals": (0, 1, 2),
+               "gru_teacher_forced": (0,)},
         vocab_size=20000,
         hidden_size=256,
         embedding_size=128,
@@ -128,19 +133,19 @@ SCALES = {
         analysis_rows=500,
     ),  # fmt: skip
     "default": Scale(
-        seeds={"gru": (0, 1, 2), "lstm": (0,), "two_signals": (0,)},
+        seeds={"gru": (0, 1, 2), "lstm": (0,), "two_signals": (0,), "gru_teacher_forced": (0,)},
         vocab_size=2000,
         hidden_size=128,
         embedding_size=64,
         batch_size=128,
         learning_rate=0.002,
-        max_time={"gru": "00:00:55:00", "lstm": "00:00:40:00", "two_signals": "00:00:40:00"},
+        max_time={"gru": "00:00:30:00", "lstm": "00:00:32:00", "two_signals": "00:00:36:00",
+                  "gru_teacher_forced": "00:00:30:00"},
         analysis_rows=200,
         redraw_signals=True,
-        select_on_position=True,
     ),  # fmt: skip
     "smoke": Scale(
-        seeds={"gru": (0, 1), "lstm": (0,), "two_signals": (0,)},
+        seeds={"gru": (0, 1), "lstm": (0,), "two_signals": (0,), "gru_teacher_forced": (0,)},
         vocab_size=300,
         hidden_size=24,
         embedding_size=16,
@@ -173,6 +178,8 @@ def train(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
         "--config", str(CONFIGS / "gru.yaml"),
         *(("--config", str(CONFIGS / "select_on_position.yaml")) if scale.select_on_position
           else ()),
+        *(part for config in VARIANT_CONFIGS.get(name, ()) for part in
+          ("--config", str(CONFIGS / config))),
         "--seed_everything", str(seed),
         "--run.root", str(root),
         "--run.variant", name,
@@ -190,11 +197,29 @@ def train(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
     return run
 
 
-def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, Path]:
-    """Every run: the GRU seeds first (the analysis needs them), then the other variants."""
+@dataclass(frozen=True)
+class RunResult:
+    """What the report needs of one run: its folder, its analysis (GRU seeds; else None) and its
+    greedy accuracy on training pairs (`training_accuracy`)."""
+
+    path: Path
+    analysis: dict | None
+    training_accuracy: float
+
+
+def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, RunResult]:
+    """Every run, `jobs` at a time, the GRU seeds first; each GRU is analysed as soon as it is
+    trained, while the other runs train, so the cores stay busy."""
     keys = [(name, seed) for name in VARIANTS for seed in scale.seeds[name]]
-    tasks = {key: functools.partial(train, *key, scale, root, reuse) for key in keys}
-    return run_all(tasks, jobs, lambda key, run: f"{key[0]} seed={key[1]}")
+    tasks = {key: functools.partial(train_and_analyse, *key, scale, root, reuse) for key in keys}
+    return run_all(tasks, jobs, lambda key, result: f"{key[0]} seed={key[1]}: train accuracy "
+                   f"{result.training_accuracy:.3f}")  # fmt: skip
+
+
+def train_and_analyse(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> RunResult:
+    path = train(name, seed, scale, root, reuse)
+    analysis = analysis_of(path, scale, reuse) if name == "gru" else None
+    return RunResult(path, analysis, training_accuracy(RunFolder(path), scale))
 
 
 # ---- the neuron analysis of one GRU model -------------------------------------------------------
@@ -397,21 +422,15 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     """Train every variant, analyse every GRU (sections 3-5), report."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
-    with clock.stage("training"):
-        paths = train_all(scale, root, jobs, reuse)
-    with clock.stage("analyses"):
-        runs = {key: RunFolder(path) for key, path in paths.items()}
+    with clock.stage("training and analyses"):
+        results = train_all(scale, root, jobs, reuse)
+    with clock.stage("report"):
+        runs = {key: RunFolder(result.path) for key, result in results.items()}
         gru_seeds = list(scale.seeds["gru"])
-        tasks = {seed: functools.partial(analysis_of, paths[("gru", seed)], scale, reuse)
-                 for seed in gru_seeds}  # fmt: skip
-        analyses = list(run_all(tasks, jobs, lambda seed, _: f"analysis gru seed={seed}").values())
+        analyses = [results[("gru", seed)].analysis for seed in gru_seeds]
         accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
                              for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
-        train_tasks = {key: functools.partial(training_accuracy, run, scale)
-                       for key, run in runs.items()}  # fmt: skip
-        trained = run_all(train_tasks, jobs, lambda key, value: f"{key[0]} seed={key[1]}: train "
-                          f"accuracy {value:.3f}")  # fmt: skip
-        train_accuracies = {name: [trained[(name, s)] for s in scale.seeds[name]]
+        train_accuracies = {name: [results[(name, s)].training_accuracy for s in scale.seeds[name]]
                             for name in VARIANTS}  # fmt: skip
         claims = claims_of(analyses, accuracies)
         figures_folder = out / "figures"

@@ -139,13 +139,17 @@ def figure5(analyses: list[dict], seeds: list[int], path: Path) -> Path:
     return save_figure(fig, path)
 
 
+PAPER_ACCURACY = {"gru": "gru_gutenberg", "gru_teacher_forced": "gru_gutenberg"}
+"""The paper's accuracy each variant is set beside, where its key is not the variant's name."""
+
+
 def accuracy_table(accuracies: dict[str, list[float]], analyses: list[dict],
                    train_accuracies: dict[str, list[float]]) -> pd.DataFrame:  # fmt: skip
     """Section 2's test accuracies per model type, beside the paper's and beside the same models'
     greedy accuracy on training pairs; then section 5's random decoder inputs."""
     rows = [{"model": name, "runs": len(values), "mean": np.mean(values),
              "std": np.std(values, ddof=1) if len(values) > 1 else 0.0,
-             "paper": PAPER["accuracy"]["gru_gutenberg" if name == "gru" else name],
+             "paper": PAPER["accuracy"][PAPER_ACCURACY.get(name, name)],
              "training pairs (mean)": np.mean(train_accuracies[name])}
             for name, values in accuracies.items()]  # fmt: skip
     random_inputs = [a["random_inputs_accuracy"] for a in analyses]
@@ -324,8 +328,9 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
   rows per token (paper: 500 in Figure 2).
 - **Data:** {data_source}; pairs of consecutive non-empty lines, 90/5/5 split; one random
   (token, position) of the output line appended to the input line, {signals}.
-- **Commit** `{current_commit()}`; wall time {clock.minutes["training"]:.1f} min training,
-  {clock.minutes["analyses"]:.1f} min analysis (2 CPU cores).{reused}
+- **Commit** `{current_commit()}`; wall time {clock.total:.1f} min on 2 CPU cores
+  ({clock.stages()}; each GRU analysed as soon as it was trained, beside the other
+  runs' training).{reused}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
   with every token's units, classifier accuracies, manipulations and gates).
 

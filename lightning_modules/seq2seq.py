@@ -132,7 +132,16 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             `learning_rate_decay_steps` training steps, continuously (TensorFlow's
             `exponential_decay`, paper 3 Appendix B: 0.96 every 100 steps); 1 = constant.
         learning_rate_decay_steps: see `learning_rate_decay`.
-        teacher_forcing_ratio: share of training steps fed the gold previous token.
+        teacher_forcing_ratio: share of training steps fed the gold previous token; the rest are
+            fed the model's own previous greedy output. At 0 the loss is paper 4's objective
+            (section 2), `-sum_t log Pr(y_t | y_hat_(t-1), h_(t-1))` with
+            `y_hat_(t-1) = argmax Pr(y | y_hat_(t-2), h_(t-2))`: each decoder step embeds the
+            previous step's argmax, so gradients flow through the hidden state and not through
+            the argmax (it has none). At 1 it is teacher forcing (`y_(t-1)` in its place).
+        validation_loss: the inputs of the loss logged as `val/loss` (and `test/.../loss`):
+            `teacher_forced` feeds the gold previous tokens; `own_outputs` feeds the model's own
+            greedy outputs, so that the validation loss is the objective trained at
+            `teacher_forcing_ratio` 0 (paper 4's early stopping watches it).
         val_splits: names of the validation dataloaders, in order (linked from the DataModule).
             Metrics of the split `val` are logged as `val/<metric>`, of any other as
             `val/<split>/<metric>`.
@@ -161,6 +170,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         learning_rate_decay: float = 1.0,
         learning_rate_decay_steps: int = 100,
         teacher_forcing_ratio: float = 1.0,
+        validation_loss: Literal["teacher_forced", "own_outputs"] = "teacher_forced",
         val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
         removed_units: dict[str, list[int]] | None = None,
@@ -170,6 +180,11 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             raise ValueError(f"Unknown bridge {bridge!r}: use 'last', 'zeros' or 'first_last'.")
         if attention_placement not in ("pre_rnn", "post_rnn"):
             raise ValueError(f"Unknown attention_placement {attention_placement!r}.")
+        if validation_loss not in ("teacher_forced", "own_outputs"):
+            raise ValueError(
+                f"Unknown validation_loss {validation_loss!r}: use 'teacher_forced' or "
+                "'own_outputs'."
+            )
         if attention_guidance_weight and attention == "none":
             raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
         self.save_hyperparameters()
@@ -414,11 +429,12 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             teacher_forcing_ratio=self.hparams.teacher_forcing_ratio if training else 0.0,
             generator=generator,
         )
-        if not training:  # the loss is reported under teacher forcing, accuracy under greedy
-            forced_logits, attention = self(
+        loss_logits = logits  # accuracy is always greedy; the loss as `validation_loss` says
+        if not training and self.hparams.validation_loss == "teacher_forced":
+            loss_logits, attention = self(
                 batch["source"], batch["source_lengths"], target, teacher_forcing_ratio=1.0
             )
-        log = sequence_losses(logits if training else forced_logits, attention, batch)
+        log = sequence_losses(loss_logits, attention, batch)
         loss = log["token_loss"]
         if "attention_loss" in log:
             loss = loss + self.hparams.attention_guidance_weight * log["attention_loss"]
