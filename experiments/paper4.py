@@ -41,6 +41,7 @@ from experiments.paper4_report import (  # noqa: E402
     figure3,
     figure5,
     report_text,
+    setting_table,
     shares_table,
     table1,
     token_table,
@@ -50,6 +51,7 @@ from experiments.paper4_report import (  # noqa: E402
 from experiments.report import (  # noqa: E402
     Claim,
     claims_frame,
+    with_earlier,
 )
 from experiments.runner import (  # noqa: E402
     Stopwatch,
@@ -85,6 +87,18 @@ VARIANTS = {
 VARIANT_CONFIGS = {"gru_teacher_forced": ("teacher_forced.yaml",)}
 """Configs a variant stacks on `gru.yaml` (before the scale's arguments): the GRU trained under
 teacher forcing, the second reading of section 2's objective."""
+EARLIER_VERDICTS = (
+    Path(__file__).parents[1] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
+)
+"""The default scale's claims before issue 27 (`results.json` of commit 95923f1's report), kept
+beside the verdicts of the models trained on the paper's objective."""
+MODELS_CHANGED = (
+    "the models, not the rule: until issue 27 the default scale's GRUs were trained under teacher "
+    "forcing and selected on the validation token-positioning accuracy (test accuracy 0.534 over "
+    "3 seeds; report of commit 95923f1, its claims kept in reports/paper4/earlier/"
+    "teacher_forced.json); now on the paper's objective, each decoder step fed the model's own "
+    "previous output, and stopped on the validation loss"
+)
 
 
 @dataclass(frozen=True)
@@ -122,8 +136,12 @@ class Scale:
 
 SCALES = {
     "paper": Scale(
-        seeds={"gru": (0, 1, 2), "lstm": (0, 1, 2), "two_signals": (0, 1, 2),
-               "gru_teacher_forced": (0,)},
+        seeds={
+            "gru": (0, 1, 2),
+            "lstm": (0, 1, 2),
+            "two_signals": (0, 1, 2),
+            "gru_teacher_forced": (0,),
+        },
         vocab_size=20000,
         hidden_size=256,
         embedding_size=128,
@@ -139,8 +157,12 @@ SCALES = {
         embedding_size=64,
         batch_size=128,
         learning_rate=0.002,
-        max_time={"gru": "00:00:30:00", "lstm": "00:00:32:00", "two_signals": "00:00:36:00",
-                  "gru_teacher_forced": "00:00:30:00"},
+        max_time={
+            "gru": "00:00:30:00",
+            "lstm": "00:00:32:00",
+            "two_signals": "00:00:36:00",
+            "gru_teacher_forced": "00:00:30:00",
+        },
         analysis_rows=200,
         redraw_signals=True,
     ),  # fmt: skip
@@ -199,12 +221,14 @@ def train(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
 
 @dataclass(frozen=True)
 class RunResult:
-    """What the report needs of one run: its folder, its analysis (GRU seeds; else None) and its
-    greedy accuracy on training pairs (`training_accuracy`)."""
+    """What the report needs of one run: its folder, its analysis (GRU seeds; else None), its
+    greedy accuracy on training pairs (`training_accuracy`) and its test accuracy with every
+    decoder input a random token (section 5)."""
 
     path: Path
     analysis: dict | None
     training_accuracy: float
+    random_inputs_accuracy: float
 
 
 def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, RunResult]:
@@ -219,7 +243,10 @@ def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, R
 def train_and_analyse(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> RunResult:
     path = train(name, seed, scale, root, reuse)
     analysis = analysis_of(path, scale, reuse) if name == "gru" else None
-    return RunResult(path, analysis, training_accuracy(RunFolder(path), scale))
+    run = RunFolder(path)
+    random_inputs = (analysis["random_inputs_accuracy"] if analysis is not None
+                     else random_inputs_accuracy(run))  # fmt: skip
+    return RunResult(path, analysis, training_accuracy(run, scale), random_inputs)
 
 
 # ---- the neuron analysis of one GRU model -------------------------------------------------------
@@ -251,6 +278,12 @@ def training_accuracy(run: RunFolder, scale: Scale) -> float:
     torch.set_num_threads(1)
     data = run.datamodule("best")
     return positioning_accuracy(run.model("best"), data, "train", scale.training_batches)
+
+
+def random_inputs_accuracy(run: RunFolder) -> float:
+    """Test accuracy of the run's best checkpoint with every decoder input a random token."""
+    torch.set_num_threads(1)
+    return positioning_accuracy(run.model("best"), run.datamodule("best"), "test", random_seed=0)
 
 
 def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
@@ -396,7 +429,7 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
         "counting_curves": {str(p): c for p, c in curves.items()},
         "counting_rho": rho,
         "counting_rises": rises,
-        "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
+        "random_inputs_accuracy": random_inputs_accuracy(run),
         "test_position_acc": run.test_accuracy("test", "position_acc"),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }
@@ -430,9 +463,14 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         analyses = [results[("gru", seed)].analysis for seed in gru_seeds]
         accuracies = {name: [runs[(name, s)].test_accuracy("test", "position_acc")
                              for s in scale.seeds[name]] for name in VARIANTS}  # fmt: skip
-        train_accuracies = {name: [results[(name, s)].training_accuracy for s in scale.seeds[name]]
-                            for name in VARIANTS}  # fmt: skip
+        train_accuracies, random_inputs = (
+            {name: [getattr(results[(name, s)], field) for s in scale.seeds[name]]
+             for name in VARIANTS} for field in ("training_accuracy", "random_inputs_accuracy")
+        )  # fmt: skip
         claims = claims_of(analyses, accuracies)
+        if scale_name == "default" and EARLIER_VERDICTS.is_file():
+            earlier = [Claim.from_json(r) for r in json.loads(EARLIER_VERDICTS.read_text())]
+            claims = with_earlier(claims, earlier, MODELS_CHANGED)
         figures_folder = out / "figures"
         figures = {
             "training": training_figure(runs, figures_folder / "training.png"),
@@ -443,11 +481,12 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
             "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
         }  # fmt: skip
     tables = {
-        "accuracy": accuracy_table(accuracies, analyses, train_accuracies),
+        "accuracy": accuracy_table(runs, accuracies, train_accuracies, random_inputs),
         "table1": table1(analyses),
         "shares": shares_table(analyses),
         "tokens": token_table(analyses[0], FIGURE2_TOKENS),
         "training": training_table(runs),
+        "settings": setting_table(scale, SCALES["paper"]),
     }
     datamodule = runs[("gru", gru_seeds[0])].datamodule("best")
     markdown = report_text(scale_name, scale, datamodule.data_source, tables, clock, runs)

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 # ---- figures -------------------------------------------------------------------------------------
 def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
-    """Token-positioning accuracy by epoch (validation solid, training dashed: teacher-forced,
-    on the epoch's own signals) and validation loss, every run."""
+    """Token-positioning accuracy by epoch (validation solid, greedy; training dashed, on the
+    decoder inputs the run trained on and the epoch's own signals) and validation loss (on the
+    decoder inputs of the run's objective), every run."""
     fig, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 3.6))
     for (name, seed), run in runs.items():
         metrics = run.metrics()
@@ -46,9 +47,9 @@ def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
                            color=line.get_color())  # fmt: skip
         loss_axis.plot(frame["epoch"] + 1, frame["val/loss"], marker=".", label=label)
     accuracy_axis.set(xlabel="epoch", ylabel="token-positioning accuracy")
-    accuracy_axis.set_title("validation (solid, greedy), training (dashed, teacher-forced)",
+    accuracy_axis.set_title("validation (solid, greedy), training (dashed, as trained)",
                             fontsize=9)  # fmt: skip
-    loss_axis.set(xlabel="epoch", ylabel="validation loss (teacher forcing)")
+    loss_axis.set(xlabel="epoch", ylabel="validation loss (the run's objective)")
     accuracy_axis.legend(fontsize=7)
     return save_figure(fig, path)
 
@@ -67,7 +68,7 @@ def training_table(runs: dict[tuple[str, int], RunFolder]) -> pd.DataFrame:
     """Per run: epochs, what ended training (early stopping when the monitored value has not
     improved for the patience its config sets, else the time cap or the epoch limit), the best
     validation accuracy, its gain over the last 5 epochs, and the last epoch's training accuracy
-    (teacher-forced)."""
+    (on the decoder inputs the run trained on)."""
     rows = []
     for (name, seed), run in runs.items():
         metrics = run.metrics()
@@ -141,23 +142,61 @@ def figure5(analyses: list[dict], seeds: list[int], path: Path) -> Path:
 
 PAPER_ACCURACY = {"gru": "gru_gutenberg", "gru_teacher_forced": "gru_gutenberg"}
 """The paper's accuracy each variant is set beside, where its key is not the variant's name."""
+ACCURACY_TARGETS = {"gru": 0.97, "lstm": 0.96, "two_signals": 0.93}
+"""Mean test accuracy the default scale's models must reach before their neurons are analysed
+(issue 27: the paper analyses models that can do the task; preconditions, not claims)."""
 
 
-def accuracy_table(accuracies: dict[str, list[float]], analyses: list[dict],
-                   train_accuracies: dict[str, list[float]]) -> pd.DataFrame:  # fmt: skip
-    """Section 2's test accuracies per model type, beside the paper's and beside the same models'
-    greedy accuracy on training pairs; then section 5's random decoder inputs."""
-    rows = [{"model": name, "runs": len(values), "mean": np.mean(values),
-             "std": np.std(values, ddof=1) if len(values) > 1 else 0.0,
-             "paper": PAPER["accuracy"][PAPER_ACCURACY.get(name, name)],
-             "training pairs (mean)": np.mean(train_accuracies[name])}
-            for name, values in accuracies.items()]  # fmt: skip
-    random_inputs = [a["random_inputs_accuracy"] for a in analyses]
-    rows.append({"model": "gru, random decoder inputs", "runs": len(random_inputs),
-                 "mean": np.mean(random_inputs),
-                 "std": np.std(random_inputs, ddof=1) if len(random_inputs) > 1 else 0.0,
-                 "paper": PAPER["accuracy"]["random_decoder_inputs"]})  # fmt: skip
+def objective(run: RunFolder) -> str:
+    """The decoder inputs the run was trained on, as its `config.yaml` records them."""
+    ratio = yaml.safe_load(run.files.config.read_text())["model"]["init_args"].get(
+        "teacher_forcing_ratio", 1.0
+    )
+    return {0.0: "own outputs", 1.0: "teacher forcing"}.get(float(ratio), f"mixed ({ratio})")
+
+
+def accuracy_table(runs: dict[tuple[str, int], RunFolder], accuracies: dict[str, list[float]],
+                   train_accuracies: dict[str, list[float]],
+                   random_inputs: dict[str, list[float]]) -> pd.DataFrame:  # fmt: skip
+    """Section 2's test accuracies per model type, with the objective each was trained on,
+    beside the paper's and the target (`ACCURACY_TARGETS`), the same models' greedy accuracy on
+    training pairs, and section 5's test accuracy with every decoder input a random token."""
+    rows = []
+    for name, values in accuracies.items():
+        seed = next(s for (variant, s) in runs if variant == name)
+        target = ACCURACY_TARGETS.get(name)
+        rows.append({
+            "model": name, "objective": objective(runs[(name, seed)]), "runs": len(values),
+            "mean": np.mean(values), "std": np.std(values, ddof=1) if len(values) > 1 else 0.0,
+            "paper": PAPER["accuracy"][PAPER_ACCURACY.get(name, name)],
+            "target": "-" if target is None else f"{target:.2f}",
+            "target met": "-" if target is None else ("yes" if np.mean(values) >= target
+                                                      else "no"),
+            "training pairs (mean)": np.mean(train_accuracies[name]),
+            "random decoder inputs (mean)": np.mean(random_inputs[name]),
+        })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def objective_comparison(accuracy: pd.DataFrame, training: pd.DataFrame) -> str:
+    """What the two readings of section 2's objective measured: the GRU trained on its own
+    outputs against the GRU trained under teacher forcing (same seed, sizes and cap)."""
+    by_model = accuracy.set_index("model")
+    if "gru_teacher_forced" not in by_model.index:
+        return ""
+    epochs = training.set_index("run")["epochs"]
+    own, forced = by_model.loc["gru"], by_model.loc["gru_teacher_forced"]
+    random_paper = PAPER["accuracy"]["random_decoder_inputs"]
+    return (
+        f"Both readings of section 2's objective, measured: trained on its own previous outputs "
+        f"(the paper's equation), the GRU positions {own['mean']:.3f} of the test tokens "
+        f"({int(own['runs'])} seeds; seed 0 in {epochs['gru seed=0']} epochs); trained under "
+        f"teacher forcing (the second reading, seed 0, same sizes and cap) {forced['mean']:.3f} "
+        f"in {epochs['gru_teacher_forced seed=0']} epochs. With every decoder input a random "
+        f"token (section 5; paper {random_paper}) they keep "
+        f"{own['random decoder inputs (mean)']:.3f} and "
+        f"{forced['random decoder inputs (mean)']:.3f}."
+    )
 
 
 def table1(analyses: list[dict]) -> pd.DataFrame:
@@ -217,6 +256,53 @@ def shares_table(analyses: list[dict]) -> pd.DataFrame:
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def setting_table(scale: Scale, paper_scale: Scale) -> pd.DataFrame:
+    """Each setting of this run beside the paper's (or, where the paper's text is silent, the
+    `paper` scale's) and where that came from; the authors published no code to read."""
+    cap = "none" if scale.max_time is None else ", ".join(
+        f"{k} {v}" for k, v in scale.max_time.items())  # fmt: skip
+    rows = [
+        ("vocabulary", f"{scale.vocab_size:,}", f"{paper_scale.vocab_size:,}", "text (section 2)"),
+        ("objective", "own previous outputs fed back", "the same",
+         "text (section 2's equation, section 5's random inputs)"),
+        ("early stopping", "validation loss, patience 3, best epoch kept", "the same",
+         "text ('stops decreasing for few epochs'; 3 for 'few' is the suite's)"),
+        ("time cap", cap, "none", "the suite's, to fit 2 CPU cores; a safety net"),
+        ("hidden / embedding size", f"{scale.hidden_size} / {scale.embedding_size}",
+         f"{paper_scale.hidden_size} / {paper_scale.embedding_size}",
+         "text silent (sizes are in Figure 1 and the appendix, not in the text read here): "
+         "the suite's"),
+        ("batch size", str(scale.batch_size), str(paper_scale.batch_size),
+         "text silent: the suite's"),
+        ("Adam learning rate", str(scale.learning_rate), str(paper_scale.learning_rate),
+         "text: Adam, rate not given; 0.001 is Adam's default"),
+        ("signals", "redrawn every epoch" if scale.redraw_signals else "drawn once per pair",
+         "drawn once per pair" if not paper_scale.redraw_signals else "redrawn every epoch",
+         "text silent ('randomly select one token'): a reading"),
+        ("seeds", ", ".join(f"{k} {len(v)}" for k, v in scale.seeds.items()),
+         ", ".join(f"{k} {len(v)}" for k, v in paper_scale.seeds.items()),
+         "text: 'random initialization multiple times', 'average accuracy'"),
+        ("rows per token (analysis)", str(scale.analysis_rows), str(paper_scale.analysis_rows),
+         "text: Figure 2's 500 samples"),
+        ("data", "Shakespeare and the King James Bible (embedded)",
+         "Gutenberg books and Lyrics Freak", "text; `--data.data_dir` reads Gutenberg books"),
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=["setting", "this run", "paper", "source"])
+
+
+def stopping_summary(training: pd.DataFrame) -> str:
+    """Which runs early stopping ended and which the time cap, with the caps' last gains."""
+    capped = training[training["stopped by"] != "early stopping"]
+    stopped = len(training) - len(capped)
+    text = f"Early stopping on the validation loss ended {stopped} of the {len(training)} runs"
+    if capped.empty:
+        return text + "."
+    gains = ", ".join(f"{run} {gain:+.3f}" for run, gain in
+                      zip(capped["run"], capped["gain in last 5 epochs"], strict=True))  # fmt: skip
+    return (f"{text}; the {capped['stopped by'].iloc[0]} ended the others, whose validation "
+            f"accuracy changed over their last 5 epochs by {gains}.")  # fmt: skip
 
 
 def accuracy_limits(training: pd.DataFrame, accuracy: pd.DataFrame) -> str:
@@ -301,11 +387,12 @@ def header_text(scale_name: str, scale: Scale, data_source: str, tables: dict,
                else "drawn once per training pair")  # fmt: skip
     gru_accuracy = tables["accuracy"]["mean"].iloc[0]
     short = (
-        f"at this scale the GRUs reach a token-positioning accuracy of {gru_accuracy:.3f} "
-        f"(paper {PAPER['accuracy']['gru_gutenberg']}; this suite's target 0.95) after "
-        f"{stopped[0].split(': ')[1]}"
+        f"trained on the paper's objective (each decoder step fed the model's own previous "
+        f"output), the GRUs reach a token-positioning accuracy of {gru_accuracy:.3f} at this "
+        f"scale (paper {PAPER['accuracy']['gru_gutenberg']}; target {ACCURACY_TARGETS['gru']}) "
+        f"after {stopped[0].split(': ')[1]}"
     )
-    if gru_accuracy < 0.95:
+    if gru_accuracy < ACCURACY_TARGETS["gru"]:
         limits = accuracy_limits(tables["training"], tables["accuracy"])
         short += (f". {limits} Read the verdicts below as what the paper's method finds in these "
                   "models, on the rows they answer correctly, not as a test of models at the "
@@ -346,10 +433,15 @@ first-epoch signals), beside the test pairs' under the same decoding.
 
 {markdown_table(tables["training"], 3, index=False)}
 
-What it would take to reach the paper's accuracy: the paper trained on thousands of Gutenberg
-books with a 20,000-word vocabulary and stopped on the validation loss; `--data.data_dir` reads a
-folder of Gutenberg books instead of the default text, and `SCALE=paper` trains with the paper's
-vocabulary and stopping rule, without a time cap (hours per model on a GPU).
+{objective_comparison(tables["accuracy"], tables["training"])}
+{stopping_summary(tables["training"])}
+
+"target": the mean test accuracy a model type must reach before its neurons are analysed (the
+paper analyses models that can do the task; a precondition, not a claim).
+
+### What differs from the paper's setting
+
+{markdown_table(tables["settings"], 3, index=False)}
 """
 
 
@@ -414,7 +506,12 @@ units, unedited and with the triggering units of h_(T-1) set to zero (the paper'
 
 - The paper's text gives no layer sizes and its appendices are not part of the text read here;
   the sizes above are this suite's. The bridge is the identity (the decoder starts from the
-  encoder's last state); loss is token cross-entropy under teacher forcing, decoding greedy.
+  encoder's last state); the loss is section 2's, the token cross-entropy
+  -sum_t log Pr(y_t | y_hat_(t-1), h_(t-1)) with each decoder step fed the model's own previous
+  greedy output y_hat_(t-1) (gradients through the hidden state, none through the argmax), and
+  the validation loss that early stopping watches is the same; decoding is greedy.
+  `gru_teacher_forced` is the second reading (the gold y_(t-1) fed instead, validation loss
+  likewise), kept to show what the objective changes.
 - A position is its own token `<pos=T>`; the source has no end-of-sequence token, so the
   requested token is the second-last input (t = -1) and the position the last (t = 0).
 - "Training accuracy" of the SVM is balanced accuracy (triggering has one positive per row).

@@ -75,6 +75,16 @@ class Claim:
         record["measured"]["values"] = list(self.measured.values)
         return record
 
+    @classmethod
+    def from_json(cls, record: dict) -> Claim:
+        """The claim `as_json` wrote (a `results.json` entry)."""
+        measured = dict(record["measured"])
+        measured["values"] = tuple(measured.get("values", ()))
+        earlier = record.get("earlier")
+        earlier = Earlier(**earlier) if earlier else None
+        return cls(record["id"], record["claim"], record["paper"], Measured(**measured),
+                   record["rule"], record["verdict"], earlier)  # fmt: skip
+
     @property
     def changed(self) -> bool:
         """The verdict differs from the one under the rule this claim's replaced."""

@@ -75,6 +75,10 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
     assert "`smoke`" in report and "Shakespeare" in report
+    # both readings of section 2's objective, each as its run's config.yaml records it
+    assert "| gru | own outputs | 2 |" in report
+    assert "| gru_teacher_forced | teacher forcing | 1 |" in report
+    assert "### What differs from the paper's setting" in report
     analysis = json.loads((tmp_path / "runs" / "paper4" / "gru" / "seed=0" / "analysis.json")
                           .read_text())  # fmt: skip
     assert len(analysis["tokens"]) == 8

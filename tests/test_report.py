@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 
 from experiments.report import (
+    Claim,
     Measured,
     compare_means,
     threshold_claim,
@@ -109,3 +110,17 @@ def test_the_earliest_verdict_is_kept_across_two_changes():
     (claim,) = with_earlier(new, old, "the reading changed")
     assert claim.earlier.verdict == "partially reproduced"  # old reading, unrounded rule
     assert claim.earlier.reason.startswith("the reading changed; and until issue 19")
+
+
+def test_claims_read_back_from_results_json_keep_their_earlier_verdicts(tmp_path):
+    """`Claim.from_json` reads what `write_report` wrote (paper 4 keeps its verdicts from before
+    issue 27 this way); a file written before claims had an `earlier` field reads as None."""
+    new = [threshold_claim("a", "a", 1.0, [0.6, 0.7], 0.65, "s", 0.5, 0.2)]
+    old = [threshold_claim("a", "a", 1.0, [0.4], 0.4, "old s", 0.5, 0.2)]
+    write_report(tmp_path, with_earlier(new, old, "the models changed"), "# Title")
+    records = json.loads((tmp_path / "results.json").read_text())
+    (claim,) = [Claim.from_json(record) for record in records]
+    assert claim == with_earlier(new, old, "the models changed")[0]
+    assert claim.measured.values == (0.6, 0.7) and claim.earlier.reason == "the models changed"
+    del records[0]["earlier"]
+    assert Claim.from_json(records[0]) == new[0]

@@ -171,3 +171,91 @@ def test_fused_teacher_forced_decoder_equals_the_step_loop(cell, bridge):
     assert model._fusable(target, 4, 1.0, None, (), None)
     assert not model._fusable(target, 4, 0.5, None, (), None)
     assert not model._fusable(target, 4, 1.0, {}, (), None)
+
+
+def tiny_pairs(source_vocab: int, target_vocab: int):
+    """Six padded source rows and their targets (token ids above the reserved ones)."""
+    torch.manual_seed(1)
+    source = torch.randint(3, source_vocab, (6, 5))
+    lengths = torch.tensor([5, 4, 2, 5, 3, 1])
+    source[torch.arange(5)[None] >= lengths[:, None]] = 0
+    return source, lengths, torch.randint(3, target_vocab, (6, 4))
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_own_output_decoder_equals_a_hand_loop_over_torch_layers(cell):
+    """Paper 4's objective (teacher_forcing_ratio 0): each decoder step embeds the previous
+    step's argmax (the first `<sos>`). A hand loop over plain `torch.nn.GRU`/`LSTM` layers with
+    the same weights, called one step at a time with its own argmax fed back, gives the same
+    logits and the same gradients, and its inputs are never the gold tokens."""
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from lightning_modules.seq2seq import SOS
+
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, cell=cell, embedding_size=5, hidden_size=7, attention="none",
+                    bridge="last").double()  # fmt: skip
+    source, lengths, target = tiny_pairs(11, 13)
+    layer = {"gru": nn.GRU, "lstm": nn.LSTM}[cell]
+    encoder, decoder = layer(5, 7, batch_first=True), layer(5, 7, batch_first=True)
+    encoder.load_state_dict(model.encoder.state_dict())
+    decoder.load_state_dict(model.decoder.state_dict())
+    encoder, decoder = encoder.double(), decoder.double()
+    packed = pack_padded_sequence(model.encoder_embedding(source), lengths, batch_first=True,
+                                  enforce_sorted=False)  # fmt: skip
+    _, state = encoder(packed)
+    token, by_hand, fed = torch.full((6,), SOS), [], []
+    for _ in range(target.shape[1]):
+        fed.append(token)
+        output, state = decoder(model.decoder_embedding(token)[:, None], state)
+        by_hand.append(model.output(output[:, 0]))
+        token = by_hand[-1].argmax(-1)
+    by_hand = torch.stack(by_hand, 1)
+
+    seen = []
+    hook = model.decoder_embedding.register_forward_hook(lambda m, i, o: seen.append(i[0]))
+    logits, _ = model(source, lengths, target, teacher_forcing_ratio=0.0)
+    hook.remove()
+    torch.testing.assert_close(logits, by_hand, rtol=1e-12, atol=1e-12)
+    assert torch.equal(torch.stack(seen, 1), torch.stack(fed, 1))
+    assert torch.equal(seen[0], torch.full((6,), SOS))
+    for step in range(1, target.shape[1]):
+        assert torch.equal(seen[step], logits[:, step - 1].argmax(-1))
+    assert not torch.equal(torch.stack(seen[1:], 1), target[:, :-1])  # not the gold tokens
+
+    parameters = dict(model.named_parameters())
+    ours = torch.autograd.grad(logits.square().sum(), list(parameters.values()), allow_unused=True)
+    hand = torch.autograd.grad(by_hand.square().sum(), list(parameters.values()),
+                               allow_unused=True)  # fmt: skip
+    for name, mine, theirs in zip(parameters, ours, hand, strict=True):
+        if name.startswith(("encoder.", "decoder.")):  # the hand loop has its own layers
+            continue
+        if theirs is None:
+            assert mine is None or not mine.any(), name
+        else:
+            torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("validation_loss", ["own_outputs", "teacher_forced"])
+def test_validation_loss_is_the_cross_entropy_of_the_named_decoder_inputs(validation_loss):
+    """`validation_loss own_outputs` logs the cross-entropy of the greedy decoder's logits (paper
+    4's objective, which its early stopping watches); `teacher_forced` that of the logits under
+    teacher forcing. Accuracy is greedy either way."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, attention="none", embedding_size=5, hidden_size=7,
+                    teacher_forcing_ratio=0.0, validation_loss=validation_loss)  # fmt: skip
+    source, lengths, target = tiny_pairs(11, 13)
+    batch = {"source": source, "source_lengths": lengths, "target": target}
+    logged = {}
+    model.log = lambda name, value, **kwargs: logged.setdefault(name, value)
+    with torch.no_grad():
+        model.validation_step(batch, 0)
+        ratio = 0.0 if validation_loss == "own_outputs" else 1.0
+        logits, _ = model(source, lengths, target, teacher_forcing_ratio=ratio)
+    expected = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)
+    torch.testing.assert_close(logged["val/loss"], expected)
+    with pytest.raises(ValueError, match="Unknown validation_loss 'greedy'"):
+        Seq2Seq(11, 13, attention="none", validation_loss="greedy")
