@@ -294,6 +294,11 @@ def test_signals_redrawn_every_epoch_are_seeded_and_leave_held_out_splits_alone(
 
 
 def test_fit_with_redrawn_signals_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
+    """Paper 4's fit as `gru.yaml` trains it (each decoder step fed the model's own previous
+    output, signals redrawn every epoch), killed after an epoch and resumed: the weights of an
+    uninterrupted fit."""
+    import yaml
+
     from experiments.cli import main
     from storage.files import load_checkpoint
 
@@ -314,3 +319,5 @@ def test_fit_with_redrawn_signals_resumes_to_the_weights_of_an_uninterrupted_one
     resumed = load_checkpoint(fit("parts", 3, "--ckpt_path", str(part)))["state_dict"]
     for name in whole:
         assert torch.equal(whole[name], resumed[name]), name
+    config = yaml.safe_load((part.parents[1] / "config.yaml").read_text())
+    assert config["model"]["init_args"]["teacher_forcing_ratio"] == 0.0
