@@ -31,7 +31,7 @@ from datamodules import TokenPositioningDataModule  # noqa: E402
 from lightning_modules.seq2seq import Seq2Seq  # noqa: E402
 
 SIZES = dict(vocab_size=2000, embedding_size=64, hidden_size=128, batch_size=128)
-"""The default scale of `experiments/paper4.py`."""
+"""The default scale of `experiments/paper4/scales.py`."""
 
 
 def batches(count: int) -> list[dict[str, torch.Tensor]]:

@@ -14,6 +14,7 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
     traces/<split>/<tag>.safetensors  what TraceRecorder recorded
     weights/<tag>.safetensors         WeightSnapshot's weights
     analysis.json                     a reproduction's cached analysis of the run
+    measurements.json                 what a reproduction's report reads of the run (no weights)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class RunLayout:
         self.wandb_run_id = self.path / "wandb_run_id"
         self.lock = self.path / ".lock"
         self.analysis = self.path / "analysis.json"
+        self.measurements = self.path / "measurements.json"
         self.checkpoints = self.path / "checkpoints"
         self.weights = self.path / "weights"
 

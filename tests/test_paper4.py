@@ -2,6 +2,9 @@
 pipeline at smoke scale (`python -m experiments.paper4 --scale smoke`)."""
 
 import json
+import shutil
+import subprocess
+import sys
 
 import torch
 
@@ -82,3 +85,24 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     analysis = json.loads((tmp_path / "runs" / "paper4" / "gru" / "seed=0" / "analysis.json")
                           .read_text())  # fmt: skip
     assert len(analysis["tokens"]) == 8
+    # every run's measurements beside the report, and the report rebuilt from them alone
+    kept = tmp_path / "report" / "runs"
+    measurements = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("measurements.json"))
+    assert measurements == [f"paper4/{v}/seed={s}/measurements.json" for v, s in
+                            [("gru", 0), ("gru", 1), ("gru_teacher_forced", 0), ("lstm", 0),
+                             ("two_signals", 0)]]  # fmt: skip
+    record = json.loads((kept / measurements[0]).read_text())
+    assert record["analysis"] == analysis and "--run.root" not in record["command"]
+    shutil.rmtree(tmp_path / "runs")  # no checkpoint, no metrics.csv: the measurements only
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.paper4", "--scale", "smoke", "--runs", str(kept),
+         "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
+    assert rebuilt == (tmp_path / "report" / "results.json").read_text()
+    assert (
+        "5 of the 5 runs' measurements were read back"
+        in (tmp_path / "rebuilt" / "report.md").read_text()
+    )

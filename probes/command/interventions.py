@@ -35,7 +35,7 @@ class InterventionsProbe(TokenPositioningProbe):
         "units (indexed from 0; others_zero zeroes every unit but these); rows control.* edit "
         "as many random units that are not the function's candidates instead (CONTROL_DRAWS "
         "draws, pooled). The summary is "
-        "experiments/paper4.py's Table 1: per run, hits / rows over all tokens, then the mean "
+        "experiments.paper4's Table 1: per run, hits / rows over all tokens, then the mean "
         "over the runs of a group."
     )
     options = InterventionsOptions
@@ -46,7 +46,7 @@ class InterventionsProbe(TokenPositioningProbe):
         rows = []
         for token in tokens:
             if not reaches_the_decoder(traced, token):
-                continue  # nothing to filter or manipulate (experiments/paper4.py would stop)
+                continue  # nothing to filter or manipulate (experiments.paper4 would stop)
             neurons = identify_neurons(model, traced, token, options.keep, options.seed,
                                        options.ig_steps)  # fmt: skip
             verification = verify_neurons(model, traced, neurons, options.control_draws,

@@ -4,15 +4,15 @@ runs (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq", sec
 `interventions` (stage 3, section 3.3: Table 1 and finding 4).
 
 Each probe draws the rows of section 4 with `probes.neuron_functions.analysed_rows` and runs the
-functions `experiments/paper4.py`'s `analyse` runs (`candidate_units`,
+functions `experiments.paper4`'s `analyse` runs (`candidate_units`,
 `attributions_before_output`, `identify_neurons`, `verify_neurons`), so with the same options
 the probes and the reproduction compute the same numbers by construction. The defaults are the
-paper's settings (`experiments/paper4.py`'s `paper` scale: the 50 most common tokens, positions
+paper's settings (`experiments.paper4`'s `paper` scale: the 50 most common tokens, positions
 1-13, 500 rows per token); the reproduction's `default` scale analyses 200 rows per token
 (`--rows-per-token 200`).
 
 The probes compute on CPU whatever the command's device, in one torch thread as
-`experiments/paper4.py`'s `analysis_of` does (the same numbers; the SVM and RFE are
+`experiments.paper4`'s `analysis_of` does (the same numbers; the SVM and RFE are
 scikit-learn's, and the GRU's steps over a few hundred short rows gain nothing from more threads,
 which on shared cores slow them several times over); `--devices N` still spreads the runs over N
 processes.
@@ -59,7 +59,7 @@ every unit but the outputting ones)."""
 class AnalysedRowsOptions:
     tokens: int = option(ANALYSED_TOKENS, "the most common words analysed (section 4: 50)")
     rows_per_token: int = option(500, "held-out rows requested per token, drawn with --seed "
-                                 "(experiments/paper4.py: 500 at the paper scale, 200 at its "
+                                 "(experiments.paper4: 500 at the paper scale, 200 at its "
                                  "default scale; the paper's Figure 2 shows 500)")  # fmt: skip
     positions: list = option(list(ANALYSED_POSITIONS), "positions T requested (section 4: 1-13)",
                              type=int)  # fmt: skip
@@ -73,7 +73,7 @@ class AnalysedRowsOptions:
 @dataclass(frozen=True)
 class SvmRfeOptions(AnalysedRowsOptions):
     keep: float = option(0.5, "share of units recursive feature elimination keeps (section 3.1's "
-                         "\"less-rigorous selection\"; experiments/paper4.py: 0.5)")  # fmt: skip
+                         "\"less-rigorous selection\"; experiments.paper4: 0.5)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class TokenPositioningProbe(ModelProbe):
 
     def analysed(self, run: RunFolder, tag: str, options):
         """The model, its DataModule, the rows of section 4 and the analysable tokens."""
-        torch.manual_seed(0)  # as experiments/paper4.py's analyse (nothing here draws from it)
+        torch.manual_seed(0)  # as experiments.paper4's analyse (nothing here draws from it)
         model, datamodule = run.model(tag), run.datamodule(tag)
         words = len(datamodule.vocab) - len(SPECIALS) - datamodule.max_tokens
         if options.tokens > words:

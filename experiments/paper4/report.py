@@ -1,10 +1,10 @@
-"""Paper 4's report: the figures and tables of `make reproduce-paper4` and the report's text
-(`experiments.paper4` trains and analyses; this module only presents what they measured)."""
+"""Paper 4's report: the figures, tables and text of `make reproduce-paper4`, built from the
+runs' measurements alone (`experiments.paper4.runs`: one record per run, with the analysis of
+each GRU seed); nothing here reads a checkpoint or trains."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -13,39 +13,36 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
 
-from experiments.paper4_claims import (  # noqa: E402
+from experiments.paper4.claims import (  # noqa: E402
     FUNCTIONS,
     PAPER,
     manipulation_accuracy,
     mean_over_tokens,
 )
+from experiments.paper4.scales import Scale  # noqa: E402
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
-from experiments.runner import Stopwatch, reused_note  # noqa: E402
-from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS
-from storage import RunFolder  # noqa: E402
+from experiments.runner import Stopwatch  # noqa: E402
+from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
 
-if TYPE_CHECKING:
-    from experiments.paper4 import Scale
+Records = dict[tuple[str, int], dict]
+"""Every run's measurements (`experiments.paper4.runs.measure`), by (variant, seed)."""
 
 
 # ---- figures -------------------------------------------------------------------------------------
-def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
+def training_figure(records: Records, path: Path) -> Path:
     """Token-positioning accuracy by epoch (validation solid, greedy; training dashed, on the
     decoder inputs the run trained on and the epoch's own signals) and validation loss (on the
     decoder inputs of the run's objective), every run."""
     fig, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for (name, seed), run in runs.items():
-        metrics = run.metrics()
-        frame = metrics.dropna(subset=["val/position_acc"])
+    for (name, seed), record in records.items():
+        curves = pd.DataFrame(record["curves"], dtype=float)
         label = f"{name} seed={seed}"
-        line = accuracy_axis.plot(frame["epoch"] + 1, frame["val/position_acc"], marker=".",
+        line = accuracy_axis.plot(curves["epoch"] + 1, curves["val/position_acc"], marker=".",
                                   label=label)[0]  # fmt: skip
-        trained = metrics.dropna(subset=["train/position_acc"])
-        accuracy_axis.plot(trained["epoch"] + 1, trained["train/position_acc"], linestyle="--",
+        accuracy_axis.plot(curves["epoch"] + 1, curves["train/position_acc"], linestyle="--",
                            color=line.get_color())  # fmt: skip
-        loss_axis.plot(frame["epoch"] + 1, frame["val/loss"], marker=".", label=label)
+        loss_axis.plot(curves["epoch"] + 1, curves["val/loss"], marker=".", label=label)
     accuracy_axis.set(xlabel="epoch", ylabel="token-positioning accuracy")
     accuracy_axis.set_title("validation (solid, greedy), training (dashed, as trained)",
                             fontsize=9)  # fmt: skip
@@ -54,36 +51,26 @@ def training_figure(runs: dict[tuple[str, int], RunFolder], path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def stopping_rule(run: RunFolder) -> tuple[str, str, int, bool]:
-    """The run's early stopping as its `config.yaml` records it: the monitored metric, its mode
-    (`min`/`max`), the patience, and whether a time cap was set."""
-    config = yaml.safe_load(run.files.config.read_text())
-    trainer = config["trainer"]
-    stopping = next(c["init_args"] for c in trainer["callbacks"]
-                    if c["class_path"].endswith(".EarlyStopping"))  # fmt: skip
-    return stopping["monitor"], stopping["mode"], stopping["patience"], bool(trainer["max_time"])
-
-
-def training_table(runs: dict[tuple[str, int], RunFolder]) -> pd.DataFrame:
+def training_table(records: Records) -> pd.DataFrame:
     """Per run: epochs, what ended training (early stopping when the monitored value has not
     improved for the patience its config sets, else the time cap or the epoch limit), the best
     validation accuracy, its gain over the last 5 epochs, and the last epoch's training accuracy
     (on the decoder inputs the run trained on)."""
     rows = []
-    for (name, seed), run in runs.items():
-        metrics = run.metrics()
-        frame = metrics.dropna(subset=["val/position_acc"]).reset_index(drop=True)
-        monitor, mode, patience, capped = stopping_rule(run)
-        values = frame[monitor] if mode == "max" else -frame[monitor]
-        since_best = len(frame) - 1 - int(values.to_numpy().argmax())
-        cap = "time cap" if capped else "epoch limit"
-        accuracy = frame["val/position_acc"]
-        trained = metrics.dropna(subset=["train/position_acc"])["train/position_acc"]
+    for (name, seed), record in records.items():
+        curves = pd.DataFrame(record["curves"], dtype=float)
+        stopping = record["stopping"]
+        values = curves[stopping["monitor"]]
+        values = values if stopping["mode"] == "max" else -values
+        since_best = len(curves) - 1 - int(values.to_numpy().argmax())
+        cap = "time cap" if stopping["capped"] else "epoch limit"
+        accuracy = curves["val/position_acc"]
+        trained = curves["train/position_acc"].dropna()
         rows.append({
-            "run": f"{name} seed={seed}", "epochs": len(frame),
-            "stopped by": "early stopping" if since_best >= patience else cap,
+            "run": f"{name} seed={seed}", "epochs": len(curves),
+            "stopped by": "early stopping" if since_best >= stopping["patience"] else cap,
             "best validation": accuracy.max(), "at epoch": int(accuracy.to_numpy().argmax()) + 1,
-            "gain in last 5 epochs": accuracy.iloc[-1] - accuracy.iloc[max(len(frame) - 6, 0)],
+            "gain in last 5 epochs": accuracy.iloc[-1] - accuracy.iloc[max(len(curves) - 6, 0)],
             "training (last epoch)": trained.iloc[-1] if len(trained) else float("nan"),
         })  # fmt: skip
     return pd.DataFrame(rows)
@@ -147,33 +134,24 @@ ACCURACY_TARGETS = {"gru": 0.97, "lstm": 0.96, "two_signals": 0.93}
 (issue 27: the paper analyses models that can do the task; preconditions, not claims)."""
 
 
-def objective(run: RunFolder) -> str:
-    """The decoder inputs the run was trained on, as its `config.yaml` records them."""
-    ratio = yaml.safe_load(run.files.config.read_text())["model"]["init_args"].get(
-        "teacher_forcing_ratio", 1.0
-    )
-    return {0.0: "own outputs", 1.0: "teacher forcing"}.get(float(ratio), f"mixed ({ratio})")
-
-
-def accuracy_table(runs: dict[tuple[str, int], RunFolder], accuracies: dict[str, list[float]],
-                   train_accuracies: dict[str, list[float]],
-                   random_inputs: dict[str, list[float]]) -> pd.DataFrame:  # fmt: skip
+def accuracy_table(by_variant: dict[str, list[dict]]) -> pd.DataFrame:
     """Section 2's test accuracies per model type, with the objective each was trained on,
     beside the paper's and the target (`ACCURACY_TARGETS`), the same models' greedy accuracy on
     training pairs, and section 5's test accuracy with every decoder input a random token."""
     rows = []
-    for name, values in accuracies.items():
-        seed = next(s for (variant, s) in runs if variant == name)
+    for name, records in by_variant.items():
+        values = [r["test_position_acc"] for r in records]
         target = ACCURACY_TARGETS.get(name)
         rows.append({
-            "model": name, "objective": objective(runs[(name, seed)]), "runs": len(values),
+            "model": name, "objective": records[0]["stopping"]["objective"], "runs": len(values),
             "mean": np.mean(values), "std": np.std(values, ddof=1) if len(values) > 1 else 0.0,
             "paper": PAPER["accuracy"][PAPER_ACCURACY.get(name, name)],
             "target": "-" if target is None else f"{target:.2f}",
             "target met": "-" if target is None else ("yes" if np.mean(values) >= target
                                                       else "no"),
-            "training pairs (mean)": np.mean(train_accuracies[name]),
-            "random decoder inputs (mean)": np.mean(random_inputs[name]),
+            "training pairs (mean)": np.mean([r["training_accuracy"] for r in records]),
+            "random decoder inputs (mean)": np.mean([r["random_inputs_accuracy"]
+                                                     for r in records]),
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -335,43 +313,34 @@ def accuracy_limits(training: pd.DataFrame, accuracy: pd.DataFrame) -> str:
     return " ".join(sentences)
 
 
-def cached_analyses_note(runs: dict[tuple[str, int], RunFolder], began: float) -> str:
-    """A report's sentence on the GRU analyses read back from `analysis.json` (written before
-    `began`), with the span they were computed in: from the end of the last run's training (its
-    `train.log`) to the last analysis ("" if none was cached)."""
-    grus = [run for (name, _), run in runs.items() if name == "gru"]
-    cached = [run.files.analysis for run in grus]
-    cached = [path for path in cached if path.is_file() and path.stat().st_mtime < began]
-    if not cached:
+def read_back_note(records: Records) -> str:
+    """A report's sentence on the runs whose measurements were read back from an earlier
+    invocation, with the span they were trained and measured in ("" if none was)."""
+    read = [r for r in records.values() if r.get("read_back")]
+    if not read:
         return ""
-    trained = max(run.files.train_log.stat().st_mtime for run in runs.values())
-    span = max(path.stat().st_mtime for path in cached) - trained
+    span = max(r["measured"] for r in read) - min(r["trained"]["started"] for r in read)
     return (
-        f" {len(cached)} of the {len(grus)} GRU analyses were cached from an earlier invocation "
-        f"(`analysis.json`, `--reuse-runs`); they were computed within {span / 60:.1f} min after "
-        "the last run's training ended."
+        f" {len(read)} of the {len(records)} runs' measurements were read back from an earlier "
+        "invocation (`measurements.json`, `--reuse-runs`), not included above; those runs were "
+        f"trained and measured within {span / 60:.1f} min (from the first run's start to the "
+        "last measurement)."
     )
 
 
-def report_text(scale_name: str, scale: Scale, data_source: str, tables: dict,
-                clock: Stopwatch, runs: dict[tuple[str, int], RunFolder]) -> str:  # fmt: skip
+def report_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
+                records: Records) -> str:  # fmt: skip
     """The report's text above its claims: how it ran and what it measured (`header_text`), then
     the method and its results (`method_text`)."""
-    return header_text(scale_name, scale, data_source, tables, clock, runs) + method_text(
-        scale, tables
-    )
+    return header_text(scale_name, scale, tables, clock, records) + method_text(scale, tables)
 
 
-def header_text(scale_name: str, scale: Scale, data_source: str, tables: dict,
-                clock: Stopwatch, runs: dict[tuple[str, int], RunFolder]) -> str:  # fmt: skip
+def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
+                records: Records) -> str:  # fmt: skip
     """The title, the summary, how the reproduction ran, and section 2's accuracies."""
-    reused = reused_note([run.path for run in runs.values()], clock.began) + (
-        cached_analyses_note(runs, clock.began)
-    )
-    stopped = []
-    for (name, seed), run in runs.items():
-        frame = run.metrics().dropna(subset=["val/position_acc"])
-        stopped.append(f"{name} seed={seed}: {len(frame)} epochs")
+    stopped = [f"{name} seed={seed}: {len(record['curves']['epoch'])} epochs"
+               for (name, seed), record in records.items()]  # fmt: skip
+    data_source = records[("gru", scale.seeds["gru"][0])]["data_source"]
     stopping = (
         "early stopping (patience 5 epochs on the validation token-positioning "
         "accuracy, the best epoch kept: a departure from the paper's validation loss, "
@@ -417,9 +386,12 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
   (token, position) of the output line appended to the input line, {signals}.
 - **Commit** `{current_commit()}`; wall time {clock.total:.1f} min on 2 CPU cores
   ({clock.stages()}; each GRU analysed as soon as it was trained, beside the other
-  runs' training).{reused}
+  runs' training).{read_back_note(records)}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
-  with every token's units, classifier accuracies, manipulations and gates).
+  with every token's units, classifier accuracies, manipulations and gates). Each run's
+  measurements, everything this report reads of it, are kept beside it in
+  `runs/paper4/<variant>/seed=<s>/measurements.json`: `python -m experiments.paper4 --scale
+  {scale_name} --runs reports/paper4/runs --reuse-runs` rebuilds the report from them alone.
 
 ## Section 2: token-positioning accuracy (test split, greedy decoding)
 

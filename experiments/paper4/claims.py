@@ -1,6 +1,6 @@
 """Paper 4's claims (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq"):
 every number and finding of sections 2, 4 and 5 with the rule that decides it, computed from the
-per-model analyses of `experiments/paper4.py` (`analyse`).
+per-model analyses of `experiments/paper4/analysis.py` (`analyse`).
 
 Rules are fixed before the runs. Added with issue 17 (new ids; the earlier claims keep their
 rules): beside each Table 1 / finding 4 manipulation, the same edit on size-matched random
@@ -27,7 +27,7 @@ from experiments.report import (
 )
 from probes.neuron_functions import HYPOTHESES, MANIPULATIONS
 
-PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper4.json").read_text())
+PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper4.json").read_text())
 FUNCTIONS = ("storing", "counting", "triggering", "outputting")
 
 

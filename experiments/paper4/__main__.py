@@ -1,0 +1,3 @@
+from experiments.paper4.reproduce import main
+
+main()

@@ -1,0 +1,232 @@
+"""Paper 4's measurements of one trained model: sections 3-5's neuron analysis of a GRU (the
+three-stage identification, Table 1 with its controls, the gate interaction, the figures' data)
+and the accuracies section 2 and 5 set beside the test accuracy."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import spearmanr
+from sklearn.decomposition import PCA
+
+from experiments.paper4.claims import FUNCTIONS
+from experiments.paper4.scales import Scale
+from lightning_modules.callbacks import TokenPositioningAccuracy
+from probes.neuron_functions import (
+    ANALYSED_POSITIONS,
+    ANALYSED_SPLITS,
+    HYPOTHESES,
+    TokenNeurons,
+    analysable,
+    analysed_rows,
+    analysed_tokens,
+    identify_neurons,
+)
+from probes.neuron_manipulation import gate_interaction, verify_neurons
+from storage import RunLayout
+from storage.files import write_text_atomic
+from storage.run_folder import RunFolder
+
+POSITIONS = ANALYSED_POSITIONS
+"""Section 4: positions 1-13."""
+FIGURE2_TOKENS = 10
+
+
+@torch.no_grad()
+def positioning_accuracy(
+    model, datamodule, split: str, batches: int | None = None, random_seed: int | None = None
+) -> float:
+    """Token-positioning accuracy of greedy decoding on the first `batches` batches of `split`
+    (all with None); with `random_seed`, every decoder input is a random token instead (section
+    5's side finding)."""
+    metric = TokenPositioningAccuracy()
+    generator = None if random_seed is None else torch.Generator().manual_seed(random_seed)
+    for batch in itertools.islice(datamodule.split_dataloader(split), batches):
+        logits, _ = model(batch["source"], batch["source_lengths"],
+                          steps=batch["target"].shape[1], random_inputs=generator)  # fmt: skip
+        metric.update(logits.argmax(-1), batch["signal_token"], batch["signal_position"])
+    return float(metric.compute())
+
+
+def training_accuracy(run: RunFolder, scale: Scale) -> float:
+    """Greedy token-positioning accuracy of the run's best checkpoint on its first
+    `scale.training_batches` training batches (their epoch-0 signals): beside the test accuracy,
+    what the model learned of pairs it trained on, under the same decoding."""
+    torch.set_num_threads(1)
+    data = run.datamodule("best")
+    return positioning_accuracy(run.model("best"), data, "train", scale.training_batches)
+
+
+def random_inputs_accuracy(run: RunFolder) -> float:
+    """Test accuracy of the run's best checkpoint with every decoder input a random token."""
+    torch.set_num_threads(1)
+    return positioning_accuracy(run.model("best"), run.datamodule("best"), "test", random_seed=0)
+
+
+def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
+    """Finding 1 / Figure 2 as a number: the mean absolute step-to-step change of the storing
+    units from t = -1 to T - 1, divided by that of the other units (below 1: they change less)."""
+    own = traced.rows(traced.token == neurons.token)
+    paper_time = torch.arange(own.states.shape[1])[None] - 1
+    steps = (paper_time[:, 1:] >= 0) & (paper_time[:, 1:] <= own.position[:, None] - 1)
+    change = (own.states[:, 1:] - own.states[:, :-1]).abs()[steps]  # [samples, units]
+    others = torch.ones(change.shape[-1], dtype=torch.bool)
+    others[neurons.storing] = False
+    if neurons.storing.numel() == 0 or not others.any():
+        return float("nan")
+    return float(change[:, neurons.storing].mean() / change[:, others].mean())
+
+
+def output_magnitude(traced, neurons: TokenNeurons) -> float:
+    """Finding 4: the mean |h_T| of the outputting units over this token's rows ("their values
+    tend to be close to -1 or +1")."""
+    own = traced.rows(traced.token == neurons.token)
+    if neurons.outputting.numel() == 0:
+        return float("nan")
+    return float(own.states_at()[:, neurons.outputting].abs().mean())
+
+
+def counting_rise(own, units: torch.Tensor) -> torch.Tensor:
+    """`[units]`: how much each of `units` rises from t = 0 to T - 1, on average over the rows
+    of `own` (negative: it counts "in the opposite manner", finding 2)."""
+    return (own.states_at(-1) - own.states[:, 1])[:, units].mean(0)
+
+
+def counting_directions(traced, neurons: TokenNeurons) -> dict[str, int]:
+    """Finding 2: how many counting units rise from t = 0 to T - 1 on average over this token's
+    rows, and how many fall ("some neurons perform counting in the opposite manner")."""
+    rise = counting_rise(traced.rows(traced.token == neurons.token), neurons.counting)
+    return {"rising": int((rise > 0).sum()), "falling": int((rise < 0).sum())}
+
+
+def signal_coverage(datamodule, tokens: list[int], positions) -> dict[str, float]:
+    """Section 4: the share of the data on the analysed tokens ("50 most common tokens
+    (occupying 48% of the data)") and positions ("1 to 13 (occupying 75% of the data)"), as the
+    chance that a signal drawn uniformly from a training pair's output line has one of them."""
+    vocab = datamodule.vocab
+    analysed, last = {vocab[t] for t in tokens}, max(positions)
+    token_share, position_share = [], []
+    for _, target in datamodule.datasets["train"].pairs:
+        token_share.append(sum(word in analysed for word in target) / len(target))
+        position_share.append(min(last, len(target)) / len(target))
+    return {"tokens": float(np.mean(token_share)), "positions": float(np.mean(position_share))}
+
+
+def counting_curves(traced, neurons: list[TokenNeurons]) -> dict[int, list[float]]:
+    """Figure 3: by T, the mean over rows (all tokens) of the counting units' average value at
+    t = -1 .. T, each unit's sign turned so that it rises from t = 0 to T - 1 ("some neurons
+    perform counting in the opposite manner")."""
+    sums: dict[int, np.ndarray] = {}
+    counts: dict[int, int] = {}
+    for token_neurons in neurons:
+        own = traced.rows(traced.token == token_neurons.token)
+        units = token_neurons.counting
+        if units.numel() == 0:
+            continue
+        rise = counting_rise(own, units)
+        aligned = own.states[:, :, units] * rise.sign().where(rise != 0, 1.0)
+        for position in sorted(set(own.position.tolist())):
+            curve = aligned[own.position == position][:, : position + 2].mean(-1)  # t=-1..T
+            sums[position] = sums.get(position, 0) + curve.sum(0).numpy()
+            counts[position] = counts.get(position, 0) + curve.shape[0]
+    return {p: (sums[p] / counts[p]).tolist() for p in sorted(sums)}
+
+
+def counting_statistics(curves: dict[int, list[float]]) -> tuple[float, float]:
+    """Finding 2 as numbers: Spearman's rho between T and the aligned counting value at t = 0
+    (the paper: larger T, deeper drop, so rho < 0), and the share of steps t -> t + 1 within
+    t = 0 .. T - 1 where the mean value rises (the paper: it "slowly increases")."""
+    positions = [p for p in curves if p >= 2]
+    rho = float(spearmanr(positions, [curves[p][1] for p in positions]).statistic)
+    rises = [curves[p][t + 2] > curves[p][t + 1] for p in positions for t in range(p - 1)]
+    return rho, float(np.mean(rises))
+
+
+def figure2_points(traced, neurons: list[TokenNeurons], vocab: list[str]) -> pd.DataFrame:
+    """Figure 2: PCA (2 components) of the union of the ten most common tokens' storing units,
+    over their rows' h_t, t = -1 .. T - 1."""
+    chosen = neurons[:FIGURE2_TOKENS]
+    units = torch.cat([n.storing for n in chosen] or [torch.zeros(0, dtype=torch.long)]).unique()
+    frames = []
+    for token_neurons in chosen:
+        own = traced.rows(traced.token == token_neurons.token)
+        for row in range(len(own.token)):
+            position = int(own.position[row])
+            for index in range(position + 1):  # t = index - 1 = -1 .. T - 1
+                frames.append((vocab[token_neurons.token], index - 1, position,
+                               own.states[row, index, units].numpy()))  # fmt: skip
+    if units.numel() < 2 or not frames:
+        return pd.DataFrame(columns=["token", "t", "T", "pc1", "pc2"])
+    points = PCA(2, random_state=0).fit_transform(np.stack([f[3] for f in frames]))
+    return pd.DataFrame(
+        {
+            "token": [f[0] for f in frames],
+            "t": [f[1] for f in frames],
+            "T": [f[2] for f in frames],
+            "pc1": points[:, 0],
+            "pc2": points[:, 1],
+        }
+    )
+
+
+def analyse(run: RunFolder, scale: Scale) -> dict:
+    """Sections 3-5 on one trained GRU: stage 1-3 for every analysed token, Table 1, the gate
+    interaction and the figures' data, as a JSON-ready dict."""
+    torch.manual_seed(0)
+    model, datamodule = run.model("best"), run.datamodule("best")
+    tokens = analysed_tokens(datamodule, scale.tokens)
+    traced, correct = analysed_rows(model, datamodule, tokens, POSITIONS, scale.analysis_rows,
+                                    ANALYSED_SPLITS, scale.correct_only)  # fmt: skip
+    found, per_token = [], {}
+    for token in tokens:
+        if not analysable(traced, token):
+            continue  # too few correctly answered rows to classify
+        neurons = identify_neurons(model, traced, token)
+        found.append(neurons)
+        per_token[datamodule.vocab[token]] = {
+            "id": token,
+            "rows": int((traced.token == token).sum()),
+            **{name: neurons.units(name).tolist() for name in FUNCTIONS},
+            "accuracy": neurons.accuracy,
+            "candidates": {name: neurons.candidates[name].tolist() for name in HYPOTHESES},
+            "verification": verify_neurons(model, traced, neurons, scale.control_draws),
+            "outputting_abs": output_magnitude(traced, neurons),
+            "counting_directions": counting_directions(traced, neurons),
+            "gates": gate_interaction(model, traced, neurons),
+            "storing_change_ratio": storing_change_ratio(traced, neurons),
+        }
+    curves = counting_curves(traced, found)
+    rho, rises = counting_statistics(curves) if len(curves) > 2 else (float("nan"),) * 2
+    return {
+        "hidden_size": model.hparams.hidden_size,
+        "coverage": signal_coverage(datamodule, tokens, POSITIONS),
+        "rows": int(correct.numel()),
+        "correct": int(correct.sum()),
+        "tokens": per_token,
+        "counting_curves": {str(p): c for p, c in curves.items()},
+        "counting_rho": rho,
+        "counting_rises": rises,
+        "random_inputs_accuracy": random_inputs_accuracy(run),
+        "test_position_acc": run.test_accuracy("test", "position_acc"),
+        "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
+    }
+
+
+def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
+    """`analyse`, cached in `<run>/analysis.json` (read back only with `reuse`)."""
+    cache = RunLayout(path).analysis
+    if (
+        reuse
+        and cache.is_file()
+        and cache.stat().st_mtime >= RunLayout(path).command.stat().st_mtime
+    ):
+        return json.loads(cache.read_text())
+    torch.set_num_threads(1)
+    result = analyse(RunFolder(path), scale)
+    write_text_atomic(cache, json.dumps(result) + "\n")
+    return result

@@ -1,0 +1,147 @@
+"""Paper 4's runs: each trained through the suite's CLI and then measured once into its own small
+file, `<run>/measurements.json`, from which the report is built.
+
+A run's measurements (no weights) are everything the report reads of it: the command that trained
+it (without the run root, so a copy elsewhere is the same run), the decoder inputs it was trained
+on, its stopping rule, its per-epoch curves, its test accuracy, its greedy accuracy on training
+pairs, its accuracy with random decoder inputs, its data and, for a GRU seed, sections 3-5's
+analysis. With `--reuse-runs` a run whose measurements were taken from the same command is never
+trained or measured again, so a report can be rebuilt from the measurement files alone: the
+reproduction copies them beside its report (`reports/paper4/runs/`), and
+`python -m experiments.paper4 --runs reports/paper4/runs --reuse-runs` rebuilds it from there.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from experiments.paper4.analysis import analysis_of, random_inputs_accuracy, training_accuracy
+from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
+from experiments.runner import fit, run_all
+from storage import RunLayout
+from storage.files import write_text_atomic
+from storage.run_folder import RunFolder
+
+REPOSITORY = CONFIGS.parents[2]
+CURVES = ("val/position_acc", "val/loss", "train/position_acc")
+"""The per-epoch metrics the report plots and reads (validation greedy, training as trained)."""
+
+
+def arguments_of(name: str, seed: int, scale: Scale, root: Path) -> list[str]:
+    """The `python -m experiments fit` arguments of the run of `name` (a key of `VARIANTS`)."""
+    time_cap = () if scale.max_time is None else ("--trainer.max_time", scale.max_time[name])
+    return [
+        "--config", str(CONFIGS / "gru.yaml"),
+        *(("--config", str(CONFIGS / "select_on_position.yaml")) if scale.select_on_position
+          else ()),
+        *(part for config in VARIANT_CONFIGS.get(name, ()) for part in
+          ("--config", str(CONFIGS / config))),
+        "--seed_everything", str(seed),
+        "--run.root", str(root),
+        "--run.variant", name,
+        "--trainer.enable_progress_bar", "false",
+        "--data.data_seed", str(seed),
+        "--data.vocab_size", str(scale.vocab_size),
+        "--data.batch_size", str(scale.batch_size),
+        "--model.init_args.hidden_size", str(scale.hidden_size),
+        "--model.init_args.embedding_size", str(scale.embedding_size),
+        "--model.init_args.learning_rate", str(scale.learning_rate),
+        "--data.redraw_signals", str(scale.redraw_signals).lower(),
+        *time_cap, *VARIANTS[name], *scale.overrides,
+    ]  # fmt: skip
+
+
+def portable(arguments: list[str]) -> list[str]:
+    """`arguments` as a run's measurements record them: without the run root, and with config
+    paths relative to the repository, so that the same run kept elsewhere is recognised."""
+    kept = []
+    for index, value in enumerate(arguments):
+        if value == "--run.root" or (index and arguments[index - 1] == "--run.root"):
+            continue
+        if index and arguments[index - 1] == "--config":
+            value = Path(value).resolve().relative_to(REPOSITORY).as_posix()
+        kept.append(value)
+    return kept
+
+
+def stopping_of(run: RunFolder) -> dict:
+    """The run's early stopping as its `config.yaml` records it: the monitored metric, its mode,
+    the patience, and whether a time cap was set; and the decoder inputs it trained on."""
+    config = yaml.safe_load(run.files.config.read_text())
+    trainer = config["trainer"]
+    stopping = next(c["init_args"] for c in trainer["callbacks"]
+                    if c["class_path"].endswith(".EarlyStopping"))  # fmt: skip
+    ratio = float(config["model"]["init_args"].get("teacher_forcing_ratio", 1.0))
+    objective = {0.0: "own outputs", 1.0: "teacher forcing"}.get(ratio, f"mixed ({ratio})")
+    return {"monitor": stopping["monitor"], "mode": stopping["mode"],
+            "patience": stopping["patience"], "capped": bool(trainer["max_time"]),
+            "objective": objective}  # fmt: skip
+
+
+def epoch_curves(run: RunFolder) -> dict[str, list[float | None]]:
+    """Per validated epoch (from 0) the value of each of `CURVES` (None where not logged)."""
+    metrics = run.metrics()
+    epochs = sorted(int(e) for e in metrics.dropna(subset=[CURVES[0]])["epoch"].unique())
+    curves: dict[str, list[float | None]] = {"epoch": epochs}
+    for name in CURVES:
+        logged = metrics.dropna(subset=[name]).groupby("epoch")[name].last()
+        curves[name] = [float(logged[e]) if e in logged.index else None for e in epochs]
+    return curves
+
+
+def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict:
+    """Train the run (or keep it, with `reuse`), measure it and write its measurements file;
+    with `reuse`, measurements taken from the same command are read back instead."""
+    layout = RunLayout.of(root, "paper4", name, seed)
+    arguments = arguments_of(name, seed, scale, root)
+    if reuse and layout.measurements.is_file():
+        kept = json.loads(layout.measurements.read_text())
+        if kept.get("command") == portable(arguments):
+            kept["read_back"] = True
+            return kept
+    fit(layout.path, arguments, reuse)
+    run = RunFolder(layout.path)
+    analysis = analysis_of(layout.path, scale, reuse) if name == "gru" else None
+    record = {
+        "variant": name,
+        "seed": seed,
+        "command": portable(arguments),
+        "stopping": stopping_of(run),
+        "curves": epoch_curves(run),
+        "test_position_acc": run.test_accuracy("test", "position_acc"),
+        "training_accuracy": training_accuracy(run, scale),
+        "random_inputs_accuracy": (analysis["random_inputs_accuracy"] if analysis is not None
+                                   else random_inputs_accuracy(run)),
+        "data_source": run.datamodule("best").data_source,
+        "trained": {"started": layout.config.stat().st_mtime,
+                    "finished": layout.command.stat().st_mtime},
+        "measured": time.time(),
+        "analysis": analysis,
+    }  # fmt: skip
+    write_text_atomic(layout.measurements, json.dumps(record) + "\n")
+    return record
+
+
+def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:
+    """Every run's measurements, `jobs` runs at a time, the GRU seeds first; each GRU is analysed
+    as soon as it is trained, while the other runs train, so the cores stay busy."""
+    keys = [(name, seed) for name in VARIANTS for seed in scale.seeds[name]]
+    tasks = {key: functools.partial(measure, *key, scale, root, reuse) for key in keys}
+    return run_all(tasks, jobs, lambda key, record: f"{key[0]} seed={key[1]}: test accuracy "
+                   f"{record['test_position_acc']:.3f}")  # fmt: skip
+
+
+def keep_beside_report(records: dict[tuple, dict], root: Path, out: Path) -> None:
+    """Copy every run's measurements file to `<out>/runs/`, laid out as a run root, so that the
+    report can be rebuilt from the repository alone (`--runs <out>/runs --reuse-runs`)."""
+    for name, seed in records:
+        source = RunLayout.of(root, "paper4", name, seed).measurements
+        target = RunLayout.of(out / "runs", "paper4", name, seed).measurements
+        if source.resolve() != target.resolve():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(target, source.read_text())

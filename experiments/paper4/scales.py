@@ -1,0 +1,114 @@
+"""Paper 4's scales and trained variants: what each run of `make reproduce-paper4` trains.
+
+Scale (`SCALE` or `--scale`, see `SCALES`): `paper` is a vocabulary of 20,000, trained until
+early stopping; `default` shrinks the vocabulary and the network and caps each run's training
+time so that the reproduction finishes on 2 CPU cores; `smoke` is a minute-long check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONFIGS = Path(__file__).parents[1] / "configs" / "paper4"
+VARIANTS = {
+    "gru": (),
+    "lstm": ("--model.init_args.cell", "lstm"),
+    "two_signals": ("--data.signals", "2"),
+    "gru_teacher_forced": (),
+}
+"""Trained variants and their CLI arguments on top of `gru.yaml` (section 2)."""
+VARIANT_CONFIGS = {"gru_teacher_forced": ("teacher_forced.yaml",)}
+"""Configs a variant stacks on `gru.yaml` (before the scale's arguments): the GRU trained under
+teacher forcing, the second reading of section 2's objective."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much of the paper a reproduction runs."""
+
+    seeds: dict[str, tuple[int, ...]]
+    """Seeds per variant (a run's seed is both its model's and its data's)."""
+    vocab_size: int
+    hidden_size: int
+    embedding_size: int
+    batch_size: int
+    learning_rate: float
+    max_time: dict[str, str] | None
+    """Training-time cap per variant (Lightning's `DD:HH:MM:SS`); None: early stopping only."""
+    analysis_rows: int
+    """Rows per token for the neuron analysis (the paper's Figure 2 shows 500)."""
+    control_draws: int = 3
+    """Draws of size-matched random units for the control of each Table 1 manipulation."""
+    redraw_signals: bool = False
+    """Draw each training pair's signal afresh every epoch (`--data.redraw_signals`), a reading
+    of the paper's "randomly select one token"."""
+    select_on_position: bool = False
+    """Stop and select by validation token-positioning accuracy (`select_on_position.yaml`)
+    instead of the paper's validation loss: a departure, see that config."""
+    tokens: int = 50
+    """The most common tokens analysed (section 4: 50)."""
+    training_batches: int = 40
+    """Training batches whose greedy accuracy the report sets beside the test accuracy."""
+    correct_only: bool = True
+    """Analyse only the rows the model answers correctly (False only for the smoke check, whose
+    barely trained models answer almost none)."""
+    overrides: tuple[str, ...] = field(default=())
+
+
+SCALES = {
+    "paper": Scale(
+        seeds={
+            "gru": (0, 1, 2),
+            "lstm": (0, 1, 2),
+            "two_signals": (0, 1, 2),
+            "gru_teacher_forced": (0,),
+        },
+        vocab_size=20000,
+        hidden_size=256,
+        embedding_size=128,
+        batch_size=64,
+        learning_rate=0.001,
+        max_time=None,
+        analysis_rows=500,
+    ),  # fmt: skip
+    "default": Scale(
+        seeds={"gru": (0, 1, 2), "lstm": (0,), "two_signals": (0,), "gru_teacher_forced": (0,)},
+        vocab_size=2000,
+        hidden_size=128,
+        embedding_size=64,
+        batch_size=128,
+        learning_rate=0.002,
+        max_time={
+            "gru": "00:00:30:00",
+            "lstm": "00:00:32:00",
+            "two_signals": "00:00:36:00",
+            "gru_teacher_forced": "00:00:30:00",
+        },
+        analysis_rows=200,
+        redraw_signals=True,
+    ),  # fmt: skip
+    "smoke": Scale(
+        seeds={"gru": (0, 1), "lstm": (0,), "two_signals": (0,), "gru_teacher_forced": (0,)},
+        vocab_size=300,
+        hidden_size=24,
+        embedding_size=16,
+        batch_size=64,
+        learning_rate=0.005,
+        max_time=None,
+        analysis_rows=20,
+        control_draws=1,
+        tokens=8,
+        correct_only=False,
+        overrides=(
+            "--trainer.max_epochs",
+            "1",
+            "--trainer.limit_train_batches",
+            "20",
+            "--trainer.limit_val_batches",
+            "5",
+            "--trainer.limit_test_batches",
+            "5",
+        ),
+    ),  # fmt: skip
+}
