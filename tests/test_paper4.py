@@ -103,6 +103,6 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
     assert (
-        "5 of the 5 runs' measurements were read back"
+        "5 of the 5 were kept from an earlier invocation"
         in (tmp_path / "rebuilt" / "report.md").read_text()
     )

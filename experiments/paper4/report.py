@@ -313,19 +313,20 @@ def accuracy_limits(training: pd.DataFrame, accuracy: pd.DataFrame) -> str:
     return " ".join(sentences)
 
 
-def read_back_note(records: Records) -> str:
-    """A report's sentence on the runs whose measurements were read back from an earlier
-    invocation, with the span they were trained and measured in ("" if none was)."""
-    read = [r for r in records.values() if r.get("read_back")]
-    if not read:
-        return ""
-    span = max(r["measured"] for r in read) - min(r["trained"]["started"] for r in read)
-    return (
-        f" {len(read)} of the {len(records)} runs' measurements were read back from an earlier "
-        "invocation (`measurements.json`, `--reuse-runs`), not included above; those runs were "
-        f"trained and measured within {span / 60:.1f} min (from the first run's start to the "
-        "last measurement)."
+def kept_note(records: Records) -> str:
+    """A report's sentence on when the runs were trained (from their own files: the first run's
+    start to the last run's end) and on those kept from an earlier invocation (`--reuse-runs`:
+    a finished run, or its measurements, not trained again)."""
+    span = max(r["trained"]["finished"] for r in records.values()) - min(
+        r["trained"]["started"] for r in records.values()
     )
+    kept = sum(bool(r.get("kept")) for r in records.values())
+    text = f" The runs were trained within {span / 60:.1f} min (the first run's start to the last "
+    text += "run's end)"
+    if not kept:
+        return text + "."
+    return (f"{text}; {kept} of the {len(records)} were kept from an earlier invocation "
+            "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
 
 
 def report_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
@@ -341,13 +342,7 @@ def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
     stopped = [f"{name} seed={seed}: {len(record['curves']['epoch'])} epochs"
                for (name, seed), record in records.items()]  # fmt: skip
     data_source = records[("gru", scale.seeds["gru"][0])]["data_source"]
-    stopping = (
-        "early stopping (patience 5 epochs on the validation token-positioning "
-        "accuracy, the best epoch kept: a departure from the paper's validation loss, "
-        "see experiments/configs/paper4/select_on_position.yaml)"
-        if scale.select_on_position
-        else "early stopping (patience 3 epochs on the validation loss, as the paper)"
-    )
+    stopping = "early stopping (patience 3 epochs on the validation loss, as the paper)"
     time_cap = (f"until {stopping}" if scale.max_time is None else
                 f"until {stopping} or a time cap of "
                 + ", ".join(f"{k} {v}" for k, v in scale.max_time.items()))  # fmt: skip
@@ -386,7 +381,7 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
   (token, position) of the output line appended to the input line, {signals}.
 - **Commit** `{current_commit()}`; wall time {clock.total:.1f} min on 2 CPU cores
   ({clock.stages()}; each GRU analysed as soon as it was trained, beside the other
-  runs' training).{read_back_note(records)}
+  runs' training).{kept_note(records)}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
   with every token's units, classifier accuracies, manipulations and gates). Each run's
   measurements, everything this report reads of it, are kept beside it in

@@ -37,8 +37,6 @@ def arguments_of(name: str, seed: int, scale: Scale, root: Path) -> list[str]:
     time_cap = () if scale.max_time is None else ("--trainer.max_time", scale.max_time[name])
     return [
         "--config", str(CONFIGS / "gru.yaml"),
-        *(("--config", str(CONFIGS / "select_on_position.yaml")) if scale.select_on_position
-          else ()),
         *(part for config in VARIANT_CONFIGS.get(name, ()) for part in
           ("--config", str(CONFIGS / config))),
         "--seed_everything", str(seed),
@@ -102,9 +100,9 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
     if reuse and layout.measurements.is_file():
         kept = json.loads(layout.measurements.read_text())
         if kept.get("command") == portable(arguments):
-            kept["read_back"] = True
+            kept["kept"] = True  # not written: the run was neither trained nor measured now
             return kept
-    fit(layout.path, arguments, reuse)
+    trained = fit(layout.path, arguments, reuse)
     run = RunFolder(layout.path)
     analysis = analysis_of(layout.path, scale, reuse) if name == "gru" else None
     record = {
@@ -124,7 +122,7 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
         "analysis": analysis,
     }  # fmt: skip
     write_text_atomic(layout.measurements, json.dumps(record) + "\n")
-    return record
+    return {**record, "kept": not trained}
 
 
 def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:

@@ -43,9 +43,6 @@ class Scale:
     redraw_signals: bool = False
     """Draw each training pair's signal afresh every epoch (`--data.redraw_signals`), a reading
     of the paper's "randomly select one token"."""
-    select_on_position: bool = False
-    """Stop and select by validation token-positioning accuracy (`select_on_position.yaml`)
-    instead of the paper's validation loss: a departure, see that config."""
     tokens: int = 50
     """The most common tokens analysed (section 4: 50)."""
     training_batches: int = 40
