@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training
 	$(BIN)/python -m benchmarks.contextual_decomposition
 	$(BIN)/python -m benchmarks.paper4_training
+	$(BIN)/python -m benchmarks.paper4_scales
 	$(BIN)/python -m benchmarks.attach
 	$(BIN)/python -m benchmarks.probes  # needs the runs of `make reproduce-paper1`
 

@@ -34,10 +34,11 @@ SIZES = dict(vocab_size=2000, embedding_size=64, hidden_size=128, batch_size=128
 """The default scale of `experiments/paper4/scales.py`."""
 
 
-def batches(count: int) -> list[dict[str, torch.Tensor]]:
-    data = TokenPositioningDataModule(
-        vocab_size=SIZES["vocab_size"], batch_size=SIZES["batch_size"]
-    )
+def batches(
+    count: int, vocab_size: int = SIZES["vocab_size"], batch_size: int = SIZES["batch_size"]
+) -> list[dict[str, torch.Tensor]]:
+    """The first `count` training batches of the token-positioning data (epoch 0's order)."""
+    data = TokenPositioningDataModule(vocab_size=vocab_size, batch_size=batch_size)
     loader = data.split_dataloader("train", shuffle=True)
     loader.sampler.set_epoch(0)
     chosen = []

@@ -270,6 +270,38 @@ def setting_table(scale: Scale, paper_scale: Scale) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["setting", "this run", "paper", "source"])
 
 
+BENCHMARKED_EPOCH_MINUTES = {"the default scale's sizes": 1.7, "gru.yaml's sizes (hidden 256, "
+                             "embedding 128, batch 64)": 3.6, "vocabulary 5,000": 4.4,
+                             "the paper's vocabulary with gru.yaml's sizes": 26.0}  # fmt: skip
+"""An epoch's training steps in minutes, one core, as `benchmarks/paper4_scales.py` (`make bench`)
+measured them on the suite's 2-core machine on 2026-11-25 (the default data: 138,700 pairs)."""
+
+
+def scale_limit(records: Records) -> str:
+    """Why the default scale is not closer to the paper's: the epochs the GRUs needed to pass
+    their target (from the records) beside the benchmarked cost of an epoch at larger sizes."""
+    needed = []
+    for (name, _), record in records.items():
+        if name != "gru":
+            continue
+        passed = [e + 1 for e, a in zip(record["curves"]["epoch"],
+                                        record["curves"]["val/position_acc"], strict=True)
+                  if a is not None and a >= ACCURACY_TARGETS["gru"]]  # fmt: skip
+        needed.append(str(passed[0]) if passed else "never")
+    most = max((int(n) for n in needed if n != "never"), default=0)
+    costs = "; ".join(f"{k} {v} min an epoch, {most * v:.0f} min for {most} epochs"
+                      for k, v in BENCHMARKED_EPOCH_MINUTES.items())  # fmt: skip
+    return (
+        f"Why the default scale is no closer to the paper's: its GRUs first passed "
+        f"{ACCURACY_TARGETS['gru']} validation accuracy at epochs {', '.join(needed)} (seeds "
+        f"{', '.join(str(s) for (n, s) in records if n == 'gru')}), and the training steps cost, "
+        "on one core (`benchmarks/paper4_scales.py` in `make bench`, measured on this suite's "
+        f"2-core machine on 2026-11-25): {costs}. Six runs, two at a time, within the 2 hours "
+        "`make reproduce-paper4` may take leave each run about 30 minutes, validation included; "
+        "a larger model might need fewer epochs, which was not measured."
+    )
+
+
 def stopping_summary(training: pd.DataFrame) -> str:
     """Which runs early stopping ended and which the time cap, with the caps' last gains."""
     capped = training[training["stopped by"] != "early stopping"]
@@ -363,6 +395,9 @@ def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
                   "paper's accuracy.")  # fmt: skip
     else:
         short += "; the neuron analysis runs on the rows they answer correctly."
+    random_inputs = tables["accuracy"]["random decoder inputs (mean)"].iloc[0]
+    short += (f" With every decoder input a random token they keep {random_inputs:.3f} (paper "
+              f"{PAPER['accuracy']['random_decoder_inputs']}, section 5).")  # fmt: skip
     return f"""# Paper 4: Exposing the Functionalities of Neurons for GRU Seq2Seq
 
 Token positioning, the three-stage identification of storing, counting, triggering and
@@ -409,6 +444,8 @@ paper analyses models that can do the task; a precondition, not a claim).
 ### What differs from the paper's setting
 
 {markdown_table(tables["settings"], 3, index=False)}
+
+{scale_limit(records)}
 """
 
 
