@@ -125,16 +125,22 @@ def run_all(
     jobs: int,
     describe: Callable[[Hashable, object], str] = lambda key, result: str(key),
 ) -> dict[Hashable, object]:
-    """Run `tasks` `jobs` at a time; print one progress line per finished task."""
+    """Run `tasks` `jobs` at a time; print one progress line per finished task, with how many
+    remain and a naive estimate of the time left (the time so far per finished task, times the
+    tasks left: tasks kept from an earlier invocation finish at once and make it low)."""
     results: dict[Hashable, object] = {}
     start = time.time()
+    print(f"{len(tasks)} tasks, {jobs} at a time", flush=True)
 
     def one(key):
         began = time.time()
         results[key] = tasks[key]()
+        done, elapsed = len(results), time.time() - start
+        left = len(tasks) - done
+        estimate = f"; {left} left, about {elapsed / done * left / 60:.1f} min more" if left else ""
         print(
-            f"[{len(results)}/{len(tasks)}] {describe(key, results[key])} "
-            f"({(time.time() - began) / 60:.1f} min; {(time.time() - start) / 60:.1f} min in all)",
+            f"[{done}/{len(tasks)}] {describe(key, results[key])} "
+            f"({(time.time() - began) / 60:.1f} min; {elapsed / 60:.1f} min in all{estimate})",
             flush=True,
         )
 

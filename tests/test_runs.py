@@ -172,3 +172,26 @@ def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch)
     assert not finished(run, relative[:-1] + ["1"])
     assert not finished(run, ["-m", "experiments", "fit", "--config", "other.yaml",
                               "--run.root", "runs", "--seed_everything", "0"])  # fmt: skip
+
+
+def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
+    """Each finished task prints how many remain and the time so far per task times those left;
+    the last prints no estimate; results keep the tasks' order whatever order they finish in."""
+    import time
+
+    from experiments.runner import run_all
+
+    def task(seconds, value):
+        def run():
+            time.sleep(seconds)
+            return value
+
+        return run
+
+    results = run_all({"a": task(0.3, 1), "b": task(0.0, 2), "c": task(0.0, 3)}, jobs=1)
+    assert list(results.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "3 tasks, 1 at a time"
+    assert lines[1].startswith("[1/3] a (") and "; 2 left, about 0.0 min more)" in lines[1]
+    assert lines[2].startswith("[2/3] b (") and "; 1 left, about" in lines[2]
+    assert lines[3].startswith("[3/3] c (") and "left" not in lines[3]
