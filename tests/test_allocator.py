@@ -43,11 +43,13 @@ def faults_per_step(setting: str) -> float:
 
 def test_kept_memory_stops_page_faults_of_a_training_step():
     """On glibc (the suite's platform and CI's), the same steps page-fault far less with the
-    setting. Measured over 4 runs: 1,400-2,800 faults a step with glibc's defaults; 0.2 with it
-    in most runs, 77-180 in some (the process's heap layout varies from run to run)."""
+    setting. Measured over 8 runs: 1,400-2,800 faults a step with glibc's defaults, and once 909
+    in a full `make test`; 0.2-0.3 with it in most runs, 77-180 in some (the process's heap
+    layout varies from run to run). The floor on the defaults' side only checks that the steps
+    fault enough for the comparison to mean something."""
     default = faults_per_step("default")
     kept = faults_per_step("kept")
-    assert default > 1000, f"glibc's defaults gave {default:.0f} faults a step"
+    assert default > 500, f"glibc's defaults gave {default:.0f} faults a step"
     assert kept < default / 5, f"with the setting {kept:.0f} faults a step, without {default:.0f}"
 
 
