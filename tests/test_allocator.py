@@ -1,6 +1,7 @@
 """Fits keep freed memory in the process (`experiments.allocator`): a batch-1 training step of
 paper 1's model stops page-faulting on its fresh weight-sized gradients."""
 
+import statistics
 import subprocess
 import sys
 
@@ -43,13 +44,13 @@ def faults_per_step(setting: str) -> float:
 
 def test_kept_memory_stops_page_faults_of_a_training_step():
     """On glibc (the suite's platform and CI's), the same steps page-fault far less with the
-    setting. Measured over 8 runs: 1,400-2,800 faults a step with glibc's defaults, and once 909
-    in a full `make test`; 0.2-0.3 with it in most runs, 77-180 in some (the process's heap
-    layout varies from run to run). The floor on the defaults' side only checks that the steps
-    fault enough for the comparison to mean something."""
-    default = faults_per_step("default")
-    kept = faults_per_step("kept")
-    assert default > 500, f"glibc's defaults gave {default:.0f} faults a step"
+    setting. The count varies from process to process with its heap layout: over 18 processes,
+    378-3,100 faults a step with glibc's defaults (most 1,300-2,600) and 0.2-180 with the setting
+    (mostly 0.2-0.4), so each side is the median of 3 processes. The floor on the defaults' side
+    only checks that the steps fault enough for the comparison to mean something."""
+    default = statistics.median(faults_per_step("default") for _ in range(3))
+    kept = statistics.median(faults_per_step("kept") for _ in range(3))
+    assert default > 200, f"glibc's defaults gave {default:.0f} faults a step"
     assert kept < default / 5, f"with the setting {kept:.0f} faults a step, without {default:.0f}"
 
 
