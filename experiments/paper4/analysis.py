@@ -53,21 +53,6 @@ def positioning_accuracy(
     return float(metric.compute())
 
 
-def training_accuracy(run: RunFolder, scale: Scale) -> float:
-    """Greedy token-positioning accuracy of the run's best checkpoint on its first
-    `scale.training_batches` training batches (their epoch-0 signals): beside the test accuracy,
-    what the model learned of pairs it trained on, under the same decoding."""
-    torch.set_num_threads(1)
-    data = run.datamodule("best")
-    return positioning_accuracy(run.model("best"), data, "train", scale.training_batches)
-
-
-def random_inputs_accuracy(run: RunFolder) -> float:
-    """Test accuracy of the run's best checkpoint with every decoder input a random token."""
-    torch.set_num_threads(1)
-    return positioning_accuracy(run.model("best"), run.datamodule("best"), "test", random_seed=0)
-
-
 def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
     """Finding 1 / Figure 2 as a number: the mean absolute step-to-step change of the storing
     units from t = -1 to T - 1, divided by that of the other units (below 1: they change less)."""
@@ -211,7 +196,7 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
         "counting_curves": {str(p): c for p, c in curves.items()},
         "counting_rho": rho,
         "counting_rises": rises,
-        "random_inputs_accuracy": random_inputs_accuracy(run),
+        "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
         "test_position_acc": run.test_accuracy("test", "position_acc"),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }

@@ -18,9 +18,10 @@ import json
 import time
 from pathlib import Path
 
+import torch
 import yaml
 
-from experiments.paper4.analysis import analysis_of, random_inputs_accuracy, training_accuracy
+from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
 from experiments.runner import fit, run_all
 from storage import RunLayout
@@ -105,6 +106,8 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
     trained = fit(layout.path, arguments, reuse)
     run = RunFolder(layout.path)
     analysis = analysis_of(layout.path, scale, reuse) if name == "gru" else None
+    torch.set_num_threads(1)
+    model, datamodule = run.model("best"), run.datamodule("best")
     record = {
         "variant": name,
         "seed": seed,
@@ -112,10 +115,14 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
         "stopping": stopping_of(run),
         "curves": epoch_curves(run),
         "test_position_acc": run.test_accuracy("test", "position_acc"),
-        "training_accuracy": training_accuracy(run, scale),
+        # greedy, on the first training batches (their epoch-0 signals): what the model learned
+        # of pairs it trained on, beside the test accuracy under the same decoding
+        "training_accuracy": positioning_accuracy(model, datamodule, "train",
+                                                  scale.training_batches),
         "random_inputs_accuracy": (analysis["random_inputs_accuracy"] if analysis is not None
-                                   else random_inputs_accuracy(run)),
-        "data_source": run.datamodule("best").data_source,
+                                   else positioning_accuracy(model, datamodule, "test",
+                                                             random_seed=0)),
+        "data_source": datamodule.data_source,
         "trained": {"started": layout.config.stat().st_mtime,
                     "finished": layout.command.stat().st_mtime},
         "measured": time.time(),
