@@ -3,9 +3,10 @@ Neural Networks", section 2.1; Liška et al. 2019; Hupkes et al. 2019).
 
 Eight random bijections ``t1 .. t8`` on the 3-bit strings are applied left to right to an input
 string. A row is ``(input, target, attention)`` in the TSV format of the i-machine-think
-``machine-tasks`` repository (``LookupTables/lookup-3bit/samples/sample<k>/<split>.tsv``)::
+``machine-tasks`` repository (``LookupTables/data/samples/sample<k>/<split>.tsv``; its inputs end
+in a ``.`` token, and the attention column has one index per output plus one for ``<eos>``)::
 
-    111 t4 t5<TAB>111 011 100<TAB>0 1 2 3
+    111 t4 t5 .<TAB>111 011 100<TAB>0 1 2 3
 
 The target is the input followed by every intermediate result; the attention target is the
 diagonal, one source position per decoder step including ``<eos>``.
@@ -33,6 +34,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
+from datamodules.machine_tasks import SAMPLE1, resolve_sample1
 from datamodules.sampling import SplitLoaders, split_loader
 from datamodules.text_files import read_rows
 
@@ -109,7 +111,7 @@ def check_lookup_folder(path: str | os.PathLike) -> Path:
         problem = f"lacks {', '.join(missing)}" if folder.is_dir() else "does not exist"
         raise FileNotFoundError(
             f"lookup-table folder {folder} {problem}. Point --data.data_dir at a machine-tasks "
-            "lookup-table sample folder (e.g. LookupTables/lookup-3bit/samples/sample1) "
+            "lookup-table sample folder (e.g. LookupTables/data/samples/sample1) "
             f"containing {', '.join(f'{s}.tsv' for s in SPLITS)}, or leave it unset to "
             "generate the tables."
         )
@@ -205,7 +207,10 @@ class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
     - ``index`` ``[batch]``: the row's index within its split.
 
     Args:
-        data_dir: a machine-tasks sample folder; ``None`` generates the tables from ``data_seed``.
+        data_dir: a machine-tasks sample folder; ``"sample1"``: machine-tasks' ``sample1``, paper
+            1's data, found or downloaded and checked by
+            :func:`datamodules.machine_tasks.resolve_sample1`; ``None`` generates the tables from
+            ``data_seed``.
         data_seed: seed for :func:`generate_lookup_tables` (ignored when reading ``data_dir``).
         batch_size: rows per batch.
         num_workers: DataLoader workers.
@@ -253,7 +258,13 @@ class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
 
     def prepare_data(self) -> None:
         if self.data_dir is not None:
-            check_lookup_folder(self.data_dir)
+            check_lookup_folder(self.folder())
+
+    def folder(self) -> Path | None:
+        """The sample folder read (``data_dir``, with ``"sample1"`` resolved), or None."""
+        if self.data_dir == SAMPLE1:
+            return resolve_sample1()[0]
+        return None if self.data_dir is None else Path(self.data_dir)
 
     def setup(self, stage: str | None = None) -> None:
         if self.splits is not None:
@@ -261,7 +272,7 @@ class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
         if self.data_dir is None:
             splits = generate_lookup_tables(self.data_seed)
         else:
-            splits = read_lookup_tables(self.data_dir)
+            splits = read_lookup_tables(self.folder())
         rows = [row for split in SPLITS for row in splits[split]]
         inputs = {tok for row in rows for tok in row[0].split()}
         outputs = {tok for row in rows for tok in row[1].split()}

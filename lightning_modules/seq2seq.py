@@ -42,24 +42,36 @@ def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
 
 
 def sequence_losses(
-    logits: Tensor, attention: Tensor | None, batch: dict[str, Tensor]
+    logits: Tensor,
+    attention: Tensor | None,
+    batch: dict[str, Tensor],
+    over_steps: Literal["mean", "sum"] = "mean",
 ) -> dict[str, Tensor]:
     """`token_loss`: cross-entropy of `logits` `[batch, time, vocab]` against `batch["target"]`;
     `attention_loss` (when there is attention and an `attention_target`): Baan et al. section
     2.3's L_AG = 1/T sum_t -log a_hat[t, target_t], over the attention `[batch, time, source]`.
-    Both are means over the non-padding decoder steps of the batch."""
-    losses = {
-        "token_loss": F.cross_entropy(
-            logits.flatten(0, 1), batch["target"].flatten(), ignore_index=PAD
-        )
-    }
+
+    `over_steps="mean"`: each is the mean over the non-padding decoder steps of the batch (the
+    paper's 1/T). `"sum"`: each step's mean over the batch, summed over the steps, as
+    i-machine-think's `machine` computes both losses (`loss.py`, the attention loss's per-step
+    NLL added up over the decoder's steps); at batch size 1 that is T times the mean."""
+    token = F.cross_entropy(
+        logits.flatten(0, 1), batch["target"].flatten(), ignore_index=PAD, reduction="none"
+    ).view(batch["target"].shape)
+    losses = {"token_loss": _over_steps(token, batch["target"] != PAD, over_steps)}
     if attention is not None and "attention_target" in batch:
-        losses["attention_loss"] = F.nll_loss(
-            attention.clamp_min(1e-12).log().flatten(0, 1),
-            batch["attention_target"].flatten(),
-            ignore_index=-100,
-        )
+        targets = batch["attention_target"]
+        attended = attention.clamp_min(1e-12).log().gather(-1, targets.clamp_min(0)[..., None])
+        losses["attention_loss"] = _over_steps(-attended[..., 0], targets >= 0, over_steps)
     return losses
+
+
+def _over_steps(losses: Tensor, valid: Tensor, over_steps: str) -> Tensor:
+    """Reduce `[batch, time]` losses over the `valid` entries (see `sequence_losses`)."""
+    losses = losses * valid
+    if over_steps == "mean":
+        return losses.sum() / valid.sum()
+    return (losses.sum(0) / valid.sum(0).clamp_min(1)).sum()
 
 
 class Attention(nn.Module):
@@ -142,6 +154,9 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             `teacher_forced` feeds the gold previous tokens; `own_outputs` feeds the model's own
             greedy outputs, so that the validation loss is the objective trained at
             `teacher_forcing_ratio` 0 (paper 4's early stopping watches it).
+        loss_over_steps: `mean` averages the token and attention losses over the decoder steps
+            (paper 1's 1/T); `sum` adds the steps' losses up, as i-machine-think's code did for
+            paper 1's models (see `sequence_losses`).
         val_splits: names of the validation dataloaders, in order (linked from the DataModule).
             Metrics of the split `val` are logged as `val/<metric>`, of any other as
             `val/<split>/<metric>`.
@@ -171,6 +186,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         learning_rate_decay_steps: int = 100,
         teacher_forcing_ratio: float = 1.0,
         validation_loss: Literal["teacher_forced", "own_outputs"] = "teacher_forced",
+        loss_over_steps: Literal["mean", "sum"] = "mean",
         val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
         removed_units: dict[str, list[int]] | None = None,
@@ -185,6 +201,8 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 f"Unknown validation_loss {validation_loss!r}: use 'teacher_forced' or "
                 "'own_outputs'."
             )
+        if loss_over_steps not in ("mean", "sum"):
+            raise ValueError(f"Unknown loss_over_steps {loss_over_steps!r}: use 'mean' or 'sum'.")
         if attention_guidance_weight and attention == "none":
             raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
         self.save_hyperparameters()
@@ -434,7 +452,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             loss_logits, attention = self(
                 batch["source"], batch["source_lengths"], target, teacher_forcing_ratio=1.0
             )
-        log = sequence_losses(loss_logits, attention, batch)
+        log = sequence_losses(loss_logits, attention, batch, self.hparams.loss_over_steps)
         loss = log["token_loss"]
         if "attention_loss" in log:
             loss = loss + self.hparams.attention_guidance_weight * log["attention_loss"]

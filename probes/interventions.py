@@ -4,7 +4,7 @@ One routine serves paper 1's pruning (Baan et al. 2019, section 5.2: every unit 
 strongest held at zero) and paper 4's manipulations of neuron values (zero, previous step, k
 steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, applied only inside
 `model.intervene(...)`. Paper 1's pruned units (`pruned_units`) are shared by
-`experiments/paper1_ablations.py` and the `pruning` probe.
+`experiments/paper1/ablations.py` and the `pruning` probe.
 """
 
 from __future__ import annotations

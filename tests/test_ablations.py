@@ -10,7 +10,7 @@ import torch
 
 from experiments import runner
 from experiments.cli import main as cli_main
-from experiments.paper1_ablations import COMPONENTS, load_weights
+from experiments.paper1.ablations import COMPONENTS, load_weights
 from lightning_modules.callbacks import LoadWeights, record_split
 from lightning_modules.recurrent import Intervention, removal_edits
 from lightning_modules.seq2seq import Seq2Seq

@@ -4,7 +4,7 @@ answers."""
 import pytest
 import torch
 
-from experiments.paper1_analyses import paper_equation
+from experiments.paper1.analyses import paper_equation
 from experiments.paper2_claims import Estimate, over_seeds
 from probes.activations import gate_saturation
 from probes.traces import site_values

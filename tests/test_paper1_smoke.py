@@ -12,7 +12,9 @@ from tests.smoke import smoke_reproduction
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    output, claims = smoke_reproduction(1, tmp_path, timeout=600)
+    offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache"),
+               "RECURRENT_PROBES_SAMPLE1": ""}  # fmt: skip
+    output, claims = smoke_reproduction(1, tmp_path, timeout=600, env=offline)
     assert output.count("] baseline seed=") == 5
     assert output.count("] guided seed=") == 5
     assert output.count("] substitution/") == 4  # 2 components, both ways, 1 pair
@@ -40,6 +42,11 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
                for c in claims.values())  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Scale:** `smoke`" in report
+    # offline, without sample1: the generated tables, and the report's data line says so
+    assert "- **Data:** **Not the paper's data.**" in report
+    assert "RECURRENT_PROBES_SAMPLE1" in report and "How much the data matters" in report
+    assert "Tables 5-6 under both selections" in report
+    assert output.count("] guided_summed seed=") == 3
     for figure in (
         "tables5_6",
         "fig1_decoder_embedding",
@@ -64,6 +71,8 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     table = pd.read_csv(tmp_path / "probes" / "functional-group.csv")
     measured = {c["id"]: c["measured"]["values"] for c in claims.values()}
     for (group, target), rows in table.groupby(["group", "target"]):
+        if Path(group).name == "guided_summed":  # the second reading: Tables 5-6 only
+            continue
         claim = f"{table_of[target]}.{Path(group).name}"
         assert rows["size"].tolist() == measured[f"{claim}.group_size"], claim
         assert rows["accuracy"].tolist() == measured[f"{claim}.accuracy_group"], claim

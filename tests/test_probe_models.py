@@ -6,7 +6,7 @@
 - Pruning: a `Seq2Seq` run whose DataModule's targets are the model's own greedy outputs, so its
   unpruned accuracy is 1 on every split; keeping every unit leaves it at 1, keeping none gives
   the accuracy of the same weights built with every unit removed (`removed_units`), and the
-  default share equals `experiments/paper1_ablations.pruned_accuracy`.
+  default share equals `experiments.paper1.ablations.pruned_accuracy`.
 - A run of the other model class is the one-line error of `ModelProbe.check`.
 """
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from datamodules import LookupTableDataModule
-from experiments.paper1_ablations import pruned_accuracy
+from experiments.paper1.ablations import pruned_accuracy
 from experiments.paper2_claims import close_probabilities
 from lightning_modules.language_model import LanguageModel
 from lightning_modules.seq2seq import Seq2Seq

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from experiments.paper1_ablations import pruned_units
+from experiments.paper1.ablations import pruned_units
 from lightning_modules.recurrent import GRU
 from probes.activations import gate_saturation, value_quantiles
 from probes.diagnostic import ablation_functional_group, functional_group, labelled_steps

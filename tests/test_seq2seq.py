@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from datamodules import LookupTableDataModule
+from datamodules.lookup_tables import collate_sequences
 from lightning_modules.recurrent import SITES, Intervention
-from lightning_modules.seq2seq import Attention, Seq2Seq
+from lightning_modules.seq2seq import Attention, Seq2Seq, sequence_losses
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,31 @@ def test_attentive_guidance_loss_is_the_papers_cross_entropy(data):
     token_loss = model.train_loss_parts["token_loss"].compute()
     torch.testing.assert_close(attention_loss, expected_attention_loss)
     torch.testing.assert_close(loss, token_loss + 0.5 * expected_attention_loss)
+
+
+def test_summed_losses_add_each_steps_batch_mean_as_machine_does(data):
+    """loss_over_steps="sum": per decoder step, the mean over the rows that have the step, then
+    the sum over steps (i-machine-think's loss.py), for rows of 2 and 3 outputs together."""
+    rows = [data.datasets["train"][i] for i in (0, 100, 1, 200)]
+    assert sorted(len(r["target"]) for r in rows) == [2, 2, 3, 3]
+    batch = collate_sequences(rows)
+    model = model_for(data, attention_guidance_weight=1.0, loss_over_steps="sum")
+    logits, attention = model(batch["source"], batch["source_lengths"], batch["target"])
+    token, guided = 0.0, 0.0
+    for step in range(batch["target"].shape[1]):
+        token += torch.nn.functional.cross_entropy(
+            logits[:, step], batch["target"][:, step], ignore_index=0
+        )
+        guided += torch.nn.functional.nll_loss(
+            attention[:, step].log(), batch["attention_target"][:, step], ignore_index=-100
+        )
+    summed = sequence_losses(logits, attention, batch, "sum")
+    torch.testing.assert_close(summed["token_loss"], token)
+    torch.testing.assert_close(summed["attention_loss"], guided)
+    mean = sequence_losses(logits, attention, batch)
+    assert summed["token_loss"] > 2 * mean["token_loss"]
+    with pytest.raises(ValueError, match="loss_over_steps 'max'"):
+        model_for(data, loss_over_steps="max")
 
 
 def test_full_focus_and_bridge_choices_run(data):

@@ -1,5 +1,5 @@
 """The `pruning` probe: paper 1's pruning of the weakest units (section 5.2), running
-`probes.interventions.pruned_units` and `split_accuracy` as `experiments/paper1_ablations.py`'s
+`probes.interventions.pruned_units` and `split_accuracy` as `experiments/paper1/ablations.py`'s
 `pruned_accuracy` does."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Paper 1's claims of sections 3-4 (Figures 1-4, Tables 2-3), each with its written rule, from
-the per-run analyses of `experiments.paper1_analyses`."""
+the per-run analyses of `experiments.paper1.analyses`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch  # noqa: E402
 
-from experiments.paper1_analyses import GATES, MATRICES, PROBES, THRESHOLDS, mean_of, per_run
+from experiments.paper1.analyses import GATES, MATRICES, PROBES, THRESHOLDS, mean_of, per_run
 from experiments.report import (  # noqa: E402
     Claim,
     compare_means,

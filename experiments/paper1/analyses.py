@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import matplotlib
@@ -166,7 +167,9 @@ def analyse_runs(paths: Sequence[Path], jobs: int) -> list[dict]:
     """`analyse_run` over `paths`, `jobs` processes at a time, in order."""
     if jobs <= 1:
         return [analyse_run(p) for p in paths]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # Started fresh ("spawn"), not forked: a fork of a process that has run torch's OpenMP
+    # threads (the reproduction evaluates checkpoints before the analyses) can hang for good.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
         return list(pool.map(analyse_run, paths))
 
 

@@ -1,0 +1,13 @@
+"""Paper 1, Baan et al. 2019, "On the Realization of Compositionality in Neural Networks": GRU
+seq2seq models with attention trained on machine-tasks' lookup tables with and without Attentive
+Guidance, and every analysis of sections 2-5 and Appendix A (`python -m experiments.paper1`,
+`make reproduce-paper1`).
+
+- `scales`: the data, variants, seeds, checkpoint selections, the paper's values and the scales.
+- `runs`: each model trained through the suite's CLI, the ablation retrains, test accuracies.
+- `tables`: Appendix A's Tables 5-6, their claims, figure and the comparisons beside them.
+- `analyses`, `claims`: sections 3-4 (heat maps, connectivity, activations, diagnostic
+  classifiers, functional groups, gate saturation) and their claims.
+- `ablations`: section 5 (component substitution and pruning).
+- `reproduce`: the whole reproduction and its report.
+"""
