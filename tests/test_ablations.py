@@ -123,6 +123,7 @@ def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
                            ({"decoder.hidden": [512]}, "units [512] outside 0..511")):  # fmt: skip
         with pytest.raises(SystemExit) as stop:
             cli_main(["fit", "--config", str(config), "--run.root", str(tmp_path),
+                      "--data.init_args.data_dir", "null",
                       "--model.removed_units", json.dumps(value)])  # fmt: skip
         assert stop.value.code == 2
         assert message in capsys.readouterr().err
