@@ -47,6 +47,10 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     assert "RECURRENT_PROBES_SAMPLE1" in report and "How much the data matters" in report
     assert "Tables 5-6 under both selections" in report
     assert output.count("] guided_summed seed=") == 3
+    assert output.count("] baseline_lstm seed=") == output.count("] guided_lstm seed=") == 5
+    assert "footnote1.guided_lstm.new_compositions" in ids
+    assert "largest gap 0.53 (guided NC)" in claims["footnote1.lstm_similar_to_gru"]["paper"]
+    assert "## Footnote 1: LSTM models" in report
     for figure in (
         "tables5_6",
         "fig1_decoder_embedding",
@@ -66,12 +70,13 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         "encoder.hidden:time": "table3.encoder.hidden",
     }
     runs = tmp_path / "runs" / "paper1"
-    assert main(["functional-group", "--runs", f"{runs}/*/seed=*", "--out",
+    gru_runs = f"{runs}/*[ed]/seed=*"  # baseline, guided, guided_summed: not the LSTMs
+    assert main(["functional-group", "--runs", gru_runs, "--out",
                  str(tmp_path / "probes")]) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "probes" / "functional-group.csv")
     measured = {c["id"]: c["measured"]["values"] for c in claims.values()}
     for (group, target), rows in table.groupby(["group", "target"]):
-        if Path(group).name == "guided_summed":  # the second reading: Tables 5-6 only
+        if Path(group).name not in ("baseline", "guided"):  # the rest: Tables 5-6 only
             continue
         claim = f"{table_of[target]}.{Path(group).name}"
         assert rows["size"].tolist() == measured[f"{claim}.group_size"], claim

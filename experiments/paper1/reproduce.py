@@ -59,6 +59,8 @@ from experiments.paper1.scales import (
 from experiments.paper1.tables import (
     data_comparison_text,
     figure,
+    footnote1_claims,
+    footnote1_text,
     pattern_claims,
     selections_text,
     table_claims,
@@ -120,6 +122,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     claims = (
         table_claims(measured)
         + pattern_claims(measured)
+        + footnote1_claims(measured)
         + gate_reading_claims(analysed)
         + with_earlier(
             probe_claims(analysed, PAPER),
@@ -140,6 +143,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
         header_text(scale_name, scale, data.notice, measured, clock, reused, root, jobs)
         + selections_text(selections)
         + data_comparison_text(measured, earlier, data.is_paper_data)
+        + footnote1_text(measured)
         + analyses_text(analysed)
         + ablation_text(scale, ablation, original)
     )

@@ -10,6 +10,7 @@ from experiments.paper1.ablations import Substitution, pruned_accuracy, retrain_
 from experiments.paper1.scales import (
     ABBREVIATION,
     CONFIGS,
+    FOOTNOTE1,
     SECOND_READINGS,
     SEEDS,
     SELECTIONS,
@@ -52,7 +53,7 @@ def train(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Pat
 def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[str, dict]:
     """Every variant and seed, the second readings' too, `jobs` at a time; their test
     accuracies by selection (`SELECTIONS`), then variant, in seed order."""
-    seeds = {variant: SEEDS for variant in VARIANTS} | SECOND_READINGS
+    seeds = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_READINGS
     tasks = {
         (variant, seed): functools.partial(train, variant, seed, scale, root, reuse)
         for variant, variant_seeds in seeds.items()

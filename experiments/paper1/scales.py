@@ -19,6 +19,9 @@ SEEDS = (1, 2, 3, 4, 5)
 SECOND_READINGS = {"guided_summed": (1, 2, 3)}
 """Trained beside the paper's reading for Tables 5-6 only: the guided loss summed over decoder
 steps, as the authors' code computed it (`experiments/configs/paper1/guided_summed.yaml`)."""
+FOOTNOTE1 = {"baseline_lstm": "baseline", "guided_lstm": "guided"}
+"""Footnote 1's LSTM models (`experiments/configs/paper1/*_lstm.yaml`), 5 seeds each, for Tables
+5-6 only, each beside the GRU variant it repeats; judged against machine-zoo's LSTM tables."""
 SELECTIONS = {
     "best": "the text's: best validation sequence accuracy (ties: lower validation loss)",
     "lowest_loss": "the authors' code's: lowest validation loss (machine's trainer)",
