@@ -16,6 +16,7 @@ figures and report text.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -102,6 +103,64 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
         raise RuntimeError(f"{run} failed: see {layout.train_log}")
     write_text_atomic(layout.command, "\n".join(command))
     return True
+
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def portable(arguments: Sequence[str], root: Path) -> list[str]:
+    """`arguments` as a run's measurements record them: without `--run.root`, with config paths
+    relative to the repository and the run root inside any other value written `$RUNS`, so that
+    the same run kept elsewhere (another run root, another checkout) is recognised."""
+    kept = []
+    for index, value in enumerate(arguments):
+        if value == "--run.root" or (index and arguments[index - 1] == "--run.root"):
+            continue
+        if index and arguments[index - 1] == "--config":
+            value = Path(value).resolve().relative_to(REPOSITORY).as_posix()
+        kept.append(value.replace(str(root), "$RUNS"))
+    return kept
+
+
+def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
+    """The run's measurements (`<run>/measurements.json`) if they were taken from the same
+    portable `command`, marked `kept` (neither trained nor measured now); else None."""
+    if not layout.measurements.is_file():
+        return None
+    kept = json.loads(layout.measurements.read_text())
+    if kept.get("command") != command:
+        return None
+    return {**kept, "kept": True}
+
+
+def write_measurements(layout: RunLayout, record: dict) -> dict:
+    """Write a run's measurements file (atomically) with the time its training started and
+    ended (from its own files) and the time measured; returns the record as written."""
+    record = {
+        **record,
+        "trained": {"started": layout.config.stat().st_mtime,
+                    "finished": layout.command.stat().st_mtime},
+        "measured": time.time(),
+    }  # fmt: skip
+    write_text_atomic(layout.measurements, json.dumps(record) + "\n")
+    return record
+
+
+def kept_note(records: Sequence[dict]) -> str:
+    """A report's sentence on when the runs were trained (from their own files: the first run's
+    start to the last run's end, and the fits' time summed over every sitting) and on those kept
+    from an earlier invocation (`--reuse-runs`: a finished run, or its measurements)."""
+    span = max(r["trained"]["finished"] for r in records) - min(
+        r["trained"]["started"] for r in records
+    )
+    summed = sum(r["trained"]["finished"] - r["trained"]["started"] for r in records)
+    kept = sum(bool(r.get("kept")) for r in records)
+    text = (f" The runs were trained within {span / 60:.1f} min (the first run's start to the "
+            f"last run's end; {summed / 3600:.1f} h of fits summed over the runs)")  # fmt: skip
+    if not kept:
+        return text + "."
+    return (f"{text}; {kept} of the {len(records)} were kept from an earlier invocation "
+            "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
 
 
 def reused_note(runs: Sequence[Path], began: float) -> str:

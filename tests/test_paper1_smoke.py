@@ -3,6 +3,8 @@
 Tiny models for one short epoch: the numbers mean nothing, the files must all be there.
 """
 
+import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -82,3 +84,30 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         assert rows["size"].tolist() == measured[f"{claim}.group_size"], claim
         assert rows["accuracy"].tolist() == measured[f"{claim}.accuracy_group"], claim
         assert rows["accuracy_all"].tolist() == measured[f"{claim}.accuracy_all"], claim
+
+
+def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(tmp_path):
+    """Every run's measurements beside the report; with the run folders gone, `--reuse-runs`
+    over them rebuilds the same claims (no checkpoint, metrics or trace is read)."""
+    offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache"),
+               "RECURRENT_PROBES_SAMPLE1": ""}  # fmt: skip
+    first = tmp_path / "first"
+    _, claims = smoke_reproduction(1, first, timeout=600, env=offline)
+    kept = first / "report" / "runs"
+    records = sorted(kept.rglob("measurements.json"))
+    assert len(records) == 13 + 10 + 4 + 5  # models (with the LSTMs), substitutions, pruned
+    guided = json.loads((kept / "paper1" / "guided" / "seed=1" / "measurements.json").read_text())
+    assert "--run.root" not in guided["command"] and guided["data_dir"] is None
+    assert set(guided["selections"]) == {"best", "lowest_loss"}
+    assert len(guided["analysis"]["figures"]["embedding"]) == len(
+        guided["analysis"]["figures"]["vocabulary"]
+    )
+    shutil.rmtree(first / "runs")
+    rebuilt = tmp_path / "rebuilt"
+    rebuilt.mkdir()
+    shutil.copytree(kept, rebuilt / "runs")
+    _, again = smoke_reproduction(1, rebuilt, timeout=300, env=offline, options=("--reuse-runs",))
+    assert [json.dumps(c) for c in again.values()] == [json.dumps(c) for c in claims.values()]
+    assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
+    report = (rebuilt / "report" / "report.md").read_text()
+    assert "32 of the 32 were kept from an earlier invocation" in report

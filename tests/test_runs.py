@@ -13,6 +13,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
+from experiments import runner
 from experiments.cli import ExperimentCLI
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
 
@@ -195,3 +196,16 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     assert lines[1].startswith("[1/3] a (") and "; 2 left, about 0.0 min more)" in lines[1]
     assert lines[2].startswith("[2/3] b (") and "; 1 left, about" in lines[2]
     assert lines[3].startswith("[3/3] c (") and "left" not in lines[3]
+
+
+def test_portable_command_has_no_run_root_and_repository_relative_configs(tmp_path):
+    """A run's recorded command is the same wherever the run root and the checkout are."""
+    config = runner.REPOSITORY / "experiments" / "configs" / "paper1" / "guided.yaml"
+    root = tmp_path / "elsewhere"
+    callback = f'--trainer.callbacks+={{"checkpoint": "{root}/paper1/guided/seed=1/best.ckpt"}}'
+    arguments = ["--config", str(config), "--run.root", str(root), "--seed_everything", "1",
+                 callback]  # fmt: skip
+    assert runner.portable(arguments, root) == [
+        "--config", "experiments/configs/paper1/guided.yaml", "--seed_everything", "1",
+        '--trainer.callbacks+={"checkpoint": "$RUNS/paper1/guided/seed=1/best.ckpt"}',
+    ]  # fmt: skip

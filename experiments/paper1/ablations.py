@@ -30,7 +30,6 @@ from experiments.report import (  # noqa: E402
     save_figure,
     threshold_claim,
 )
-from experiments.runner import fit  # noqa: E402
 from lightning_modules.recurrent import removal_edits  # noqa: E402
 from probes.interventions import pruned_units, split_accuracy  # noqa: E402
 from storage import RunLayout  # noqa: E402
@@ -71,10 +70,9 @@ class Substitution:
         donor = OPPOSITE[self.receiver]
         return f"substitution/{self.receiver}_with_{donor}_{slug(self.component)}"
 
-    def run(self, root: Path, base: list[str], configs: Path, trained, reuse: bool) -> Path:
-        """Retrain the receiver of `trained(variant, seed)` with the donor's component frozen;
-        `base` holds the scale's overrides (epochs, sizes)."""
-        run = RunLayout.of(root, "paper1", self.variant, self.seed).path
+    def arguments(self, root: Path, base: list[str], configs: Path, trained) -> list[str]:
+        """The fit arguments retraining the receiver of `trained(variant, seed)` with the
+        donor's component frozen; `base` holds the scale's data and overrides."""
         own = RunLayout(trained(self.receiver, self.seed)).checkpoint("best")
         donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint("best")
         arguments = [
@@ -92,29 +90,33 @@ class Substitution:
             load_weights(own),
             load_weights(donor, COMPONENTS[self.component], freeze=True),
         ]
-        fit(run, arguments, reuse)
-        return run
+        return arguments
 
 
 def pruned_accuracy(run: Path | RunFolder, split: str) -> tuple[float, dict[str, list[int]]]:
     """Section 5.2: sequence accuracy on `split` of the run's best model with its weak units
     removed (`probes.interventions.pruned_units`, as the `pruning` probe), without retraining;
     and the kept units."""
+    pruned = pruning_of(run, split)
+    return pruned["before"], pruned["kept"]
+
+
+def pruning_of(run: Path | RunFolder, split: str = "new_compositions") -> dict:
+    """`pruned_accuracy`'s measurements of a guided run: the units `kept` and `removed` by site,
+    and the accuracy on `split` `before` retraining."""
     folder = run if isinstance(run, RunFolder) else RunFolder(run)
     kept, removed = pruned_units(folder.state_dict())
     data = folder.datamodule()
     accuracy = split_accuracy(folder.model(), data, split, removal_edits(removed))
-    return accuracy, kept
+    return {"kept": kept, "removed": removed, "before": accuracy}
 
 
-def retrain_pruned(
-    root: Path, seed: int, base: list[str], configs: Path, trained, reuse: bool
-) -> Path:
-    """Retrain the guided model of `seed` with its weak units removed (section 5.2)."""
-    source = trained("guided", seed)
-    _, removed = pruned_units(RunFolder(source).state_dict())
-    run = RunLayout.of(root, "paper1", "pruned/guided", seed).path
-    arguments = [
+def pruning_arguments(
+    root: Path, seed: int, base: list[str], configs: Path, source: Path, removed: dict
+) -> list[str]:
+    """The fit arguments retraining the guided model `source` of `seed` with its weak units
+    (`removed`, from `pruned_accuracy`) removed (section 5.2)."""
+    return [
         "--config",
         str(configs / "guided.yaml"),
         "--seed_everything",
@@ -130,8 +132,6 @@ def retrain_pruned(
         json.dumps(removed),
         load_weights(RunLayout(source).checkpoint("best")),
     ]
-    fit(run, arguments, reuse)
-    return run
 
 
 # ---- claims, figure and table ------------------------------------------------------------------

@@ -18,8 +18,6 @@ the functional groups do not depend on the sign).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 
 import matplotlib
@@ -95,6 +93,24 @@ def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
     return joined_trace(run, TEST_SPLITS, tag)
 
 
+def rounded(values: Tensor, decimals: int = 4) -> list:
+    """A tensor as nested lists of floats rounded to `decimals` (figure data in a record)."""
+    return torch.round(values.double(), decimals=decimals).tolist()
+
+
+FIGURE2_MATRICES = ("encoder W_hz", "decoder W_iz")
+
+
+def strong_edges(state: dict[str, Tensor], matrix: str) -> dict:
+    """Figure 2's edges of `matrix`: the weights with |w| >= the paper's threshold, by position
+    (`to` row, `from` column) and value, and the matrix's shape."""
+    module, gate, kind, _ = MATRICES[matrix]
+    weight = gate_weights(state, module, gate, kind)
+    to_units, from_units = torch.nonzero(weight.abs() >= THRESHOLDS[module], as_tuple=True)
+    return {"shape": list(weight.shape), "to": to_units.tolist(), "from": from_units.tolist(),
+            "value": rounded(weight[to_units, from_units])}  # fmt: skip
+
+
 def analyse_run(path: str | Path) -> dict:
     """Every per-model statistic of sections 3-4 for one run (plain numbers and lists)."""
     run = RunFolder(path)
@@ -128,10 +144,17 @@ def analyse_run(path: str | Path) -> dict:
             "hub_share": graph.hub_share(side),
             "polar": graph.polar(side),
         }
+    result["figures"] = {
+        "vocabulary": run.datamodule().target_vocab,
+        "embedding": rounded(state["decoder_embedding.weight"]),
+        "edges": {name: strong_edges(state, name) for name in FIGURE2_MATRICES},
+        "quantiles": {},
+    }
     for module in ("encoder", "decoder"):
         site = f"{module}.hidden"
         quantiles = value_quantiles(trace[site], valid_steps(trace, site))
         result["ranges"][module] = (quantiles[:, 4] - quantiles[:, 0]).tolist()
+        result["figures"]["quantiles"][module] = rounded(quantiles)
     for site in GATES:
         gate = site_values(trace, site)
         saturation = gate_saturation(gate, valid_steps(trace, site))
@@ -163,16 +186,6 @@ def analyse_run(path: str | Path) -> dict:
     return result
 
 
-def analyse_runs(paths: Sequence[Path], jobs: int) -> list[dict]:
-    """`analyse_run` over `paths`, `jobs` processes at a time, in order."""
-    if jobs <= 1:
-        return [analyse_run(p) for p in paths]
-    # Started fresh ("spawn"), not forked: a fork of a process that has run torch's OpenMP
-    # threads (the reproduction evaluates checkpoints before the analyses) can hang for good.
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(analyse_run, paths))
-
-
 def mean_of(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
@@ -191,14 +204,14 @@ def per_run(results: list[dict], *keys) -> list[float]:
 COLOURS = {"baseline": "tab:blue", "guided": "tab:orange"}
 
 
-def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path: Path) -> Path:
+def heatmap_figure(results: dict[str, list[dict]], seeds: Sequence[int], path: Path) -> Path:
     """Figure 1: the decoder embedding `[tokens, units]` of each baseline/guided pair (rows =
-    seeds) and the mean absolute weight over the seeds (last row)."""
-    weights = {
-        v: [RunFolder(p).state_dict()["decoder_embedding.weight"] for p in runs[v]] for v in runs
-    }
+    seeds) and the mean absolute weight over the seeds (last row), from the runs' analyses."""
+    weights = {v: [torch.tensor(r["figures"]["embedding"]) for r in runs]
+               for v, runs in results.items()}  # fmt: skip
+    vocabulary = results["guided"][0]["figures"]["vocabulary"]
     limit = max(float(w.abs().max()) for ws in weights.values() for w in ws)
-    rows = len(runs["guided"]) + 1
+    rows = len(results["guided"]) + 1
     figure, axes = plt.subplots(rows, 2, figsize=(12, 1.3 * rows + 1), squeeze=False)
     for column, variant in enumerate(("baseline", "guided")):
         panels = [*weights[variant], torch.stack([w.abs() for w in weights[variant]]).mean(0)]
@@ -214,11 +227,7 @@ def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path:
                 interpolation="nearest",
             )
             axis.set_yticks(range(len(vocabulary)), vocabulary, fontsize=5)
-            title = (
-                "mean |w| over seeds"
-                if last
-                else f"seed={RunFolder(runs[variant][row]).path.name.split('=')[1]}"
-            )
+            title = "mean |w| over seeds" if last else f"seed={seeds[row]}"
             axis.set_title(f"{variant}: {title}", fontsize=8)
             axis.tick_params(axis="x", labelsize=6)
             if last:
@@ -227,21 +236,19 @@ def heatmap_figure(runs: dict[str, list[Path]], vocabulary: Sequence[str], path:
     return save_figure(figure, path)
 
 
-def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
+def connectivity_figure(first: dict[str, dict], path: Path) -> Path:
     """Figure 2: strong edges (|w| >= threshold) of encoder W_hz and decoder W_iz (torch's
-    sign), sending neurons at the bottom, receiving at the top; red positive, blue negative."""
+    sign), sending neurons at the bottom, receiving at the top; red positive, blue negative;
+    from the analysis of each variant's first run."""
     figure, axes = plt.subplots(2, 2, figsize=(12, 6))
     for column, variant in enumerate(("baseline", "guided")):
-        state = RunFolder(runs[variant]).state_dict()
-        for row, matrix in enumerate(("encoder W_hz", "decoder W_iz")):
-            module, gate, kind, _ = MATRICES[matrix]
-            weight = gate_weights(state, module, gate, kind)
-            to_units, from_units = torch.nonzero(weight.abs() >= THRESHOLDS[module], as_tuple=True)
-            values = weight[to_units, from_units]
-            scale = 1 / weight.shape[1], 1 / weight.shape[0]
+        for row, matrix in enumerate(FIGURE2_MATRICES):
+            edges = first[variant]["figures"]["edges"][matrix]
+            values = torch.tensor(edges["value"], dtype=torch.float64)
+            scale = 1 / edges["shape"][1], 1 / edges["shape"][0]
             segments = [
                 [(f * scale[0], 0), (t * scale[1], 1)]
-                for t, f in zip(to_units.tolist(), from_units.tolist(), strict=True)
+                for t, f in zip(edges["to"], edges["from"], strict=True)
             ]
             colours = ["tab:red" if v > 0 else "tab:blue" for v in values.tolist()]
             widths = (0.6 * values.abs() / values.abs().max()).tolist() if len(values) else []
@@ -253,6 +260,7 @@ def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
             axis.set_ylim(-0.05, 1.05)
             axis.set_yticks([0, 1], ["from", "to"])
             axis.set_xticks([])
+            module = MATRICES[matrix][0]
             axis.set_title(
                 f"{variant} {matrix}: {len(values)} edges with |w| >= {THRESHOLDS[module]}",
                 fontsize=9,
@@ -260,20 +268,21 @@ def connectivity_figure(runs: dict[str, Path], path: Path) -> Path:
     return save_figure(figure, path)
 
 
-def activation_figure(runs: dict[str, Path], path: Path, sampled: int = 50) -> Path:
+def activation_figure(first: dict[str, dict], path: Path, sampled: int = 50) -> Path:
     """Figure 3: value distributions (boxes: quartiles, whiskers: full range) of `sampled`
-    randomly chosen units over the test sets, baseline (blue) and guided (orange)."""
+    randomly chosen units over the test sets, baseline (blue) and guided (orange), from the
+    quantiles in the analysis of each variant's first run."""
     figure, axes = plt.subplots(2, 1, figsize=(14, 6))
     for row, module in enumerate(("encoder", "decoder")):
         for offset, variant in enumerate(("baseline", "guided")):
-            trace = test_trace(RunFolder(runs[variant]))
-            values = trace[f"{module}.hidden"][valid_steps(trace, f"{module}.hidden")]
-            units = torch.randperm(values.shape[1], generator=torch.Generator().manual_seed(0))
+            quantiles = first[variant]["figures"]["quantiles"][module]
+            units = torch.randperm(len(quantiles), generator=torch.Generator().manual_seed(0))
             units = units[:sampled]
-            boxes = axes[row].boxplot(
-                [values[:, u].numpy() for u in units],
+            stats = [dict(zip(("whislo", "q1", "med", "q3", "whishi"), quantiles[u], strict=True))
+                     for u in units.tolist()]  # fmt: skip
+            boxes = axes[row].bxp(
+                stats,
                 positions=[3 * i + offset for i in range(len(units))],
-                whis=(0, 100),
                 widths=0.8,
                 patch_artist=True,
                 showfliers=False,

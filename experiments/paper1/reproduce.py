@@ -1,14 +1,16 @@
 """`make reproduce-paper1`: Baan et al. 2019, "On the Realization of Compositionality in Neural
 Networks", every table and figure of sections 2-5 and Appendix A.
 
-Four stages, each run's fit going through the suite's CLI (`python -m experiments fit ...`, so
-each run is what a user gets by hand):
-1. train 5 baseline and 5 Attentive-Guidance GRU seq2seq models on the lookup-table task and
-   test each best checkpoint on the four test sets (Tables 5-6);
-2. analyse them (`experiments.paper1.analyses`: Figures 1-4, Tables 2-3);
-3. retrain them for the ablations (`experiments.paper1.ablations`: Table 4, section 5.2);
-4. write `reports/paper1/{report.md, results.json, figures/}` with the paper's values beside ours,
-   and log the figures and tables to W&B.
+Three stages, each run's fit going through the suite's CLI (`python -m experiments fit ...`, so
+each run is what a user gets by hand) and measured once into `<run>/measurements.json`
+(`experiments.paper1.runs`):
+1. train 5 baseline and 5 Attentive-Guidance GRU seq2seq models on machine-tasks' sample1 (and
+   the second reading's and footnote 1's models), test both selected checkpoints on the four
+   test sets (Tables 5-6), and analyse each GRU as soon as it is trained
+   (`experiments.paper1.analyses`: Figures 1-4, Tables 2-3);
+2. retrain them for the ablations (`experiments.paper1.ablations`: Table 4, section 5.2);
+3. write `reports/paper1/{report.md, results.json, figures/, runs/}` from the measurements, with
+   the paper's values beside ours, and log the figures and tables to W&B.
 
 Scale (`SCALE` or `--scale`, see `SCALES`): `default` = `paper` = the paper's schedule (about 5 h
 on 2 CPU cores, resumable with `--reuse-runs`); `short` = training for 40 epochs and substitution
@@ -35,7 +37,6 @@ from experiments.paper1.ablations import (
 )
 from experiments.paper1.analyses import (
     activation_figure,
-    analyse_runs,
     connectivity_figure,
     connectivity_table,
     convention_table,
@@ -45,16 +46,16 @@ from experiments.paper1.analyses import (
     saturation_figure,
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
-from experiments.paper1.runs import ablations, train_all
+from experiments.paper1.runs import MODEL_SEEDS, ablations, keep_beside_report, measure_all
 from experiments.paper1.scales import (
     DATA_CHANGED,
     EARLIER,
     PAPER,
     SCALES,
     SEEDS,
+    SELECTIONS,
     VARIANTS,
     our_values,
-    run_dir,
 )
 from experiments.paper1.tables import (
     data_comparison_text,
@@ -67,8 +68,7 @@ from experiments.paper1.tables import (
     tables_markdown,
 )
 from experiments.report import Claim, claims_frame, current_commit, with_earlier
-from experiments.runner import Stopwatch, publish, reproduction_main, reused_note
-from storage.run_folder import RunFolder
+from experiments.runner import Stopwatch, kept_note, publish, reproduction_main
 
 GATE_READING = (
     "until issue 19 the update gate was read by the paper's equation of section 2.2 (z mirrored); "
@@ -100,21 +100,26 @@ def gate_reading_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
 
 
 def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
-    """Every stage of paper 1: train, analyse (sections 3-4), ablate (section 5), report."""
+    """Every stage of paper 1: train and analyse (sections 3-4, Appendix A), ablate (section
+    5), report; the report from the runs' measurements alone."""
     data = lookup_data()
     print(f"paper 1's data: {data.notice}", flush=True)
     scale = dataclasses.replace(
         SCALES[scale_name], data=("--data.init_args.data_dir", data.data_dir or "null")
     )
     clock = Stopwatch()
-    with clock.stage("training"):
-        selections = train_all(scale, root, jobs, reuse)
-    measured = selections["best"]  # the text's selection decides the verdicts and the analyses
-    with clock.stage("analyses"):
-        runs = {v: [run_dir(root, v, seed) for seed in SEEDS] for v in VARIANTS}
-        analysed = dict(zip(VARIANTS, [analyse_runs(runs[v], jobs) for v in VARIANTS], strict=True))
+    with clock.stage("training and analyses"):
+        models = measure_all(scale, root, jobs, reuse)
     with clock.stage("ablations"):
-        ablation = ablations(scale, root, jobs, reuse)
+        retrains = ablations(scale, models, root, jobs, reuse)
+    selections = {
+        selection: {v: [models[(v, s)]["selections"][selection] for s in seeds]
+                    for v, seeds in MODEL_SEEDS.items()}
+        for selection in SELECTIONS
+    }  # fmt: skip
+    measured = selections["best"]  # the text's selection decides the verdicts and the analyses
+    analysed = {v: [models[(v, s)]["analysis"] for s in SEEDS] for v in VARIANTS}
+    ablation = ablation_of(retrains, scale)
     original = {
         v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
     }
@@ -136,11 +141,13 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     if data.is_paper_data and scale_name in ("default", "paper", "paper-training"):
         earlier = [Claim.from_json(record) for record in json.loads(EARLIER.read_text())]
         claims = with_earlier(claims, earlier, DATA_CHANGED)
-    figures = paper1_figures(measured, runs, analysed, ablation, original, root, out / "figures")
-    every_run = [run for variant in VARIANTS for run in runs[variant]] + ablation["runs"]
-    reused = reused_note(every_run, clock.began)
+    curves = {v: [models[(v, s)]["curve"] for s in SEEDS] for v in VARIANTS}
+    figures = paper1_figures(measured, curves, analysed, ablation, original, out / "figures")
+    records = [*models.values(), *retrains.values()]
     markdown = (
-        header_text(scale_name, scale, data.notice, measured, clock, reused, root, jobs)
+        header_text(
+            scale_name, scale, data.notice, measured, clock, kept_note(records), root, jobs
+        )  # fmt: skip
         + selections_text(selections)
         + data_comparison_text(measured, earlier, data.is_paper_data)
         + footnote1_text(measured)
@@ -149,18 +156,37 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     )
     publish(out, "paper1", claims, markdown, root, figures,
             paper1_tables(claims, analysed, ablation))  # fmt: skip
+    keep_beside_report(records, root, out)
     return claims
 
 
-def paper1_figures(measured, runs, analysed, ablation, original, root: Path,
+def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
+    """Section 5's measurements as the claims, table and figure read them: new-composition
+    accuracy and best epoch per `(receiver, component)` in pair-seed order, and the pruning's
+    `before`, `after` and `kept` per guided seed."""
+    substitution: dict[tuple[str, str], list[float]] = {}
+    best_epochs: dict[tuple[str, str], list[int]] = {}
+    for record in retrains.values():
+        if "component" in record:
+            key = (record["receiver"], record["component"])
+            substitution.setdefault(key, []).append(record["new_compositions"])
+            best_epochs.setdefault(key, []).append(record["best_epoch"])
+    pruned = [retrains[("pruned/guided", seed)] for seed in SEEDS]
+    pruning = {
+        name: [record[key] for record in pruned]
+        for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
+    }
+    return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning}
+
+
+def paper1_figures(measured, curves, analysed, ablation, original,
                    folder: Path) -> dict[str, Path]:  # fmt: skip
-    """Tables 5-6 as a figure, Figures 1-4 and Table 4 with pruning."""
-    vocabulary = RunFolder(runs["guided"][0]).datamodule().target_vocab
-    first = {v: runs[v][0] for v in VARIANTS}
+    """Tables 5-6 as a figure, Figures 1-4 and Table 4 with pruning, from the measurements."""
+    first = {v: analysed[v][0] for v in VARIANTS}
     return {
-        "tables5_6": figure(measured, root, folder),
+        "tables5_6": figure(measured, curves, folder),
         "fig1_decoder_embedding": heatmap_figure(
-            runs, vocabulary, folder / "fig1_decoder_embedding.png"
+            analysed, SEEDS, folder / "fig1_decoder_embedding.png"
         ),
         "fig2_connectivity": connectivity_figure(first, folder / "fig2_connectivity.png"),
         "fig3_activations": activation_figure(first, folder / "fig3_activations.png"),

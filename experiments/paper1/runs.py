@@ -1,12 +1,26 @@
 """Paper 1's runs: the models of Tables 5-6 and the retrains of section 5, each fit through the
-suite's CLI (`python -m experiments fit ...`), and the test accuracies read from them."""
+suite's CLI (`python -m experiments fit ...`) and then measured once into its own small file,
+`<run>/measurements.json`, from which the report is built.
+
+A model's measurements (no weights) are everything the report reads of it: the command that
+trained it (without the run root, so a copy elsewhere is the same run), its test accuracies under
+both checkpoint selections and where each selected checkpoint lies, its validation curve and,
+for the baseline and guided GRUs, sections 3-4's analysis with the data of Figures 1-3. A
+retrain's are its new-composition accuracy and best epoch (and, pruned, the accuracy before it
+and the units kept). With `--reuse-runs` a run whose measurements were taken from the same
+command is never trained or measured again, so the report can be rebuilt from the measurement
+files alone (`reports/paper1/runs/`).
+"""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
 
-from experiments.paper1.ablations import Substitution, pruned_accuracy, retrain_pruned
+import torch
+
+from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
+from experiments.paper1.analyses import analyse_run
 from experiments.paper1.scales import (
     ABBREVIATION,
     CONFIGS,
@@ -19,9 +33,13 @@ from experiments.paper1.scales import (
     Scale,
     run_dir,
 )
-from experiments.runner import fit, run_all
+from experiments.runner import fit, kept_measurements, portable, run_all, write_measurements
 from probes.interventions import split_accuracy
+from storage import RunLayout
 from storage.run_folder import RunFolder
+
+MODEL_SEEDS = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_READINGS
+"""Every trained model: the variant's seeds."""
 
 
 def test_accuracies(run: Path, selection: str = "best") -> dict[str, float]:
@@ -34,10 +52,9 @@ def test_accuracies(run: Path, selection: str = "best") -> dict[str, float]:
     return {split: split_accuracy(model, data, split) for split in SPLITS}
 
 
-def train(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Path:
-    """One model of Tables 5-6 through the CLI; returns its run folder."""
-    run = run_dir(root, variant, seed)
-    arguments = [
+def model_arguments(variant: str, seed: int, scale: Scale, root: Path) -> list[str]:
+    """The `python -m experiments fit` arguments of one model of Tables 5-6."""
+    return [
         "--config", str(CONFIGS / f"{variant}.yaml"),
         *scale.data,
         "--seed_everything", str(seed),
@@ -46,69 +63,129 @@ def train(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> Pat
         *scale.epochs(scale.train_epochs),
         *scale.overrides,
     ]  # fmt: skip
-    fit(run, arguments, reuse)
-    return run
 
 
-def train_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[str, dict]:
-    """Every variant and seed, the second readings' too, `jobs` at a time; their test
-    accuracies by selection (`SELECTIONS`), then variant, in seed order."""
-    seeds = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_READINGS
+def validation_curve(run: RunFolder) -> dict[str, list[float]]:
+    """Each validation's training step, sequence accuracy and loss."""
+    metrics = run.metrics().dropna(subset=["val/seq_acc"])
+    return {"step": metrics["step"].astype(int).tolist(),
+            "seq_acc": metrics["val/seq_acc"].tolist(),
+            "loss": metrics["val/loss"].tolist()}  # fmt: skip
+
+
+def measured(layout: RunLayout, arguments: list[str], root: Path, reuse: bool, measure) -> dict:
+    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, or read
+    back the measurements taken from the same command (with `reuse`)."""
+    command = portable(arguments, root)
+    kept = kept_measurements(layout, command) if reuse else None
+    if kept is not None:
+        return kept
+    trained = fit(layout.path, arguments, reuse)
+    torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
+    record = {"command": command, **measure(RunFolder(layout.path))}
+    return {**write_measurements(layout, record), "kept": not trained}
+
+
+def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict:
+    """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed)."""
+
+    def measure(run: RunFolder) -> dict:
+        return {
+            "variant": variant,
+            "seed": seed,
+            "data_dir": run.datamodule().data_dir,
+            "selections": {s: test_accuracies(run.path, s) for s in SELECTIONS},
+            "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
+                                "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
+            "curve": validation_curve(run),
+            "analysis": analyse_run(run.path) if variant in VARIANTS else None,
+            "pruning": pruning_of(run) if variant == "guided" else None,  # section 5.2's start
+        }  # fmt: skip
+
+    layout = RunLayout.of(root, "paper1", variant, seed)
+    return measured(layout, model_arguments(variant, seed, scale, root), root, reuse, measure)
+
+
+def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:
+    """Every model of `MODEL_SEEDS`, `jobs` at a time, each analysed as soon as it is trained."""
     tasks = {
-        (variant, seed): functools.partial(train, variant, seed, scale, root, reuse)
-        for variant, variant_seeds in seeds.items()
-        for seed in variant_seeds
+        (variant, seed): functools.partial(measure_model, variant, seed, scale, root, reuse)
+        for variant, seeds in MODEL_SEEDS.items()
+        for seed in seeds
     }
 
-    def describe(key, run):
-        scores = " ".join(f"{ABBREVIATION[s]} {test_accuracies(run)[s]:.2f}" for s in SPLITS)
-        return f"{key[0]} seed={key[1]}: {scores}"
+    def describe(key, record):
+        scores = record["selections"]["best"]
+        return f"{key[0]} seed={key[1]}: " + " ".join(
+            f"{ABBREVIATION[s]} {scores[s]:.2f}" for s in SPLITS
+        )
 
-    runs = run_all(tasks, jobs, describe)
-    return {
-        selection: {v: [test_accuracies(runs[(v, s)], selection) for s in seeds[v]] for v in seeds}
-        for selection in SELECTIONS
-    }
+    return run_all(tasks, jobs, describe)
 
 
-def ablations(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict:
-    """Section 5: every substitution of `scale` and the pruning retrains, `jobs` at a time.
+def measure_substitution(job: Substitution, base: list[str], root: Path, reuse: bool) -> dict:
+    """Section 5.1: one substitution retrain, measured."""
+    arguments = job.arguments(root, base, CONFIGS, functools.partial(run_dir, root))
 
-    Returns new-composition accuracies: `substitution[(receiver, component)]` per pair seed,
-    and `pruning` with `before`/`after` retraining per guided seed and the units kept."""
-    trained = functools.partial(run_dir, root)
+    def measure(run: RunFolder) -> dict:
+        return {"variant": job.variant, "seed": job.seed, "receiver": job.receiver,
+                "component": job.component,
+                "new_compositions": run.test_accuracy("new_compositions"),
+                "best_epoch": run.checkpoint("best")["epoch"] + 1}  # fmt: skip
+
+    layout = RunLayout.of(root, "paper1", job.variant, job.seed)
+    return measured(layout, arguments, root, reuse, measure)
+
+
+def measure_pruned(seed: int, pruning: dict, base: list[str], root: Path, reuse: bool) -> dict:
+    """Section 5.2: the guided model of `seed` pruned as its measurements say (`pruning`: the
+    units kept and removed, the accuracy before retraining), and retrained."""
+    source = run_dir(root, "guided", seed)
+    arguments = pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"])
+
+    def measure(run: RunFolder) -> dict:
+        return {"variant": "pruned/guided", "seed": seed, "before": pruning["before"],
+                "kept_units": pruning["kept"],
+                "after": run.test_accuracy("new_compositions")}  # fmt: skip
+
+    layout = RunLayout.of(root, "paper1", "pruned/guided", seed)
+    return measured(layout, arguments, root, reuse, measure)
+
+
+def ablations(
+    scale: Scale, models: dict[tuple, dict], root: Path, jobs: int, reuse: bool
+) -> dict[tuple, dict]:
+    """Section 5: every substitution of `scale` and the pruning retrains of the measured
+    `models`, `jobs` at a time; their measurements by `(variant, seed)`."""
     base = [*scale.data, *scale.epochs(scale.substitution_epochs), *scale.overrides]
+    pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
     tasks = {}
     for receiver in VARIANTS:
         for component in scale.components:
             for seed in SEEDS[: scale.pairs]:
                 job = Substitution(receiver, component, seed)
-                tasks[job] = functools.partial(job.run, root, base, CONFIGS, trained, reuse)
-    pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
+                tasks[(job.variant, seed)] = functools.partial(
+                    measure_substitution, job, base, root, reuse
+                )
     for seed in SEEDS:
-        tasks[("pruned", seed)] = functools.partial(
-            retrain_pruned, root, seed, pruning_base, CONFIGS, trained, reuse
+        pruning = models[("guided", seed)]["pruning"]
+        tasks[("pruned/guided", seed)] = functools.partial(
+            measure_pruned, seed, pruning, pruning_base, root, reuse
         )
 
-    def describe(key, run):
-        accuracy = RunFolder(run).test_accuracy("new_compositions")
-        return f"{run.parent.relative_to(root / 'paper1')} {run.name}: NC {accuracy:.2f}"
+    def describe(key, record):
+        accuracy = record.get("new_compositions", record.get("after"))
+        return f"{key[0]} seed={key[1]}: NC {accuracy:.2f}"
 
-    runs = run_all(tasks, jobs, describe)
-    substitution: dict[tuple[str, str], list[float]] = {}
-    best_epochs: dict[tuple[str, str], list[int]] = {}  # 1-based epoch of each best checkpoint
-    for key, run in runs.items():
-        if isinstance(key, Substitution):
-            folder = RunFolder(run)
-            accuracy = folder.test_accuracy("new_compositions")
-            substitution.setdefault((key.receiver, key.component), []).append(accuracy)
-            best = folder.checkpoint("best")["epoch"] + 1
-            best_epochs.setdefault((key.receiver, key.component), []).append(best)
-    pruning = {"before": [], "after": [], "kept": []}
-    for seed in SEEDS:
-        before, kept = pruned_accuracy(run_dir(root, "guided", seed), "new_compositions")
-        pruning["before"].append(before)
-        pruning["after"].append(RunFolder(runs[("pruned", seed)]).test_accuracy("new_compositions"))
-        pruning["kept"].append(kept)
-    return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning,
-            "runs": list(runs.values())}  # fmt: skip
+    return run_all(tasks, jobs, describe)
+
+
+def keep_beside_report(records: list[dict], root: Path, out: Path) -> None:
+    """Copy every run's measurements file to `<out>/runs/`, laid out as a run root, so that the
+    report can be rebuilt from the repository alone (`--runs <out>/runs --reuse-runs`)."""
+    for record in records:
+        source = RunLayout.of(root, "paper1", record["variant"], record["seed"]).measurements
+        target = RunLayout.of(out / "runs", "paper1", record["variant"], record["seed"])
+        if source.resolve() != target.measurements.resolve():
+            target.path.mkdir(parents=True, exist_ok=True)
+            target.measurements.write_text(source.read_text())

@@ -9,7 +9,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from experiments.paper1.scales import (  # noqa: E402
     ABBREVIATION,
@@ -30,7 +29,6 @@ from experiments.report import (  # noqa: E402
     save_figure,
     threshold_claim,
 )
-from storage import RunLayout  # noqa: E402
 
 
 def table_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
@@ -98,9 +96,10 @@ def pattern_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:
     return claims
 
 
-def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path) -> Path:
+def figure(measured: dict[str, list[dict[str, float]]], curves: dict[str, list[dict]],
+           folder: Path) -> Path:  # fmt: skip
     """Test accuracy per split (paper vs ours) and validation accuracy over training."""
-    figure, (bars, curves) = plt.subplots(1, 2, figsize=(12, 4))
+    figure, (bars, lines) = plt.subplots(1, 2, figsize=(12, 4))
     width = 0.2
     for offset, (variant, (_, _, _, colour)) in enumerate(TABLES.items()):
         positions = [i + (offset * 2 - 1.5) * width for i in range(len(SPLITS))]
@@ -123,12 +122,10 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
             color=colour,
             label=f"{variant} (ours)",
         )
-        for seed in SEEDS:
-            metrics = pd.read_csv(RunLayout.of(root, "paper1", variant, seed).metrics)
-            validation = metrics.dropna(subset=["val/seq_acc"])
-            curves.plot(
-                validation["step"],
-                validation["val/seq_acc"],
+        for seed, curve in zip(SEEDS, curves[variant], strict=True):
+            lines.plot(
+                curve["step"],
+                curve["seq_acc"],
                 color=colour,
                 alpha=0.7,
                 label=variant if seed == SEEDS[0] else None,
@@ -137,10 +134,10 @@ def figure(measured: dict[str, list[dict[str, float]]], root: Path, folder: Path
     bars.set_ylabel("sequence accuracy")
     bars.set_title("Tables 5-6: test sets (mean ± std over 5 runs)")
     bars.legend(fontsize=7)
-    curves.set_xlabel("training step (validation every 200)")
-    curves.set_ylabel("validation sequence accuracy")
-    curves.set_title("Validation accuracy during training")
-    curves.legend()
+    lines.set_xlabel("training step (validation every 200)")
+    lines.set_ylabel("validation sequence accuracy")
+    lines.set_title("Validation accuracy during training")
+    lines.legend()
     return save_figure(figure, folder / "tables5_6.png", dpi=120)
 
 

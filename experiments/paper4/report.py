@@ -22,7 +22,7 @@ from experiments.paper4.claims import (  # noqa: E402
 )
 from experiments.paper4.scales import Scale  # noqa: E402
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
-from experiments.runner import Stopwatch  # noqa: E402
+from experiments.runner import Stopwatch, kept_note  # noqa: E402
 from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
 
 Records = dict[tuple[str, int], dict]
@@ -345,22 +345,6 @@ def accuracy_limits(training: pd.DataFrame, accuracy: pd.DataFrame) -> str:
     return " ".join(sentences)
 
 
-def kept_note(records: Records) -> str:
-    """A report's sentence on when the runs were trained (from their own files: the first run's
-    start to the last run's end) and on those kept from an earlier invocation (`--reuse-runs`:
-    a finished run, or its measurements, not trained again)."""
-    span = max(r["trained"]["finished"] for r in records.values()) - min(
-        r["trained"]["started"] for r in records.values()
-    )
-    kept = sum(bool(r.get("kept")) for r in records.values())
-    text = f" The runs were trained within {span / 60:.1f} min (the first run's start to the last "
-    text += "run's end)"
-    if not kept:
-        return text + "."
-    return (f"{text}; {kept} of the {len(records)} were kept from an earlier invocation "
-            "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
-
-
 def report_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
                 records: Records) -> str:  # fmt: skip
     """The report's text above its claims: how it ran and what it measured (`header_text`), then
@@ -416,7 +400,7 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
   (token, position) of the output line appended to the input line, {signals}.
 - **Commit** `{current_commit()}`; wall time {clock.total:.1f} min on 2 CPU cores
   ({clock.stages()}; each GRU analysed as soon as it was trained, beside the other
-  runs' training).{kept_note(records)}
+  runs' training).{kept_note(list(records.values()))}
 - **Runs:** `runs/paper4/<variant>/seed=<s>/` (`metrics.csv`, checkpoints, `analysis.json`
   with every token's units, classifier accuracies, manipulations and gates). Each run's
   measurements, everything this report reads of it, are kept beside it in

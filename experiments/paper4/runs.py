@@ -14,8 +14,6 @@ reproduction copies them beside its report (`reports/paper4/runs/`), and
 from __future__ import annotations
 
 import functools
-import json
-import time
 from pathlib import Path
 
 import torch
@@ -23,12 +21,11 @@ import yaml
 
 from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
-from experiments.runner import fit, run_all
+from experiments.runner import fit, kept_measurements, portable, run_all, write_measurements
 from storage import RunLayout
 from storage.files import write_text_atomic
 from storage.run_folder import RunFolder
 
-REPOSITORY = CONFIGS.parents[2]
 CURVES = ("val/position_acc", "val/loss", "train/position_acc")
 """The per-epoch metrics the report plots and reads (validation greedy, training as trained)."""
 
@@ -53,19 +50,6 @@ def arguments_of(name: str, seed: int, scale: Scale, root: Path) -> list[str]:
         "--data.redraw_signals", str(scale.redraw_signals).lower(),
         *time_cap, *VARIANTS[name], *scale.overrides,
     ]  # fmt: skip
-
-
-def portable(arguments: list[str]) -> list[str]:
-    """`arguments` as a run's measurements record them: without the run root, and with config
-    paths relative to the repository, so that the same run kept elsewhere is recognised."""
-    kept = []
-    for index, value in enumerate(arguments):
-        if value == "--run.root" or (index and arguments[index - 1] == "--run.root"):
-            continue
-        if index and arguments[index - 1] == "--config":
-            value = Path(value).resolve().relative_to(REPOSITORY).as_posix()
-        kept.append(value)
-    return kept
 
 
 def stopping_of(run: RunFolder) -> dict:
@@ -98,11 +82,9 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
     with `reuse`, measurements taken from the same command are read back instead."""
     layout = RunLayout.of(root, "paper4", name, seed)
     arguments = arguments_of(name, seed, scale, root)
-    if reuse and layout.measurements.is_file():
-        kept = json.loads(layout.measurements.read_text())
-        if kept.get("command") == portable(arguments):
-            kept["kept"] = True  # not written: the run was neither trained nor measured now
-            return kept
+    kept = kept_measurements(layout, portable(arguments, root)) if reuse else None
+    if kept is not None:
+        return kept
     trained = fit(layout.path, arguments, reuse)
     run = RunFolder(layout.path)
     analysis = analysis_of(layout.path, scale, reuse) if name == "gru" else None
@@ -111,7 +93,7 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
     record = {
         "variant": name,
         "seed": seed,
-        "command": portable(arguments),
+        "command": portable(arguments, root),
         "stopping": stopping_of(run),
         "curves": epoch_curves(run),
         "test_position_acc": run.test_accuracy("test", "position_acc"),
@@ -123,13 +105,9 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
                                    else positioning_accuracy(model, datamodule, "test",
                                                              random_seed=0)),
         "data_source": datamodule.data_source,
-        "trained": {"started": layout.config.stat().st_mtime,
-                    "finished": layout.command.stat().st_mtime},
-        "measured": time.time(),
         "analysis": analysis,
     }  # fmt: skip
-    write_text_atomic(layout.measurements, json.dumps(record) + "\n")
-    return {**record, "kept": not trained}
+    return {**write_measurements(layout, record), "kept": not trained}
 
 
 def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:
