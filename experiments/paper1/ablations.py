@@ -64,6 +64,7 @@ class Substitution:
     receiver: str  # variant retrained: guided or baseline
     component: str  # key of COMPONENTS, taken from the opposite variant and frozen
     seed: int
+    selection: str = "best"  # the checkpoint of receiver and donor the retrain starts from
 
     @property
     def variant(self) -> str:
@@ -73,8 +74,8 @@ class Substitution:
     def arguments(self, root: Path, base: list[str], configs: Path, trained) -> list[str]:
         """The fit arguments retraining the receiver of `trained(variant, seed)` with the
         donor's component frozen; `base` holds the scale's data and overrides."""
-        own = RunLayout(trained(self.receiver, self.seed)).checkpoint("best")
-        donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint("best")
+        own = RunLayout(trained(self.receiver, self.seed)).checkpoint(self.selection)
+        donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint(self.selection)
         arguments = [
             "--config",
             str(configs / f"{self.receiver}.yaml"),
@@ -101,18 +102,24 @@ def pruned_accuracy(run: Path | RunFolder, split: str) -> tuple[float, dict[str,
     return pruned["before"], pruned["kept"]
 
 
-def pruning_of(run: Path | RunFolder, split: str = "new_compositions") -> dict:
-    """`pruned_accuracy`'s measurements of a guided run: the units `kept` and `removed` by site,
-    and the accuracy on `split` `before` retraining."""
+def pruning_of(run: Path | RunFolder, split: str = "new_compositions", tag: str = "best") -> dict:
+    """`pruned_accuracy`'s measurements of a guided run's checkpoint `tag`: the units `kept` and
+    `removed` by site, and the accuracy on `split` `before` retraining."""
     folder = run if isinstance(run, RunFolder) else RunFolder(run)
-    kept, removed = pruned_units(folder.state_dict())
-    data = folder.datamodule()
-    accuracy = split_accuracy(folder.model(), data, split, removal_edits(removed))
+    kept, removed = pruned_units(folder.state_dict(tag))
+    data = folder.datamodule(tag)
+    accuracy = split_accuracy(folder.model(tag), data, split, removal_edits(removed))
     return {"kept": kept, "removed": removed, "before": accuracy}
 
 
 def pruning_arguments(
-    root: Path, seed: int, base: list[str], configs: Path, source: Path, removed: dict
+    root: Path,
+    seed: int,
+    base: list[str],
+    configs: Path,
+    source: Path,
+    removed: dict,
+    tag: str = "best",
 ) -> list[str]:
     """The fit arguments retraining the guided model `source` of `seed` with its weak units
     (`removed`, from `pruned_accuracy`) removed (section 5.2)."""
@@ -130,7 +137,7 @@ def pruning_arguments(
         *base,
         "--model.removed_units",
         json.dumps(removed),
-        load_weights(RunLayout(source).checkpoint("best")),
+        load_weights(RunLayout(source).checkpoint(tag)),
     ]
 
 

@@ -32,6 +32,7 @@ from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
+from lightning_modules.callbacks import record_split
 from lightning_modules.seq2seq import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
@@ -49,6 +50,7 @@ from probes.weights import (
     strongest_units,
     unit_strength,
 )
+from storage.files import save_tensors_atomic
 from storage.run_folder import RunFolder
 
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2
@@ -93,6 +95,18 @@ def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
     return joined_trace(run, TEST_SPLITS, tag)
 
 
+def record_traces(run: RunFolder, tag: str) -> None:
+    """Record every split's trace of the checkpoint `tag` as `TraceRecorder` does for `best`,
+    unless the run has them."""
+    if all(run.trace_path(split, tag).is_file() for split in SPLITS):
+        return
+    model, data = run.model(tag), run.datamodule(tag)
+    with torch.no_grad():
+        for split in SPLITS:
+            tensors = record_split(model, data.split_dataloader(split, batch_size=256))
+            save_tensors_atomic(tensors, run.trace_path(split, tag), {"split": split, "tag": tag})
+
+
 def rounded(values: Tensor, decimals: int = 4) -> list:
     """A tensor as nested lists of floats rounded to `decimals` (figure data in a record)."""
     return torch.round(values.double(), decimals=decimals).tolist()
@@ -111,11 +125,13 @@ def strong_edges(state: dict[str, Tensor], matrix: str) -> dict:
             "value": rounded(weight[to_units, from_units])}  # fmt: skip
 
 
-def analyse_run(path: str | Path) -> dict:
-    """Every per-model statistic of sections 3-4 for one run (plain numbers and lists)."""
+def analyse_run(path: str | Path, tag: str = "best") -> dict:
+    """Every per-model statistic of sections 3-4 for the run's checkpoint `tag` (plain numbers and
+    lists), from its traces at `tag` (recorded first where the fit did not: `record_traces`)."""
     run = RunFolder(path)
-    state = run.state_dict()
-    trace = test_trace(run)
+    record_traces(run, tag)
+    state = run.state_dict(tag)
+    trace = test_trace(run, tag)
     embedding = state["decoder_embedding.weight"].abs()
     result: dict = {
         "embedding_strings": float(embedding[STRING_ROWS].mean()),
@@ -166,7 +182,7 @@ def analyse_run(path: str | Path) -> dict:
         module: set(strongest_units(unit_strength(state, module), 0.05).tolist())
         for module in ("encoder", "decoder")
     }
-    every_split = joined_trace(run, SPLITS)
+    every_split = joined_trace(run, SPLITS, tag)
     for key, procedure, data in READINGS:
         result[key] = {}
         for name, (site, label, align) in PROBES.items():

@@ -23,6 +23,7 @@ from experiments.paper1.ablations import Substitution, pruning_arguments, prunin
 from experiments.paper1.analyses import analyse_run
 from experiments.paper1.scales import (
     ABBREVIATION,
+    ANALYSED,
     CONFIGS,
     FOOTNOTE1,
     SECOND_READINGS,
@@ -42,7 +43,7 @@ MODEL_SEEDS = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_R
 """Every trained model: the variant's seeds."""
 
 
-def test_accuracies(run: Path, selection: str = "best") -> dict[str, float]:
+def test_accuracies(run: Path, selection: str = ANALYSED) -> dict[str, float]:
     """Sequence accuracy per test split of the checkpoint `selection` picked: `best` (tested by
     the fit, from `metrics.csv`) or `lowest_loss` (evaluated here)."""
     folder = RunFolder(run)
@@ -50,6 +51,13 @@ def test_accuracies(run: Path, selection: str = "best") -> dict[str, float]:
         return {split: folder.test_accuracy(split) for split in SPLITS}
     model, data = folder.model(selection), folder.datamodule(selection)
     return {split: split_accuracy(model, data, split) for split in SPLITS}
+
+
+def new_compositions(run: RunFolder, selection: str) -> float:
+    """A retrain's new-composition sequence accuracy at the checkpoint `selection` picked."""
+    if selection == "best":
+        return run.test_accuracy("new_compositions")
+    return split_accuracy(run.model(selection), run.datamodule(selection), "new_compositions")
 
 
 def model_arguments(variant: str, seed: int, scale: Scale, root: Path) -> list[str]:
@@ -98,8 +106,8 @@ def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool
             "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
                                 "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
             "curve": validation_curve(run),
-            "analysis": analyse_run(run.path) if variant in VARIANTS else None,
-            "pruning": pruning_of(run) if variant == "guided" else None,  # section 5.2's start
+            "analysis": analyse_run(run.path, ANALYSED) if variant in VARIANTS else None,
+            "pruning": pruning_of(run, tag=ANALYSED) if variant == "guided" else None,
         }  # fmt: skip
 
     layout = RunLayout.of(root, "paper1", variant, seed)
@@ -115,7 +123,7 @@ def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple,
     }
 
     def describe(key, record):
-        scores = record["selections"]["best"]
+        scores = record["selections"][ANALYSED]
         return f"{key[0]} seed={key[1]}: " + " ".join(
             f"{ABBREVIATION[s]} {scores[s]:.2f}" for s in SPLITS
         )
@@ -130,8 +138,9 @@ def measure_substitution(job: Substitution, base: list[str], root: Path, reuse: 
     def measure(run: RunFolder) -> dict:
         return {"variant": job.variant, "seed": job.seed, "receiver": job.receiver,
                 "component": job.component,
-                "new_compositions": run.test_accuracy("new_compositions"),
-                "best_epoch": run.checkpoint("best")["epoch"] + 1}  # fmt: skip
+                "new_compositions": new_compositions(run, ANALYSED),
+                "new_compositions_by": {s: new_compositions(run, s) for s in SELECTIONS},
+                "best_epoch": run.checkpoint(ANALYSED)["epoch"] + 1}  # fmt: skip
 
     layout = RunLayout.of(root, "paper1", job.variant, job.seed)
     return measured(layout, arguments, root, reuse, measure)
@@ -141,12 +150,12 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], root: Path, reuse:
     """Section 5.2: the guided model of `seed` pruned as its measurements say (`pruning`: the
     units kept and removed, the accuracy before retraining), and retrained."""
     source = run_dir(root, "guided", seed)
-    arguments = pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"])
+    arguments = pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"], ANALYSED)
 
     def measure(run: RunFolder) -> dict:
         return {"variant": "pruned/guided", "seed": seed, "before": pruning["before"],
-                "kept_units": pruning["kept"],
-                "after": run.test_accuracy("new_compositions")}  # fmt: skip
+                "kept_units": pruning["kept"], "after": new_compositions(run, ANALYSED),
+                "after_by": {s: new_compositions(run, s) for s in SELECTIONS}}  # fmt: skip
 
     layout = RunLayout.of(root, "paper1", "pruned/guided", seed)
     return measured(layout, arguments, root, reuse, measure)
@@ -163,7 +172,7 @@ def ablations(
     for receiver in VARIANTS:
         for component in scale.components:
             for seed in SEEDS[: scale.pairs]:
-                job = Substitution(receiver, component, seed)
+                job = Substitution(receiver, component, seed, ANALYSED)
                 tasks[(job.variant, seed)] = functools.partial(
                     measure_substitution, job, base, root, reuse
                 )
