@@ -94,6 +94,15 @@ def measured(layout: RunLayout, arguments: list[str], root: Path, reuse: bool, m
     return {**write_measurements(layout, record), "kept": not trained}
 
 
+def analysis_of(run: RunFolder, seed: int) -> dict:
+    """Sections 3-4's analysis of a baseline or guided GRU; Figure 2's edges (thousands a
+    matrix) are kept for the first seed only, the one the figure draws."""
+    analysis = analyse_run(run.path, ANALYSED)
+    if seed != SEEDS[0]:
+        del analysis["figures"]["edges"]
+    return analysis
+
+
 def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict:
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed)."""
 
@@ -106,7 +115,7 @@ def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool
             "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
                                 "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
             "curve": validation_curve(run),
-            "analysis": analyse_run(run.path, ANALYSED) if variant in VARIANTS else None,
+            "analysis": analysis_of(run, seed) if variant in VARIANTS else None,
             "pruning": pruning_of(run, tag=ANALYSED) if variant == "guided" else None,
         }  # fmt: skip
 
