@@ -8,15 +8,28 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from probes.command.cli import main
 from tests.smoke import smoke_reproduction
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache"),
-               "RECURRENT_PROBES_SAMPLE1": ""}  # fmt: skip
-    output, claims = smoke_reproduction(1, tmp_path, timeout=600, env=offline)
+def offline_env(folder: Path) -> dict[str, str]:
+    """No sample1 and no download: the generated tables, with the report's notice."""
+    return {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(folder / "cache"),
+            "RECURRENT_PROBES_SAMPLE1": ""}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One offline smoke reproduction shared by the tests: its folder, output and claims."""
+    folder = tmp_path_factory.mktemp("paper1_smoke")
+    output, claims = smoke_reproduction(1, folder, timeout=600, env=offline_env(folder))
+    return folder, output, claims
+
+
+def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
+    tmp_path, output, claims = smoke
     assert output.count("] baseline seed=") == 5
     assert output.count("] guided seed=") == 5
     assert output.count("] substitution/") == 4  # 2 components, both ways, 1 pair
@@ -86,13 +99,10 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         assert rows["accuracy_all"].tolist() == measured[f"{claim}.accuracy_all"], claim
 
 
-def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(tmp_path):
-    """Every run's measurements beside the report; with the run folders gone, `--reuse-runs`
-    over them rebuilds the same claims (no checkpoint, metrics or trace is read)."""
-    offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache"),
-               "RECURRENT_PROBES_SAMPLE1": ""}  # fmt: skip
-    first = tmp_path / "first"
-    _, claims = smoke_reproduction(1, first, timeout=600, env=offline)
+def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_path):
+    """Every run's measurements beside the report; in a run root holding nothing else,
+    `--reuse-runs` over them rebuilds the same claims (no run is trained again)."""
+    first, _, claims = smoke
     kept = first / "report" / "runs"
     records = sorted(kept.rglob("measurements.json"))
     assert len(records) == 13 + 10 + 4 + 5  # models (with the LSTMs), substitutions, pruned
@@ -102,11 +112,11 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(tmp_path):
     assert len(guided["analysis"]["figures"]["embedding"]) == len(
         guided["analysis"]["figures"]["vocabulary"]
     )
-    shutil.rmtree(first / "runs")
     rebuilt = tmp_path / "rebuilt"
     rebuilt.mkdir()
     shutil.copytree(kept, rebuilt / "runs")
-    _, again = smoke_reproduction(1, rebuilt, timeout=300, env=offline, options=("--reuse-runs",))
+    _, again = smoke_reproduction(1, rebuilt, timeout=300, env=offline_env(tmp_path),
+                                  options=("--reuse-runs",))  # fmt: skip
     assert [json.dumps(c) for c in again.values()] == [json.dumps(c) for c in claims.values()]
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
     report = (rebuilt / "report" / "report.md").read_text()
