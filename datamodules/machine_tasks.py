@@ -90,12 +90,13 @@ def resolve_sample1(download: bool = True) -> tuple[Path, str]:
             )
         return folder, f"${SAMPLE1_ENV}"
     cached = cached_sample1()
-    if not mismatched_files(cached):
+    missing = mismatched_files(cached)
+    if not missing:
         return cached, "the data cache"
     if not download or os.environ.get(OFFLINE_ENV):
         raise Sample1Unavailable(f"machine-tasks' sample1 is not in {cached}: {HOW_TO_GET}.")
     try:
-        for name in mismatched_files(cached):
+        for name in missing:
             download_verified(f"{DOWNLOAD_URL}/{name}", cached / name, SAMPLE1_SHA256[name])
     except OSError as error:
         raise Sample1Unavailable(

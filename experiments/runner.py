@@ -146,6 +146,17 @@ def write_measurements(layout: RunLayout, record: dict) -> dict:
     return record
 
 
+def keep_beside_report(paper: str, runs: Sequence[tuple[str, int]], root: Path, out: Path) -> None:
+    """Copy the measurements file of every `(variant, seed)` run of `paper` to `<out>/runs/`,
+    laid out as a run root, so that the report can be rebuilt from the repository alone
+    (`--runs <out>/runs --reuse-runs`)."""
+    for variant, seed in runs:
+        source = RunLayout.of(root, paper, variant, seed).measurements
+        target = RunLayout.of(out / "runs", paper, variant, seed).measurements
+        if source.resolve() != target.resolve():
+            write_text_atomic(target, source.read_text())
+
+
 def kept_note(records: Sequence[dict]) -> str:
     """A report's sentence on when the runs were trained (from their own files: the first run's
     start to the last run's end, and the fits' time summed over every sitting) and on those kept

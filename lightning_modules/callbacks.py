@@ -9,6 +9,7 @@ rank zero only.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -52,6 +53,15 @@ def record_split(model: pl.LightningModule, loader) -> dict[str, Tensor]:
     return {key: pad_and_concatenate(values) for key, values in chunks.items()}
 
 
+def record_traces(model: pl.LightningModule, datamodule, splits: Sequence[str], run_dir,
+                  tag: str, batch_size: int = 256) -> None:  # fmt: skip
+    """`record_split` of every split in `splits` to `<run_dir>/traces/<split>/<tag>.safetensors`."""
+    for split in splits:
+        tensors = record_split(model, datamodule.split_dataloader(split, batch_size=batch_size))
+        path = RunLayout(run_dir).trace(split, tag)
+        save_tensors_atomic(tensors, path, {"split": split, "tag": tag})
+
+
 class TraceRecorder(Callback):
     """Record `trace(batch)` plus the inputs and labels of chosen splits.
 
@@ -81,12 +91,8 @@ class TraceRecorder(Callback):
     def record(self, trainer: pl.Trainer, model: pl.LightningModule, tag: str) -> None:
         if not trainer.is_global_zero:
             return
-        datamodule = trainer.datamodule
-        for split in self.splits:
-            loader = datamodule.split_dataloader(split, batch_size=self.batch_size)
-            tensors = record_split(model, loader)
-            path = RunLayout(trainer.default_root_dir).trace(split, tag)
-            save_tensors_atomic(tensors, path, {"split": split, "tag": tag})
+        record_traces(model, trainer.datamodule, self.splits, trainer.default_root_dir, tag,
+                      self.batch_size)  # fmt: skip
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         epoch = trainer.current_epoch

@@ -32,7 +32,7 @@ from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
-from lightning_modules.callbacks import record_split
+from lightning_modules.callbacks import record_traces
 from lightning_modules.seq2seq import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
@@ -50,7 +50,6 @@ from probes.weights import (
     strongest_units,
     unit_strength,
 )
-from storage.files import save_tensors_atomic
 from storage.run_folder import RunFolder
 
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2
@@ -95,16 +94,12 @@ def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
     return joined_trace(run, TEST_SPLITS, tag)
 
 
-def record_traces(run: RunFolder, tag: str) -> None:
+def ensure_traces(run: RunFolder, tag: str) -> None:
     """Record every split's trace of the checkpoint `tag` as `TraceRecorder` does for `best`,
     unless the run has them."""
-    if all(run.trace_path(split, tag).is_file() for split in SPLITS):
-        return
-    model, data = run.model(tag), run.datamodule(tag)
-    with torch.no_grad():
-        for split in SPLITS:
-            tensors = record_split(model, data.split_dataloader(split, batch_size=256))
-            save_tensors_atomic(tensors, run.trace_path(split, tag), {"split": split, "tag": tag})
+    if not all(run.trace_path(split, tag).is_file() for split in SPLITS):
+        with torch.no_grad():
+            record_traces(run.model(tag), run.datamodule(tag), SPLITS, run.path, tag)
 
 
 def rounded(values: Tensor, decimals: int = 4) -> list:
@@ -127,9 +122,9 @@ def strong_edges(state: dict[str, Tensor], matrix: str) -> dict:
 
 def analyse_run(path: str | Path, tag: str = "best") -> dict:
     """Every per-model statistic of sections 3-4 for the run's checkpoint `tag` (plain numbers and
-    lists), from its traces at `tag` (recorded first where the fit did not: `record_traces`)."""
+    lists), from its traces at `tag` (recorded first where the fit did not: `ensure_traces`)."""
     run = RunFolder(path)
-    record_traces(run, tag)
+    ensure_traces(run, tag)
     state = run.state_dict(tag)
     trace = test_trace(run, tag)
     embedding = state["decoder_embedding.weight"].abs()
@@ -161,7 +156,7 @@ def analyse_run(path: str | Path, tag: str = "best") -> dict:
             "polar": graph.polar(side),
         }
     result["figures"] = {
-        "vocabulary": run.datamodule().target_vocab,
+        "vocabulary": run.datamodule(tag).target_vocab,
         "embedding": rounded(state["decoder_embedding.weight"]),
         "edges": {name: strong_edges(state, name) for name in FIGURE2_MATRICES},
         "quantiles": {},

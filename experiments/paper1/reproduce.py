@@ -46,7 +46,7 @@ from experiments.paper1.analyses import (
     saturation_figure,
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
-from experiments.paper1.runs import MODEL_SEEDS, ablations, keep_beside_report, measure_all
+from experiments.paper1.runs import MODEL_SEEDS, ablations, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
@@ -69,7 +69,13 @@ from experiments.paper1.tables import (
     tables_markdown,
 )
 from experiments.report import Claim, claims_frame, current_commit, with_earlier
-from experiments.runner import Stopwatch, kept_note, publish, reproduction_main
+from experiments.runner import (
+    Stopwatch,
+    keep_beside_report,
+    kept_note,
+    publish,
+    reproduction_main,
+)
 
 GATE_READING = (
     "until issue 19 the update gate was read by the paper's equation of section 2.2 (z mirrored); "
@@ -158,7 +164,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     )
     publish(out, "paper1", claims, markdown, root, figures,
             paper1_tables(claims, analysed, ablation))  # fmt: skip
-    keep_beside_report(records, root, out)
+    keep_beside_report("paper1", [(r["variant"], r["seed"]) for r in records], root, out)
     return claims
 
 

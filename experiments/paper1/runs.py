@@ -43,13 +43,12 @@ MODEL_SEEDS = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_R
 """Every trained model: the variant's seeds."""
 
 
-def test_accuracies(run: Path, selection: str = ANALYSED) -> dict[str, float]:
+def test_accuracies(run: RunFolder, selection: str = ANALYSED) -> dict[str, float]:
     """Sequence accuracy per test split of the checkpoint `selection` picked: `best` (tested by
     the fit, from `metrics.csv`) or `lowest_loss` (evaluated here)."""
-    folder = RunFolder(run)
     if selection == "best":
-        return {split: folder.test_accuracy(split) for split in SPLITS}
-    model, data = folder.model(selection), folder.datamodule(selection)
+        return {split: run.test_accuracy(split) for split in SPLITS}
+    model, data = run.model(selection), run.datamodule(selection)
     return {split: split_accuracy(model, data, split) for split in SPLITS}
 
 
@@ -111,7 +110,7 @@ def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool
             "variant": variant,
             "seed": seed,
             "data_dir": run.datamodule().data_dir,
-            "selections": {s: test_accuracies(run.path, s) for s in SELECTIONS},
+            "selections": {s: test_accuracies(run, s) for s in SELECTIONS},
             "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
                                 "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
             "curve": validation_curve(run),
@@ -145,10 +144,10 @@ def measure_substitution(job: Substitution, base: list[str], root: Path, reuse: 
     arguments = job.arguments(root, base, CONFIGS, functools.partial(run_dir, root))
 
     def measure(run: RunFolder) -> dict:
+        by = {s: new_compositions(run, s) for s in SELECTIONS}
         return {"variant": job.variant, "seed": job.seed, "receiver": job.receiver,
-                "component": job.component,
-                "new_compositions": new_compositions(run, ANALYSED),
-                "new_compositions_by": {s: new_compositions(run, s) for s in SELECTIONS},
+                "component": job.component, "new_compositions": by[ANALYSED],
+                "new_compositions_by": by,
                 "best_epoch": run.checkpoint(ANALYSED)["epoch"] + 1}  # fmt: skip
 
     layout = RunLayout.of(root, "paper1", job.variant, job.seed)
@@ -162,9 +161,10 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], root: Path, reuse:
     arguments = pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"], ANALYSED)
 
     def measure(run: RunFolder) -> dict:
+        by = {s: new_compositions(run, s) for s in SELECTIONS}
         return {"variant": "pruned/guided", "seed": seed, "before": pruning["before"],
-                "kept_units": pruning["kept"], "after": new_compositions(run, ANALYSED),
-                "after_by": {s: new_compositions(run, s) for s in SELECTIONS}}  # fmt: skip
+                "kept_units": pruning["kept"], "after": by[ANALYSED],
+                "after_by": by}  # fmt: skip
 
     layout = RunLayout.of(root, "paper1", "pruned/guided", seed)
     return measured(layout, arguments, root, reuse, measure)
@@ -196,14 +196,3 @@ def ablations(
         return f"{key[0]} seed={key[1]}: NC {accuracy:.2f}"
 
     return run_all(tasks, jobs, describe)
-
-
-def keep_beside_report(records: list[dict], root: Path, out: Path) -> None:
-    """Copy every run's measurements file to `<out>/runs/`, laid out as a run root, so that the
-    report can be rebuilt from the repository alone (`--runs <out>/runs --reuse-runs`)."""
-    for record in records:
-        source = RunLayout.of(root, "paper1", record["variant"], record["seed"]).measurements
-        target = RunLayout.of(out / "runs", "paper1", record["variant"], record["seed"])
-        if source.resolve() != target.measurements.resolve():
-            target.path.mkdir(parents=True, exist_ok=True)
-            target.measurements.write_text(source.read_text())

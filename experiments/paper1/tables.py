@@ -179,8 +179,7 @@ def selections_text(selections: dict[str, dict[str, list[dict[str, float]]]]) ->
     text = selections["best"]
     rows = []
     for variant, (key, _, _, _) in TABLES.items():
-        paper = [dict(zip(SPLITS, run, strict=True)) for run in _paper_runs(key)]
-        rows.append(_means_row(f"{variant}, paper", paper))
+        rows.append(_means_row(f"{variant}, paper", paper_runs(key)))
         for selection, reading in SELECTIONS.items():
             rows.append(_means_row(f"{variant}, {reading}", selections[selection][variant]))
     for variant, seeds in SECOND_READINGS.items():
@@ -211,8 +210,9 @@ seeds. Mean sequence accuracy:
 """
 
 
-def _paper_runs(key: str) -> list[list[float]]:
-    return PAPER[key]
+def paper_runs(key: str) -> list[dict[str, float]]:
+    """The runs of a table of `paper_values/paper1.json` (`key`), each by test split."""
+    return [dict(zip(SPLITS, run, strict=True)) for run in PAPER[key]]
 
 
 def _seeds(seeds) -> str:
@@ -234,11 +234,10 @@ both side by side).
 """
     by_id = {claim.id: claim for claim in earlier}
     rows = []
-    for variant, (key, table, _, _) in TABLES.items():
-        paper = [dict(zip(SPLITS, run, strict=True)) for run in _paper_runs(key)]
-        rows.append(_means_row(f"{variant}, paper", paper))
+    for variant, (key, _, _, _) in TABLES.items():
+        rows.append(_means_row(f"{variant}, paper", paper_runs(key)))
         rows.append(_means_row(f"{variant}, sample1 (this report)", measured[variant]))
-        generated = [by_id[f"{table.split()[0].lower()}{table.split()[1]}.{s}"] for s in SPLITS]
+        generated = [by_id[f"{key.split('_')[0]}.{s}"] for s in SPLITS]  # table_claims' ids
         values = zip(*(claim.measured.values for claim in generated), strict=True)
         runs = [dict(zip(SPLITS, run, strict=True)) for run in values]
         rows.append(_means_row(f"{variant}, generated tables (commit 6bd98ec)", runs))
@@ -278,8 +277,7 @@ def _zoo_runs() -> dict[str, list[dict[str, float]]]:
         "baseline_lstm": "footnote1_lstm_baseline",
         "guided_lstm": "footnote1_lstm_guided",
     }
-    return {variant: [dict(zip(SPLITS, run, strict=True)) for run in PAPER[key]]
-            for variant, key in keys.items()}  # fmt: skip
+    return {variant: paper_runs(key) for variant, key in keys.items()}
 
 
 def footnote1_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]:

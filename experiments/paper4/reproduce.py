@@ -24,10 +24,10 @@ from experiments.paper4.report import (
     training_figure,
     training_table,
 )
-from experiments.paper4.runs import keep_beside_report, measure_all
+from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS
 from experiments.report import Claim, claims_frame, with_earlier
-from experiments.runner import Stopwatch, publish, reproduction_main
+from experiments.runner import Stopwatch, keep_beside_report, publish, reproduction_main
 
 EARLIER_VERDICTS = (
     Path(__file__).parents[2] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
@@ -81,7 +81,7 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     markdown = report_text(scale_name, scale, tables, clock, records)
     publish(out, "paper4", claims, markdown, root, figures,
             {"claims": claims_frame(claims), **tables})  # fmt: skip
-    keep_beside_report(records, root, out)
+    keep_beside_report("paper4", list(records), root, out)
     return claims
 
 

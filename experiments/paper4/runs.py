@@ -23,7 +23,6 @@ from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
 from experiments.runner import fit, kept_measurements, portable, run_all, write_measurements
 from storage import RunLayout
-from storage.files import write_text_atomic
 from storage.run_folder import RunFolder
 
 CURVES = ("val/position_acc", "val/loss", "train/position_acc")
@@ -117,14 +116,3 @@ def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple,
     tasks = {key: functools.partial(measure, *key, scale, root, reuse) for key in keys}
     return run_all(tasks, jobs, lambda key, record: f"{key[0]} seed={key[1]}: test accuracy "
                    f"{record['test_position_acc']:.3f}")  # fmt: skip
-
-
-def keep_beside_report(records: dict[tuple, dict], root: Path, out: Path) -> None:
-    """Copy every run's measurements file to `<out>/runs/`, laid out as a run root, so that the
-    report can be rebuilt from the repository alone (`--runs <out>/runs --reuse-runs`)."""
-    for name, seed in records:
-        source = RunLayout.of(root, "paper4", name, seed).measurements
-        target = RunLayout.of(out / "runs", "paper4", name, seed).measurements
-        if source.resolve() != target.resolve():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(target, source.read_text())
