@@ -41,6 +41,7 @@ from storage.files import (
     load_checkpoint,
     write_text_atomic,
 )
+from storage.layout import RUNS_ENV, default_run_root
 
 LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", "vocab_size")
 """What a model takes from its DataModule (`--data.<name>` linked to `--model.init_args.<name>`)."""
@@ -106,7 +107,10 @@ class ExperimentCLI(LightningCLI):
                 self.run_lock.release()
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_argument("--run.root", type=str, default="runs", help="Folder of all runs.")
+        parser.add_argument(
+            "--run.root", type=str, default=default_run_root(),
+            help=f"Folder of all runs (default: ${RUNS_ENV}, else runs).",
+        )  # fmt: skip
         parser.add_argument("--run.paper", type=str, default="scratch", help="e.g. paper1.")
         parser.add_argument("--run.variant", type=str, default="default", help="e.g. guided.")
         # A config that gives the model's arguments without a class_path means the seq2seq model.

@@ -46,15 +46,17 @@ from experiments.report import (  # noqa: E402
     current_commit,
     markdown_table,
     save_figure,
-    verdict_line,
 )
 from experiments.runner import (  # noqa: E402
+    Sitting,
     Stopwatch,
     fit,
     publish,
+    reproduction_main,
     reproduction_parser,
     reused_note,
     run_all,
+    whole_runs_only,
 )
 from storage import RunLayout  # noqa: E402
 
@@ -230,9 +232,11 @@ def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: P
 
 
 # ---- the reproduction ------------------------------------------------------------------------
-def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim]:
     """Train every setting of Figures 1-3 once per seed, decompose their rules over training,
     report."""
+    whole_runs_only("paper 2", sitting)
+    root, jobs, reuse = sitting.root, sitting.jobs, sitting.reuse
     scale = SCALES[scale_name]
     clock = Stopwatch()
     tasks = {(s, seed): functools.partial(train, s, seed, scale, root, reuse)
@@ -430,7 +434,7 @@ P(omega | alpha) of every run, mean over its probe rules: Figure 1's cells at ep
 """
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> list[Claim] | None:
     parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper2")
     parser.add_argument(
         "--conduit-copies", type=int, nargs="+", default=None,
@@ -445,8 +449,7 @@ def main(argv: list[str] | None = None) -> None:
     changes = {"conduit_copies": args.conduit_copies, "seeds": args.seeds}
     SCALES[args.scale] = replace(SCALES[args.scale],
                                  **{k: tuple(v) for k, v in changes.items() if v})  # fmt: skip
-    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
-    print(verdict_line(args.out / "report.md", claims))
+    return reproduction_main(parser.description, SCALES, "reports/paper2", reproduce, argv, parser)
 
 
 if __name__ == "__main__":

@@ -43,12 +43,14 @@ from experiments.report import (  # noqa: E402
     threshold_claim,
 )
 from experiments.runner import (  # noqa: E402
+    Sitting,
     Stopwatch,
     fit,
     publish,
     reproduction_main,
     reused_note,
     run_all,
+    whole_runs_only,
 )
 from storage import RunLayout  # noqa: E402
 from storage.run_folder import RunFolder
@@ -318,9 +320,11 @@ def boundary_figure(panels: list[tuple[str, torch.Tensor]], columns: int, title:
 
 
 # ---- the reproduction ------------------------------------------------------------------------
-def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim]:
     """Train both settings of every experiment, measure their curves and the toy's boundaries,
     report."""
+    whole_runs_only("paper 3", sitting)
+    root, jobs, reuse = sitting.root, sitting.jobs, sitting.reuse
     scale = SCALES[scale_name]
     clock = Stopwatch()
     with clock.stage("training"):

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +34,7 @@ from experiments.allocator import keep_freed_memory
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from storage import RunLayout
 from storage.files import RunFolderLock, write_text_atomic
+from storage.layout import RUNS_ENV, default_run_root
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
@@ -194,20 +196,40 @@ def run_all(
     tasks: dict[Hashable, Callable[[], object]],
     jobs: int,
     describe: Callable[[Hashable, object], str] = lambda key, result: str(key),
+    done_before: Callable[[Hashable], bool] = lambda key: False,
 ) -> dict[Hashable, object]:
-    """Run `tasks` `jobs` at a time; print one progress line per finished task, with how many
-    remain and a naive estimate of the time left (the time so far per finished task, times the
-    tasks left: tasks kept from an earlier invocation finish at once and make it low)."""
+    """Run `tasks` `jobs` at a time; returns their results in the tasks' order.
+
+    At the start it prints how many tasks there are, how many `done_before` says an earlier
+    invocation finished (their results are read back, taking no time) and which remain; after
+    each task, how many remain and an estimate of the time left: the mean time of the tasks
+    computed in this invocation, times those left to compute, over `jobs` (none yet: unknown).
+    """
     results: dict[Hashable, object] = {}
+    durations: list[float] = []
+    pending = [key for key in tasks if not done_before(key)]
     start = time.time()
-    print(f"{len(tasks)} tasks, {jobs} at a time", flush=True)
+    print(f"{len(tasks)} tasks, {jobs} at a time; {len(tasks) - len(pending)} done before, "
+          f"{len(pending)} to run" + (": " + ", ".join(map(str, pending)) if pending else ""),
+          flush=True)  # fmt: skip
 
     def one(key):
         began = time.time()
         results[key] = tasks[key]()
+        if key in pending:
+            durations.append(time.time() - began)
         done, elapsed = len(results), time.time() - start
         left = len(tasks) - done
-        estimate = f"; {left} left, about {elapsed / done * left / 60:.1f} min more" if left else ""
+        to_compute = sum(k in pending and k not in results for k in tasks)
+        if not left:
+            estimate = ""
+        elif not to_compute:
+            estimate = f"; {left} left, all done before"
+        elif durations:
+            minutes = sum(durations) / len(durations) * to_compute / min(jobs, to_compute) / 60
+            estimate = f"; {left} left, about {minutes:.1f} min more"
+        else:
+            estimate = f"; {left} left, time unknown until one is computed here"
         print(
             f"[{done}/{len(tasks)}] {describe(key, results[key])} "
             f"({(time.time() - began) / 60:.1f} min; {elapsed / 60:.1f} min in all{estimate})",
@@ -219,15 +241,118 @@ def run_all(
     return {key: results[key] for key in tasks}
 
 
+@dataclass(frozen=True)
+class Shard:
+    """`--shard i/n`: the i-th of n disjoint parts of a reproduction's runs, for n machines.
+
+    Runs are split by group (a paper's choice: paper 1 splits by seed, since section 5's
+    retrains start from the models of their own seed, so no shard needs another's checkpoints).
+    The j-th group of the paper's fixed list (from 0) belongs to shard j mod n + 1: every group is
+    in exactly one shard, and the same plan always splits the same way."""
+
+    index: int = 1
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        parts = text.split("/")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not i/n: write e.g. 2/4 for the second of four shards"
+            )
+        index, count = map(int, parts)
+        if not 1 <= index <= count:
+            raise argparse.ArgumentTypeError(f"{text}: i must be from 1 to n")
+        return cls(index, count)
+
+    def keeps(self, group: Hashable, groups: Sequence[Hashable]) -> bool:
+        return list(groups).index(group) % self.count == self.index - 1
+
+    @property
+    def whole(self) -> bool:
+        return self.count == 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class SittingError(RuntimeError):
+    """A sitting asked for what it cannot do (a run missing from the merged run roots, a
+    split of a reproduction without per-run measurements): one line to the user."""
+
+
+@dataclass(frozen=True)
+class Sitting:
+    """One invocation of a reproduction: the run root, how many runs at a time, whether runs and
+    measurements of an earlier invocation are kept (`--reuse-runs`), which shard of the runs it
+    trains, and the run roots merged into `root` (then nothing is trained: every run must have
+    its measurements)."""
+
+    root: Path
+    jobs: int = 2
+    reuse: bool = False
+    shard: Shard = Shard()
+    merged: tuple[Path, ...] = ()
+
+    def kept(self, layout: RunLayout, arguments: Sequence[str]) -> dict | None:
+        """The run's measurements from an earlier invocation of the same command (`reuse`);
+        merging, a run without them stops the reproduction naming it."""
+        kept = kept_measurements(layout, portable(arguments, self.root)) if self.reuse else None
+        if kept is None and self.merged:
+            roots = " ".join(map(str, self.merged))
+            raise SittingError(
+                f"{layout.path.relative_to(self.root)} has no measurements from its command in "
+                f"any merged run root ({roots}): run the shard that holds it to the end (with "
+                "--reuse-runs) and merge again"
+            )
+        return kept
+
+
+def whole_runs_only(paper: str, sitting: Sitting) -> None:
+    """Refuse `--shard` and `--merge` for a reproduction that keeps no per-run measurements."""
+    if not sitting.shard.whole or sitting.merged:
+        raise SittingError(
+            f"{paper} keeps no per-run measurements yet, so its runs cannot be split over "
+            "machines or merged: run it whole (without --shard and --merge)"
+        )
+
+
+def gather_measurements(paper: str, roots: Sequence[Path], target: Path) -> int:
+    """Copy every run's measurements file of `paper` from the run `roots` (shards run elsewhere)
+    into the run root `target`, laid out as there; returns how many. A run measured differently
+    in two roots stops it, naming both files."""
+    copied: dict[Path, Path] = {}
+    for root in roots:
+        if not (root / paper).is_dir():
+            raise SittingError(f"{root} holds no runs of {paper} (no folder {root / paper})")
+        for source in sorted((root / paper).rglob(RunLayout.MEASUREMENTS)):
+            relative = source.relative_to(root)
+            if relative in copied and copied[relative].read_text() != source.read_text():
+                raise SittingError(
+                    f"{copied[relative]} and {source} are measurements of one run that differ: "
+                    "keep one of them"
+                )
+            copied.setdefault(relative, source)
+    for relative, source in copied.items():
+        if source.resolve() != (target / relative).resolve():
+            write_text_atomic(target / relative, source.read_text())
+    return len(copied)
+
+
 def reproduction_parser(
     description: str, scales: Sequence[str], out: str
 ) -> argparse.ArgumentParser:
-    """The options every `python -m experiments.paperN` takes."""
-    parser = argparse.ArgumentParser(description=description)
+    """The options every `python -m experiments.paperN` takes (`out`: reports/paperN)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m experiments.{Path(out).name}", description=description
+    )
     parser.add_argument(
         "--scale", choices=sorted(scales), default=os.environ.get("SCALE") or "default"
     )
-    parser.add_argument("--runs", type=Path, default=Path("runs"), help="root of run folders")
+    parser.add_argument(
+        "--runs", type=Path, default=Path(default_run_root()),
+        help=f"root of run folders (default: ${RUNS_ENV}, else runs)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(out))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
     parser.add_argument(
@@ -236,21 +361,58 @@ def reproduction_parser(
         help="keep finished runs whose command.txt matches instead of training them again, and "
         "resume interrupted ones of the same command from their last.ckpt",
     )
+    parser.add_argument(
+        "--shard", type=Shard.parse, default=Shard(), metavar="I/N",
+        help="train and measure only the I-th of N disjoint parts of the runs (one machine "
+        "each); no report: gather the run roots with --merge",
+    )  # fmt: skip
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", default=(), metavar="ROOT",
+        help="gather the measurements of the runs in these run roots (the shards') into --runs "
+        "and write the report from them; nothing is trained",
+    )  # fmt: skip
     return parser
+
+
+def sitting_of(args: argparse.Namespace, paper: str) -> Sitting:
+    """The `Sitting` a reproduction's parsed command line asks for; with `--merge`, after
+    gathering the shards' measurements into `--runs`."""
+    if args.merge and not args.shard.whole:
+        raise SittingError("--merge writes the report from every shard: leave out --shard")
+    if args.merge:
+        count = gather_measurements(paper, args.merge, args.runs)
+        print(f"merged {count} runs' measurements from {len(args.merge)} run roots into "
+              f"{args.runs}", flush=True)  # fmt: skip
+    return Sitting(args.runs, args.jobs, args.reuse_runs or bool(args.merge), args.shard,
+                   tuple(args.merge))  # fmt: skip
 
 
 def reproduction_main(
     description: str,
     scales: Sequence[str],
     out: str,
-    reproduce: Callable[[str, Path, Path, int, bool], list[Claim]],
+    reproduce: Callable[[str, Path, Sitting], list[Claim] | None],
     argv: list[str] | None = None,
-) -> list[Claim]:
-    """Parse a reproduction's command line (`reproduction_parser`), run `reproduce(scale, runs,
-    out, jobs, reuse)` and print the verdict line of the report it wrote."""
-    args = reproduction_parser(description, scales, out).parse_args(argv)
+    parser: argparse.ArgumentParser | None = None,
+) -> list[Claim] | None:
+    """Parse a reproduction's command line (`reproduction_parser`, or `parser` built on it), run
+    `reproduce(scale, out, sitting)` and print the verdict line of the report it wrote; a shard
+    writes no report (`reproduce` returns None) and says how to merge."""
+    parser = parser or reproduction_parser(description, scales, out)
+    args = parser.parse_args(argv)
+    paper = Path(out).name
     keep_freed_memory()  # for the analyses run in this process; each fit sets its own
-    claims = reproduce(args.scale, args.runs, args.out, args.jobs, args.reuse_runs)
+    try:
+        sitting = sitting_of(args, paper)
+        claims = reproduce(args.scale, args.out, sitting)
+    except SittingError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if claims is None:
+        print(f"shard {sitting.shard} of {paper}: its runs are measured under {sitting.root}. "
+              f"When every shard is done, write the report from all of them: python -m "
+              f"experiments.{paper} --scale {args.scale} --merge <each shard's run root> "
+              f"--runs <merged root>", flush=True)  # fmt: skip
+        return None
     print(verdict_line(args.out / "report.md", claims))
     return claims
 

@@ -19,11 +19,22 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+RUNS_ENV = "RECURRENT_PROBES_RUNS"
+
+
+def default_run_root() -> str:
+    """The run root when none is given (`--run.root`, a reproduction's `--runs`):
+    ``$RECURRENT_PROBES_RUNS``, else ``runs`` in the working directory."""
+    return os.environ.get(RUNS_ENV) or "runs"
 
 
 class RunLayout:
     """The paths of one run folder (nothing is read or created here)."""
+
+    MEASUREMENTS = "measurements.json"
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -35,7 +46,7 @@ class RunLayout:
         self.wandb_run_id = self.path / "wandb_run_id"
         self.lock = self.path / ".lock"
         self.analysis = self.path / "analysis.json"
-        self.measurements = self.path / "measurements.json"
+        self.measurements = self.path / self.MEASUREMENTS
         self.checkpoints = self.path / "checkpoints"
         self.weights = self.path / "weights"
 

@@ -121,3 +121,35 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
     report = (rebuilt / "report" / "report.md").read_text()
     assert "32 of the 32 were kept from an earlier invocation" in report
+
+
+def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatch, tmp_path):
+    """`--shard i/n` of paper 1: every model and retrain in exactly one shard, and each retrain
+    (substitution or pruning) in the shard of the models of its seed, whose checkpoints it
+    starts from."""
+    from experiments.paper1 import runs
+    from experiments.paper1.scales import SCALES
+    from experiments.runner import Shard, Sitting
+
+    def planned(tasks, jobs, describe, done_before):
+        return {key: {"pruning": {"removed": {}}} for key in tasks}  # no task is run
+
+    monkeypatch.setattr(runs, "run_all", planned)
+    scale = SCALES["paper"]
+
+    def plan(shard):
+        sitting = Sitting(tmp_path, shard=shard)
+        models = runs.measure_all(scale, sitting)
+        return set(models), set(runs.ablations(scale, models, sitting))
+
+    whole_models, whole_retrains = plan(Shard())
+    assert len(whole_models) == 5 * 4 + 3 and len(whole_retrains) == 2 * 8 * 3 + 5
+    for count in (2, 3, 5):
+        parts = [plan(Shard(index, count)) for index in range(1, count + 1)]
+        for kind, whole in ((0, whole_models), (1, whole_retrains)):
+            assert sum(len(part[kind]) for part in parts) == len(whole)
+            assert set().union(*(part[kind] for part in parts)) == whole
+        for part_models, part_retrains in parts:
+            seeds = {seed for _, seed in part_models}
+            assert {seed for _, seed in part_retrains} <= seeds
+            assert {("baseline", s) for s in seeds} | {("guided", s) for s in seeds} <= part_models

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from datamodules.token_positioning import EOS, TokenPositioningDataModule
@@ -65,8 +66,16 @@ def test_requested_rows_put_the_token_at_its_position(tmp_path):
         assert EOS in target.tolist()
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    output, claims = smoke_reproduction(4, tmp_path)
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke reproduction on one machine, shared by the tests: its folder, output, claims."""
+    folder = tmp_path_factory.mktemp("paper4_smoke")
+    output, claims = smoke_reproduction(4, folder)
+    return folder, output, claims
+
+
+def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
+    tmp_path, output, claims = smoke
     expected = {"accuracy.gru", "accuracy.lstm", "accuracy.two_signals", "table1.storing_zero",
                 "table1.counting_k3", "table1.triggering_k4", "finding4.others_zero",
                 "section5.update_output_when_triggering_masked", "share.outputting"}  # fmt: skip
@@ -106,3 +115,46 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
         "5 of the 5 were kept from an earlier invocation"
         in (tmp_path / "rebuilt" / "report.md").read_text()
     )
+
+
+def reproduction(*options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.paper4", "--scale", "smoke",
+                           *map(str, options)], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path):
+    """`--shard 1/2` and `--shard 2/2` in two run roots (two machines) train each run once and
+    write no report; `--merge` of both writes the report of one machine, and without one of them
+    stops with one line naming a missing run, before writing a report."""
+    single, _, _ = smoke
+    outputs = []
+    for index in (1, 2):
+        done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
+                            "--out", tmp_path / f"report{index}")  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not (tmp_path / f"report{index}").exists()
+        assert "--merge <each shard's run root>" in done.stdout
+        outputs.append(done.stdout)
+    trained = [
+        sorted(p.parent.relative_to(tmp_path / f"shard{i}").as_posix()
+               for p in (tmp_path / f"shard{i}").rglob("measurements.json"))
+        for i in (1, 2)
+    ]  # fmt: skip
+    assert trained == [["paper4/gru/seed=0", "paper4/gru_teacher_forced/seed=0",
+                        "paper4/lstm/seed=0"],
+                       ["paper4/gru/seed=1", "paper4/two_signals/seed=0"]]  # fmt: skip
+    assert "5 tasks" not in outputs[0] and "3 tasks, 2 at a time; 0 done before" in outputs[0]
+    missing = reproduction("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
+                           "--out", tmp_path / "merged1_report")  # fmt: skip
+    assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
+    assert missing.stderr.strip().splitlines()[-1].startswith(
+        "python -m experiments.paper4: error: paper4/gru/seed=1 has no measurements"
+    )
+    merged = reproduction("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
+                          tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "merged 5 runs' measurements from 2 run roots" in merged.stdout
+    assert ((tmp_path / "merged_report" / "results.json").read_text()
+            == (single / "report" / "results.json").read_text())  # fmt: skip
+    assert not list((tmp_path / "merged").rglob("*.ckpt"))  # nothing trained in the merge

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from experiments import runner
 from experiments.cli import ExperimentCLI
+from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
 
 TINY = {
@@ -176,8 +177,9 @@ def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch)
 
 
 def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
-    """Each finished task prints how many remain and the time so far per task times those left;
-    the last prints no estimate; results keep the tasks' order whatever order they finish in."""
+    """At the start: the tasks done before (read back) and those to run; after each, how many
+    remain and the mean time of the tasks computed here times those left to compute (tasks done
+    before take no part in it); results keep the tasks' order whatever order they finish in."""
     import time
 
     from experiments.runner import run_all
@@ -189,13 +191,66 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
 
         return run
 
-    results = run_all({"a": task(0.3, 1), "b": task(0.0, 2), "c": task(0.0, 3)}, jobs=1)
-    assert list(results.items()) == [("a", 1), ("b", 2), ("c", 3)]
+    tasks = {"kept": task(0.0, 0), "a": task(0.3, 1), "b": task(0.0, 2), "c": task(0.0, 3)}
+    results = run_all(tasks, jobs=1, done_before=lambda key: key == "kept")
+    assert list(results.items()) == [("kept", 0), ("a", 1), ("b", 2), ("c", 3)]
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "3 tasks, 1 at a time"
-    assert lines[1].startswith("[1/3] a (") and "; 2 left, about 0.0 min more)" in lines[1]
-    assert lines[2].startswith("[2/3] b (") and "; 1 left, about" in lines[2]
-    assert lines[3].startswith("[3/3] c (") and "left" not in lines[3]
+    assert lines[0] == "4 tasks, 1 at a time; 1 done before, 3 to run: a, b, c"
+    assert "; 3 left, time unknown until one is computed here)" in lines[1]
+    assert lines[2].startswith("[2/4] a (") and "; 2 left, about 0.0 min more)" in lines[2]
+    assert lines[3].startswith("[3/4] b (") and "; 1 left, about" in lines[3]
+    assert lines[4].startswith("[4/4] c (") and "left" not in lines[4]
+    # 0.3 s for a, ~0 for b: the mean (0.15 s) times the one left, not a share of the kept task
+    assert "about 0.0 min" in lines[3]
+    results = run_all({"x": task(0.0, 1), "y": task(0.0, 2)}, jobs=2, done_before=lambda k: True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2 tasks, 2 at a time; 2 done before, 0 to run"
+    assert "1 left, all done before" in lines[1]
+
+
+def test_shards_split_the_groups_disjointly_and_stably():
+    """Every group in exactly one of n shards, round robin over the plan's order; bad specs
+    name the form to write."""
+    import argparse
+
+    from experiments.runner import Shard
+
+    groups = [("gru", 0), ("gru", 1), ("lstm", 0), ("two", 0), ("gru", 2)]
+    for count in (1, 2, 3, 7):
+        shards = [Shard.parse(f"{i}/{count}") for i in range(1, count + 1)]
+        owners = [[s for s in shards if s.keeps(g, groups)] for g in groups]
+        assert all(len(o) == 1 for o in owners)
+        assert [o[0].index for o in owners] == [j % count + 1 for j in range(len(groups))]
+    assert str(Shard.parse("2/3")) == "2/3" and Shard().whole and not Shard(1, 2).whole
+    for bad in ("0/2", "3/2", "2", "a/b", "1/2/3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="i/n|from 1 to n"):
+            Shard.parse(bad)
+
+
+def test_gather_measurements_copies_every_run_and_refuses_two_different_records(tmp_path):
+    """A merge copies each shard's measurement files into one run root; the same run measured
+    differently in two roots stops it, naming both files; a root without the paper is named."""
+    from experiments.runner import SittingError, gather_measurements
+
+    def record(root, variant, seed, text):
+        layout = RunLayout.of(root, "paper9", variant, seed)
+        layout.path.mkdir(parents=True)
+        layout.measurements.write_text(text)
+        return layout.measurements
+
+    record(tmp_path / "a", "gru", 0, '{"x": 1}')
+    record(tmp_path / "b", "gru", 1, '{"x": 2}')
+    record(tmp_path / "b", "pruned/gru", 1, '{"x": 3}')
+    merged = tmp_path / "merged"
+    assert gather_measurements("paper9", [tmp_path / "a", tmp_path / "b"], merged) == 3
+    assert RunLayout.of(merged, "paper9", "pruned/gru", 1).measurements.read_text() == '{"x": 3}'
+    assert gather_measurements("paper9", [tmp_path / "a", tmp_path / "a"], merged) == 1
+    clash = record(tmp_path / "c", "gru", 0, '{"x": 9}')
+    with pytest.raises(SittingError, match=f"{clash}.*differ"):
+        gather_measurements("paper9", [tmp_path / "a", tmp_path / "c"], tmp_path / "m2")
+    assert not (tmp_path / "m2").exists()  # nothing half-merged
+    with pytest.raises(SittingError, match="no runs of paper9"):
+        gather_measurements("paper9", [tmp_path / "a", tmp_path / "nothing"], tmp_path / "m3")
 
 
 def test_portable_command_has_no_run_root_and_repository_relative_configs(tmp_path):

@@ -70,6 +70,7 @@ from experiments.paper1.tables import (
 )
 from experiments.report import Claim, claims_frame, current_commit, with_earlier
 from experiments.runner import (
+    Sitting,
     Stopwatch,
     keep_beside_report,
     kept_note,
@@ -106,9 +107,10 @@ def gate_reading_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
     )
 
 
-def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
+def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Every stage of paper 1: train and analyse (sections 3-4, Appendix A), ablate (section
-    5), report; the report from the runs' measurements alone."""
+    5), report; the report from the runs' measurements alone. A shard only trains and measures
+    its runs (None)."""
     data = lookup_data()
     print(f"paper 1's data: {data.notice}", flush=True)
     scale = dataclasses.replace(
@@ -116,9 +118,12 @@ def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) ->
     )
     clock = Stopwatch()
     with clock.stage("training and analyses"):
-        models = measure_all(scale, root, jobs, reuse)
+        models = measure_all(scale, sitting)
     with clock.stage("ablations"):
-        retrains = ablations(scale, models, root, jobs, reuse)
+        retrains = ablations(scale, models, sitting)
+    if not sitting.shard.whole:
+        return None
+    root, jobs = sitting.root, sitting.jobs
     selections = {
         selection: {v: [models[(v, s)]["selections"][selection] for s in seeds]
                     for v, seeds in MODEL_SEEDS.items()}

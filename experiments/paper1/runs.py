@@ -34,7 +34,7 @@ from experiments.paper1.scales import (
     Scale,
     run_dir,
 )
-from experiments.runner import fit, kept_measurements, portable, run_all, write_measurements
+from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.run_folder import RunFolder
@@ -80,16 +80,15 @@ def validation_curve(run: RunFolder) -> dict[str, list[float]]:
             "loss": metrics["val/loss"].tolist()}  # fmt: skip
 
 
-def measured(layout: RunLayout, arguments: list[str], root: Path, reuse: bool, measure) -> dict:
+def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure) -> dict:
     """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, or read
     back the measurements taken from the same command (with `reuse`)."""
-    command = portable(arguments, root)
-    kept = kept_measurements(layout, command) if reuse else None
+    kept = sitting.kept(layout, arguments)
     if kept is not None:
         return kept
-    trained = fit(layout.path, arguments, reuse)
+    trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
-    record = {"command": command, **measure(RunFolder(layout.path))}
+    record = {"command": portable(arguments, sitting.root), **measure(RunFolder(layout.path))}
     return {**write_measurements(layout, record), "kept": not trained}
 
 
@@ -102,7 +101,7 @@ def analysis_of(run: RunFolder, seed: int) -> dict:
     return analysis
 
 
-def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict:
+def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed)."""
 
     def measure(run: RunFolder) -> dict:
@@ -118,17 +117,21 @@ def measure_model(variant: str, seed: int, scale: Scale, root: Path, reuse: bool
             "pruning": pruning_of(run, tag=ANALYSED) if variant == "guided" else None,
         }  # fmt: skip
 
-    layout = RunLayout.of(root, "paper1", variant, seed)
-    return measured(layout, model_arguments(variant, seed, scale, root), root, reuse, measure)
+    layout = RunLayout.of(sitting.root, "paper1", variant, seed)
+    arguments = model_arguments(variant, seed, scale, sitting.root)
+    return measured(layout, arguments, sitting, measure)
 
 
-def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:
-    """Every model of `MODEL_SEEDS`, `jobs` at a time, each analysed as soon as it is trained."""
-    tasks = {
-        (variant, seed): functools.partial(measure_model, variant, seed, scale, root, reuse)
-        for variant, seeds in MODEL_SEEDS.items()
-        for seed in seeds
-    }
+def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
+    """Every model of `MODEL_SEEDS` (of the sitting's shard: its seeds), `jobs` at a time, each
+    analysed as soon as it is trained."""
+    keys = [(variant, seed) for variant, seeds in MODEL_SEEDS.items() for seed in seeds
+            if sitting.shard.keeps(seed, SEEDS)]  # fmt: skip
+    tasks = {key: functools.partial(measure_model, *key, scale, sitting) for key in keys}
+
+    def done_before(key) -> bool:
+        arguments = model_arguments(*key, scale, sitting.root)
+        return sitting.kept(RunLayout.of(sitting.root, "paper1", *key), arguments) is not None
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]
@@ -136,12 +139,16 @@ def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple,
             f"{ABBREVIATION[s]} {scores[s]:.2f}" for s in SPLITS
         )
 
-    return run_all(tasks, jobs, describe)
+    return run_all(tasks, sitting.jobs, describe, done_before)
 
 
-def measure_substitution(job: Substitution, base: list[str], root: Path, reuse: bool) -> dict:
+def substitution_arguments(job: Substitution, base: list[str], root: Path) -> list[str]:
+    return job.arguments(root, base, CONFIGS, functools.partial(run_dir, root))
+
+
+def measure_substitution(job: Substitution, base: list[str], sitting: Sitting) -> dict:
     """Section 5.1: one substitution retrain, measured."""
-    arguments = job.arguments(root, base, CONFIGS, functools.partial(run_dir, root))
+    arguments = substitution_arguments(job, base, sitting.root)
 
     def measure(run: RunFolder) -> dict:
         by = {s: new_compositions(run, s) for s in SELECTIONS}
@@ -150,15 +157,19 @@ def measure_substitution(job: Substitution, base: list[str], root: Path, reuse: 
                 "new_compositions_by": by,
                 "best_epoch": run.checkpoint(ANALYSED)["epoch"] + 1}  # fmt: skip
 
-    layout = RunLayout.of(root, "paper1", job.variant, job.seed)
-    return measured(layout, arguments, root, reuse, measure)
+    layout = RunLayout.of(sitting.root, "paper1", job.variant, job.seed)
+    return measured(layout, arguments, sitting, measure)
 
 
-def measure_pruned(seed: int, pruning: dict, base: list[str], root: Path, reuse: bool) -> dict:
+def pruned_arguments(seed: int, pruning: dict, base: list[str], root: Path) -> list[str]:
+    source = run_dir(root, "guided", seed)
+    return pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"], ANALYSED)
+
+
+def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting) -> dict:
     """Section 5.2: the guided model of `seed` pruned as its measurements say (`pruning`: the
     units kept and removed, the accuracy before retraining), and retrained."""
-    source = run_dir(root, "guided", seed)
-    arguments = pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"], ANALYSED)
+    arguments = pruned_arguments(seed, pruning, base, sitting.root)
 
     def measure(run: RunFolder) -> dict:
         by = {s: new_compositions(run, s) for s in SELECTIONS}
@@ -166,33 +177,41 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], root: Path, reuse:
                 "kept_units": pruning["kept"], "after": by[ANALYSED],
                 "after_by": by}  # fmt: skip
 
-    layout = RunLayout.of(root, "paper1", "pruned/guided", seed)
-    return measured(layout, arguments, root, reuse, measure)
+    layout = RunLayout.of(sitting.root, "paper1", "pruned/guided", seed)
+    return measured(layout, arguments, sitting, measure)
 
 
-def ablations(
-    scale: Scale, models: dict[tuple, dict], root: Path, jobs: int, reuse: bool
-) -> dict[tuple, dict]:
+def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict[tuple, dict]:
     """Section 5: every substitution of `scale` and the pruning retrains of the measured
-    `models`, `jobs` at a time; their measurements by `(variant, seed)`."""
+    `models` (of the sitting's shard: its seeds), `jobs` at a time; their measurements by
+    `(variant, seed)`."""
     base = [*scale.data, *scale.epochs(scale.substitution_epochs), *scale.overrides]
     pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
-    tasks = {}
+    ours = [seed for seed in SEEDS if sitting.shard.keeps(seed, SEEDS)]
+    arguments, tasks = {}, {}
     for receiver in VARIANTS:
         for component in scale.components:
-            for seed in SEEDS[: scale.pairs]:
+            for seed in (s for s in SEEDS[: scale.pairs] if s in ours):
                 job = Substitution(receiver, component, seed, ANALYSED)
+                arguments[(job.variant, seed)] = substitution_arguments(job, base, sitting.root)
                 tasks[(job.variant, seed)] = functools.partial(
-                    measure_substitution, job, base, root, reuse
+                    measure_substitution, job, base, sitting
                 )
-    for seed in SEEDS:
+    for seed in ours:
         pruning = models[("guided", seed)]["pruning"]
+        arguments[("pruned/guided", seed)] = pruned_arguments(
+            seed, pruning, pruning_base, sitting.root
+        )
         tasks[("pruned/guided", seed)] = functools.partial(
-            measure_pruned, seed, pruning, pruning_base, root, reuse
+            measure_pruned, seed, pruning, pruning_base, sitting
         )
 
     def describe(key, record):
         accuracy = record.get("new_compositions", record.get("after"))
         return f"{key[0]} seed={key[1]}: NC {accuracy:.2f}"
 
-    return run_all(tasks, jobs, describe)
+    def done_before(key) -> bool:
+        layout = RunLayout.of(sitting.root, "paper1", *key)
+        return sitting.kept(layout, arguments[key]) is not None
+
+    return run_all(tasks, sitting.jobs, describe, done_before)

@@ -27,7 +27,13 @@ from experiments.paper4.report import (
 from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS
 from experiments.report import Claim, claims_frame, with_earlier
-from experiments.runner import Stopwatch, keep_beside_report, publish, reproduction_main
+from experiments.runner import (
+    Sitting,
+    Stopwatch,
+    keep_beside_report,
+    publish,
+    reproduction_main,
+)
 
 EARLIER_VERDICTS = (
     Path(__file__).parents[2] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
@@ -45,12 +51,16 @@ MODELS_CHANGED = (
 )
 
 
-def reproduce(scale_name: str, root: Path, out: Path, jobs: int, reuse: bool) -> list[Claim]:
-    """Train and measure every variant, analyse every GRU (sections 3-5), report."""
+def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
+    """Train and measure every variant, analyse every GRU (sections 3-5), report; a shard only
+    trains and measures its runs (None)."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
     with clock.stage("training and analyses"):
-        records = measure_all(scale, root, jobs, reuse)
+        records = measure_all(scale, sitting)
+    if not sitting.shard.whole:
+        return None
+    root = sitting.root
     with clock.stage("report"):
         gru_seeds = list(scale.seeds["gru"])
         analyses = [records[("gru", seed)]["analysis"] for seed in gru_seeds]

@@ -21,7 +21,7 @@ import yaml
 
 from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
-from experiments.runner import fit, kept_measurements, portable, run_all, write_measurements
+from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from storage import RunLayout
 from storage.run_folder import RunFolder
 
@@ -76,17 +76,18 @@ def epoch_curves(run: RunFolder) -> dict[str, list[float | None]]:
     return curves
 
 
-def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict:
+def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """Train the run (or keep it, with `reuse`), measure it and write its measurements file;
     with `reuse`, measurements taken from the same command are read back instead."""
+    root = sitting.root
     layout = RunLayout.of(root, "paper4", name, seed)
     arguments = arguments_of(name, seed, scale, root)
-    kept = kept_measurements(layout, portable(arguments, root)) if reuse else None
+    kept = sitting.kept(layout, arguments)
     if kept is not None:
         return kept
-    trained = fit(layout.path, arguments, reuse)
+    trained = fit(layout.path, arguments, sitting.reuse)
     run = RunFolder(layout.path)
-    analysis = analysis_of(layout.path, scale, reuse) if name == "gru" else None
+    analysis = analysis_of(layout.path, scale, sitting.reuse) if name == "gru" else None
     torch.set_num_threads(1)
     model, datamodule = run.model("best"), run.datamodule("best")
     record = {
@@ -109,10 +110,17 @@ def measure(name: str, seed: int, scale: Scale, root: Path, reuse: bool) -> dict
     return {**write_measurements(layout, record), "kept": not trained}
 
 
-def measure_all(scale: Scale, root: Path, jobs: int, reuse: bool) -> dict[tuple, dict]:
-    """Every run's measurements, `jobs` runs at a time, the GRU seeds first; each GRU is analysed
-    as soon as it is trained, while the other runs train, so the cores stay busy."""
-    keys = [(name, seed) for name in VARIANTS for seed in scale.seeds[name]]
-    tasks = {key: functools.partial(measure, *key, scale, root, reuse) for key in keys}
-    return run_all(tasks, jobs, lambda key, record: f"{key[0]} seed={key[1]}: test accuracy "
-                   f"{record['test_position_acc']:.3f}")  # fmt: skip
+def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
+    """Every run's measurements (of the sitting's shard: a run is a group), `jobs` runs at a
+    time, the GRU seeds first; each GRU is analysed as soon as it is trained, while the other
+    runs train, so the cores stay busy."""
+    every = [(name, seed) for name in VARIANTS for seed in scale.seeds[name]]
+    keys = [key for key in every if sitting.shard.keeps(key, every)]
+    tasks = {key: functools.partial(measure, *key, scale, sitting) for key in keys}
+
+    def done_before(key) -> bool:
+        layout = RunLayout.of(sitting.root, "paper4", *key)
+        return sitting.kept(layout, arguments_of(*key, scale, sitting.root)) is not None
+
+    return run_all(tasks, sitting.jobs, lambda key, record: f"{key[0]} seed={key[1]}: test "
+                   f"accuracy {record['test_position_acc']:.3f}", done_before)  # fmt: skip
