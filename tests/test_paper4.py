@@ -148,8 +148,10 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
     missing = reproduction("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
                            "--out", tmp_path / "merged1_report")  # fmt: skip
     assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
-    assert missing.stderr.strip().splitlines()[-1].startswith(
-        "python -m experiments.paper4: error: paper4/gru/seed=1 has no measurements"
+    assert (
+        missing.stderr.strip()
+        .splitlines()[-1]
+        .startswith("python -m experiments.paper4: error: paper4/gru/seed=1 has no measurements")
     )
     merged = reproduction("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
                           tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
