@@ -11,12 +11,19 @@ Everything is seeded; the same arguments give the same corpus.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
+
+from datamodules.rule_corpora_authors import (
+    AuthorsCorpus,
+    authors_evaluation_corpus,
+    authors_training_corpus,
+)
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,52 @@ def collate_rule_windows(items: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     return {key: torch.stack([item[key] for item in items]) for key in items[0]}
 
 
+GENERATORS = ("text", "authors")
+
+
+def text_corpora(h) -> dict[str, RuleCorpus]:
+    """The training corpus of `RuleCorpusDataModule`'s hyperparameters `h` and its held-out
+    ones (the same settings, `evaluation_length` long, `rules` scaled to keep the rule density,
+    the same conduit pool)."""
+    settings = dict(vocabulary=h.vocabulary, conduit_length=h.conduit_length,
+                    conduit_pool=h.conduit_pool)  # fmt: skip
+    train = generate_rule_corpus(h.corpus_length, rules=h.rules, seed=h.data_seed,
+                                 conduit_copies=h.conduit_copies, **settings)  # fmt: skip
+    length = h.evaluation_length or max(h.corpus_length // 10, 1)
+    share = length / h.corpus_length
+    rules = round(h.rules * share)
+    if h.conduit_pool:
+        rules = max(h.conduit_pool, rules - rules % h.conduit_pool)
+    corpora = {"train": train}
+    for offset, split in enumerate(("validation", "test"), start=1):
+        corpora[split] = generate_rule_corpus(
+            length, rules=rules, seed=h.data_seed + offset, pool=train.conduits,
+            conduit_copies=round(h.conduit_copies * share), **settings,
+        )  # fmt: skip
+    return corpora
+
+
+def authors_corpora(h) -> dict[str, AuthorsCorpus]:
+    """`RuleCorpusDataModule`'s corpora by the authors' generator (`generator: authors`):
+    `train.txt`, `valid.txt` (validation), `test.txt` (test) and `domain_test.txt`."""
+    pool = h.conduit_pool or h.rules
+    uses = max(h.rules // pool, 1)
+    conduit_count = max(1, h.conduit_copies // uses)
+    rule_length = h.conduit_length + 2
+    train, conduit_vocab = authors_training_corpus(
+        h.corpus_length, h.vocabulary, h.rules, rule_length, conduit_count, pool, h.data_seed
+    )
+    length = h.evaluation_length or max(h.corpus_length // 10, 1)
+    settings = dict(length=length, vocab_size=h.vocabulary, rule_length=rule_length)
+    return {
+        "train": dataclasses.replace(train, pooled=h.conduit_pool is not None),
+        "validation": authors_evaluation_corpus(None, seed=h.data_seed + 1, **settings),
+        "test": authors_evaluation_corpus(None, seed=h.data_seed + 2, **settings),
+        "domain_test": authors_evaluation_corpus(conduit_vocab, conduit_count=conduit_count,
+                                                 seed=h.data_seed + 4, **settings),
+    }  # fmt: skip
+
+
 class RuleCorpusDataModule(pl.LightningDataModule):
     """Paper 2's corpora for language modelling (section 4), in BPTT windows.
 
@@ -191,6 +244,13 @@ class RuleCorpusDataModule(pl.LightningDataModule):
         bptt: steps per window (the example's 35).
         probe_rules: rule instances in the ``rules`` split.
         context: random tokens before alpha in each probe instance.
+        generator: ``text`` (the paper's text: `generate_rule_corpus`) or ``authors`` (the
+            authors' `synthetic_range_data.py`, `datamodules.rule_corpora_authors`: Sigma has
+            `vocabulary + 1` types, the pool is always used (4.1's fresh conduits are a pool of
+            `rules` conduits), their `conduit_count` is `max(1, conduit_copies // (rules /
+            conduit_pool))` (m = 1000 -> 100, 990 copies of each conduit), and the validation
+            and test corpora are their `valid.txt` and `test.txt`, with their `domain_test.txt`
+            as the extra split ``domain_test``).
     """
 
     def __init__(
@@ -207,18 +267,23 @@ class RuleCorpusDataModule(pl.LightningDataModule):
         bptt: int = 35,
         probe_rules: int = 200,
         context: int = 20,
+        generator: str = "text",
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         for name in ("corpus_length", "vocabulary", "conduit_length", "batch_size", "bptt"):
             if getattr(self.hparams, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self.hparams, name)}.")
-        self.corpora: dict[str, RuleCorpus] | None = None
+        if generator not in GENERATORS:
+            raise ValueError(
+                f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}."
+            )
+        self.corpora: dict[str, RuleCorpus | AuthorsCorpus] | None = None
 
     @property
     def vocab_size(self) -> int:
-        """Sigma plus the open and close symbols."""
-        return self.hparams.vocabulary + 2
+        """Sigma plus the open and close symbols (the authors' Sigma has one type more)."""
+        return self.hparams.vocabulary + 2 + (self.hparams.generator == "authors")
 
     def corpus(self, split: str = "train") -> RuleCorpus:
         self.setup()
@@ -228,22 +293,12 @@ class RuleCorpusDataModule(pl.LightningDataModule):
         if self.corpora is not None:
             return
         h = self.hparams
-        settings = dict(vocabulary=h.vocabulary, conduit_length=h.conduit_length,
-                        conduit_pool=h.conduit_pool)  # fmt: skip
-        train = generate_rule_corpus(h.corpus_length, rules=h.rules, seed=h.data_seed,
-                                     conduit_copies=h.conduit_copies, **settings)  # fmt: skip
-        length = h.evaluation_length or max(h.corpus_length // 10, 1)
-        share = length / h.corpus_length
-        rules = round(h.rules * share)
-        if h.conduit_pool:
-            rules = max(h.conduit_pool, rules - rules % h.conduit_pool)
-        self.corpora = {"train": train}
-        for offset, split in enumerate(("validation", "test"), start=1):
-            self.corpora[split] = generate_rule_corpus(
-                length, rules=rules, seed=h.data_seed + offset, pool=train.conduits,
-                conduit_copies=round(h.conduit_copies * share), **settings,
-            )  # fmt: skip
-        probes = rule_windows(train, h.probe_rules, h.context, seed=h.data_seed + 3)
+        if h.generator == "authors":
+            self.corpora = authors_corpora(h)
+        else:
+            self.corpora = text_corpora(h)
+        probes = rule_windows(self.corpora["train"], h.probe_rules, h.context,
+                              seed=h.data_seed + 3)  # fmt: skip
         self.datasets = {
             name: _Windows(corpus.tokens, h.batch_size, h.bptt)
             for name, corpus in self.corpora.items()
