@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from experiments.paper1.analyses import paper_equation
-from experiments.paper2_claims import Estimate, over_seeds
+from experiments.paper2.readings import Estimate, over_seeds
 from probes.activations import gate_saturation
 from probes.traces import site_values
 from probes.weights import gate_weights, polarity_correlation

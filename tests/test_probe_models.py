@@ -1,8 +1,8 @@
 """`python -m probes contextual-decomposition` and `pruning` on hand-built run folders.
 
 - CD: a `LanguageModel` run (random weights, a small rule corpus) with two checkpoints and two
-  weight snapshots; the probe's rows equal `experiments/paper2_claims.py`'s `close_probabilities`
-  exactly, at every tag.
+  weight snapshots; the probe's rows equal `close_probabilities` of
+  `experiments/paper2/readings.py` exactly, at every tag.
 - Pruning: a `Seq2Seq` run whose DataModule's targets are the model's own greedy outputs, so its
   unpruned accuracy is 1 on every split; keeping every unit leaves it at 1, keeping none gives
   the accuracy of the same weights built with every unit removed (`removed_units`), and the
@@ -20,7 +20,7 @@ import torch
 
 from datamodules import LookupTableDataModule
 from experiments.paper1.ablations import pruned_accuracy
-from experiments.paper2_claims import close_probabilities
+from experiments.paper2.readings import close_probabilities
 from lightning_modules.language_model import LanguageModel
 from lightning_modules.seq2seq import Seq2Seq
 from probes.command.cli import main

@@ -1,9 +1,9 @@
 """The `contextual-decomposition` probe: paper 2's P(omega | phrase) by contextual decomposition,
 over training (section 3.1, Figures 1-3).
 
-It runs `rule_close_probabilities` (below), the function `experiments/paper2.py`'s
-`close_probabilities` runs, so the probe and the paper's pipeline compute the same numbers by
-construction.
+It runs `rule_close_probabilities` (below), the function `close_probabilities` of
+`experiments/paper2/readings.py` runs, so the probe and the paper's pipeline compute the same
+numbers by construction.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ContextualDecompositionOptions:
         "phrases whose P(omega | phrase) is read: open (the open symbol alpha, Figures 1 and 3), "
         "conduit (the k conduit tokens, Figure 1), prefix=I (alpha and the first I conduit "
         "tokens, Figure 2) or prefixes (every prefix=I, I = 0..k). All are decomposed in one "
-        "batch, as experiments/paper2.py does: the defaults give its Figure 1-2 numbers, `open` "
+        "batch, as experiments.paper2 does: the defaults give its Figure 1-2 numbers, `open` "
         "alone its Figure 3 numbers",
     )  # fmt: skip
 
@@ -70,7 +70,7 @@ class ContextualDecompositionProbe(ModelProbe):
     at 40 epochs, Figure 2 at 50, Figure 3 over all of them), which `ModelProbe` does not offer.
     So the tags are every checkpoint and snapshot (`RunFolder.checkpoint_tags`); the model and its
     DataModule are rebuilt from the settings of the `last` checkpoint (`best` when there is no
-    `last`), as `experiments/paper2.py` does, and the tag's weights are loaded into it. A result
+    `last`), as `experiments.paper2` does, and the tag's weights are loaded into it. A result
     therefore reads (and its cache key hashes) the settings checkpoint and the tag's weights.
     """
 

@@ -1,105 +1,23 @@
-"""Paper 2's measurements and claims: P(omega | phrase) by contextual decomposition at the close
-symbol of each run's probe rules, combined over seeds, and every finding of sections 4.1, 4.2
-and 5 with its written rule (`experiments.paper2` trains the runs and writes the report)."""
+"""Paper 2's claims: every finding of sections 4.1, 4.2 and 5 with its written rule, decided on
+P(omega | phrase) by contextual decomposition combined over seeds (`readings`), as the report
+reads it from the runs' measurements."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import torch
-
+from experiments.paper2.readings import Estimate, Snapshot
+from experiments.paper2.scales import Scale
 from experiments.report import Claim, Measured, graded
-from probes.command.contextual_decomposition import rule_close_probabilities
-from probes.contextual_decomposition import mean_and_standard_error
-from storage.run_folder import RunFolder
 
-if TYPE_CHECKING:
-    from experiments.paper2 import Scale
-
-PAPER = json.loads((Path(__file__).parent / "paper_values" / "paper2.json").read_text())
+PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper2.json").read_text())
 FINDINGS: dict[str, str] = PAPER["findings"]
 LEARNED = 0.5
 """P(omega | alpha) at which a rule counts as learned ("a high probability", section 3.1)."""
 
 
-# ---- contextual decomposition over the probe rules --------------------------------------------
-@dataclass(frozen=True)
-class Estimate:
-    """A mean over the probe rules and its standard error."""
-
-    mean: float
-    standard_error: float
-
-    def above(self, other: Estimate) -> bool:
-        """Higher than `other` by more than twice the standard error of the difference and by
-        more than a tenth of the larger mean (near chance, 1/|V|, tiny differences can be
-        many standard errors apart and still mean nothing)."""
-        spread = (self.standard_error**2 + other.standard_error**2) ** 0.5
-        margin = max(2 * spread, 0.1 * max(self.mean, other.mean))
-        return self.mean - other.mean > margin
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """CD at one weight snapshot: P(omega | phrase) by phrase name, the full model's P(omega),
-    and the largest approximation error over every position of every decomposition."""
-
-    phrase: dict[str, Estimate]
-    full: Estimate
-    error: float
-
-
-def estimate(values: torch.Tensor) -> Estimate:
-    return Estimate(*mean_and_standard_error(values))
-
-
-def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
-    """The mean over seeds of each seed's mean, with its standard error over seeds; with one
-    seed, that seed's estimate (standard error over the probe rules)."""
-    if len(estimates) == 1:
-        return estimates[0]
-    return estimate(torch.tensor([e.mean for e in estimates], dtype=torch.float64))
-
-
-def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
-    """One snapshot of several seeds' (`over_seeds` for each phrase and the full model)."""
-    return Snapshot(
-        {name: over_seeds([s.phrase[name] for s in snapshots]) for name in snapshots[0].phrase},
-        over_seeds([s.full for s in snapshots]),
-        max(s.error for s in snapshots),
-    )
-
-
-def close_probabilities(
-    run: Path, tags: list[str], only: Sequence[str] | None = None
-) -> dict[str, Snapshot]:
-    """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
-    rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
-    `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
-    in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe runs
-    too), as estimates over the rules."""
-    measured = rule_close_probabilities(RunFolder(run), tags, only)
-    return {
-        tag: Snapshot(
-            {name: estimate(values) for name, values in result.phrase.items()},
-            estimate(result.full),
-            result.error,
-        )
-        for tag, result in measured.items()
-    }
-
-
-def epoch_tag(epochs: int) -> str:
-    """The snapshot taken after `epochs` training epochs."""
-    return f"epoch={epochs - 1}"
-
-
-# ---- claims ----------------------------------------------------------------------------------
 def share_claim(id: str, claim: str, finding: str, flags: list[bool], values: list[float],
                 what: str, partially_at: float = 0.5) -> Claim:  # fmt: skip
     """A finding checked on several comparisons: reproduced when all hold, partially when at

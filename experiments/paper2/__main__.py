@@ -1,0 +1,3 @@
+from experiments.paper2.reproduce import main
+
+main()

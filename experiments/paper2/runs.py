@@ -1,0 +1,139 @@
+"""Paper 2's runs: one LSTM language model per corpus setting and seed, each trained through the
+suite's CLI (`python -m experiments fit ...`) and then measured once into its own small file,
+`<run>/measurements.json`, from which the report is built.
+
+A run's measurements (no weights) are everything the report reads of it:
+
+- `variant`, `seed`, `setting` (conduit length, rules, conduit pool, copies) and `command`, the
+  fit's arguments without the run root (`runner.portable`), so a copy elsewhere is the same run;
+- `readings`: by reading name, by weight snapshot (`epoch=<e>`, e + 1 epochs trained), a
+  `readings.snapshot_record`: per phrase P(omega | phrase) as the mean over the probe rules and
+  its standard error (what `readings.combined` needs, over seeds or, with one seed, over the
+  rules), the full model's P(omega) likewise, and the largest relative CD error (the
+  `cd.approximation_error` claim). Today there is one reading, `text` (section 3.1 as the text
+  gives it: CD from the zero state at the close symbol, probe rules with fresh conduits in 4.1);
+  other readings go beside it under their own names. Figure 3's runs hold `open` after every
+  epoch; Figure 1's every phrase (`open`, `conduit`, `prefix=0` .. `prefix=k`) at Figure 1's
+  epoch and the last (Figure 2's);
+- `trained` (its fit's start and end) and `measured` (`runner.write_measurements`).
+
+Size: 1.2-1.9 kB per run at the smoke scale (measured). At the default (and paper) scale, with
+an estimate about 75 bytes of JSON, a Figure 3 run holds 50 snapshots of two estimates (about
+12 kB) and a Figure 1 run at k = 8 two snapshots of twelve (about 3 kB): at most about 12 kB a
+file, about 0.3 MB for the default scale's 36 runs (estimated from records of that shape).
+
+With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
+snapshot the scale reads) is never trained or measured again, so the report can be rebuilt from
+the measurement files alone: the reproduction copies them beside its report
+(`reports/paper2/runs/`), and `python -m experiments.paper2 --runs reports/paper2/runs
+--reuse-runs` rebuilds it from there.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from experiments.paper2.readings import Snapshot, close_probabilities, snapshot_of, snapshot_record
+from experiments.paper2.scales import CONFIG, Scale, Setting, epoch_tag, read_tags, training_order
+from experiments.runner import (
+    Sitting,
+    SittingError,
+    fit,
+    portable,
+    run_all,
+    write_measurements,
+)
+from storage import RunLayout
+
+TEXT = "text"
+"""The reading the paper's text gives (section 3.1): P(omega | phrase) = softmax(v_phrase)[omega]
+at the close symbol, CD from the zero state over each probe rule's window."""
+
+
+def run_layout(root: Path, setting: Setting, seed: int) -> RunLayout:
+    return RunLayout.of(root, "paper2", setting.variant, seed)
+
+
+def arguments_of(setting: Setting, seed: int, scale: Scale, root: Path) -> list[str]:
+    """The `python -m experiments fit` arguments of one language model. The seed sets both the
+    corpus (`data_seed`) and the initialisation: the authors' generator draws each corpus
+    afresh."""
+    return [
+        "--config", str(CONFIG),
+        "--seed_everything", str(seed),
+        "--run.root", str(root),
+        "--run.variant", setting.variant,
+        "--trainer.max_epochs", str(scale.epochs),
+        "--trainer.enable_progress_bar", "false",
+        "--data.corpus_length", str(scale.corpus_length),
+        "--data.data_seed", str(seed),
+        "--data.probe_rules", str(scale.probe_rules),
+        *setting.arguments(),
+        *scale.overrides,
+    ]  # fmt: skip
+
+
+def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict | None:
+    """The run's measurements from an earlier invocation of the same command (`Sitting.kept`)
+    if they hold every snapshot the scale reads (a scale's Figure 1 epoch is not in the
+    command); else None, and merging, stop naming the run."""
+    layout = run_layout(sitting.root, setting, seed)
+    record = sitting.kept(layout, arguments_of(setting, seed, scale, sitting.root))
+    if record is None or set(read_tags(setting, scale)[0]) <= set(record["readings"][TEXT]):
+        return record
+    if sitting.merged:
+        raise SittingError(
+            f"{layout.path.relative_to(sitting.root)} was measured at other epochs than the scale "
+            "reads: measure it again where it was trained (with --reuse-runs) and merge again"
+        )
+    return None
+
+
+def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict:
+    """Train the run (or keep it, with `reuse`), read it and write its measurements file; with
+    `reuse`, measurements taken from the same command are read back instead."""
+    kept = kept_record(setting, seed, scale, sitting)
+    if kept is not None:
+        return kept
+    root = sitting.root
+    layout = run_layout(root, setting, seed)
+    arguments = arguments_of(setting, seed, scale, root)
+    trained = fit(layout.path, arguments, sitting.reuse)
+    torch.set_num_threads(1)  # two runs are read at a time, beside the fits
+    tags, only = read_tags(setting, scale)
+    text = close_probabilities(layout.path, tags, only)
+    record = {
+        "variant": setting.variant,
+        "seed": seed,
+        "setting": asdict(setting),
+        "command": portable(arguments, root),
+        "readings": {TEXT: {tag: snapshot_record(s) for tag, s in text.items()}},
+    }
+    return {**write_measurements(layout, record), "kept": not trained}
+
+
+def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dict]:
+    """Every run's measurements (of the sitting's shard: a run is a group of
+    `training_order`), `jobs` runs at a time in `training_order`; each run is read as soon as it
+    is trained, while the others train, so the cores stay busy."""
+    every = training_order(scale)
+    keys = [key for key in every if sitting.shard.keeps(key, every)]
+    tasks = {key: functools.partial(measure, *key, scale, sitting) for key in keys}
+
+    def done_before(key) -> bool:
+        return kept_record(*key, scale, sitting) is not None
+
+    def describe(key, record) -> str:
+        opened = record["readings"][TEXT][epoch_tag(scale.epochs)]["phrase"]["open"]["mean"]
+        return f"{key[0].variant} seed={key[1]}: P(omega | alpha) {opened:.4f} at the end"
+
+    return run_all(tasks, sitting.jobs, describe, done_before)
+
+
+def snapshots(record: dict, reading: str = TEXT) -> dict[str, Snapshot]:
+    """A run's `reading` by weight snapshot, from its measurements."""
+    return {tag: snapshot_of(value) for tag, value in record["readings"][reading].items()}

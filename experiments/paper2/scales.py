@@ -1,0 +1,122 @@
+"""Paper 2's scales and corpus settings: what each run of `make reproduce-paper2` trains.
+
+Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tokens) and epochs,
+3 seeds, for a GPU; `default` = the same corpus and seeds on the cells the disputed claims rest on,
+for 2 CPU cores over several invocations (`--reuse-runs` resumes); `small` = 100k tokens, one seed
+(45 min); `smoke` = a minute-long check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG = Path(__file__).parents[1] / "configs" / "paper2" / "language_model.yaml"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much of the paper a reproduction runs; every fit also gets `overrides`."""
+
+    corpus_length: int  # section 4: 1M tokens
+    epochs: int  # Figure 2 is at 50 epochs, so every run trains 50
+    figure1_epoch: int  # Figure 1: 40 epochs
+    rule_counts: tuple[int, ...]  # n of Figure 1
+    conduit_lengths: tuple[int, ...]  # k of Figure 1; the largest is Figure 2's (paper: 8)
+    predictability_lengths: tuple[int, ...]  # k of Figure 3 (not given in the paper)
+    conduit_copies: tuple[int, ...]  # readings of m in 4.2's predictable setting; first: primary
+    seeds: tuple[int, ...] = (0, 1, 2)  # each seed draws its own corpus and initialisation
+    predictability_rules: int = 1000  # 4.2: n = 1000
+    conduit_pool: int = 100  # 4.2: conduits from a set of 100
+    probe_rules: int = 200
+    overrides: tuple[str, ...] = ()
+
+
+M_READINGS = (1000, 100)
+"""4.2 says both "m = 1000 occurrences of each conduit q" and "copying each conduit 100 times".
+The authors' generator (`nsaphra/acd`, `synthetic_range_data.py`) copies a rule's conduit
+`conduit_count` - 1 times per rule instance; with n = 1000 rules over 100 conduits, its
+`conduit_count` = 100 gives 10 x 99 = 990 copies of each q: the first reading, run as primary."""
+
+SCALES = {
+    # The paper's corpus, a grid around its figures (the paper gives no k or n), 3 seeds: 66 runs
+    # of 50 epochs on 1M tokens, for a GPU (about 50 min per run on one CPU core).
+    "paper": Scale(1_000_000, 50, 40, (10, 100, 300, 1000), (1, 2, 4, 8), (4, 8), M_READINGS),
+    # The paper's corpus and seeds on 2 CPU cores, the runs the claims that floor and ceiling
+    # decided at 100k tokens rest on: Figure 3 with both readings of m, and Figure 1's cells at
+    # the edge of learning (n = 300 and 1000; n = 10 and 100 sat at chance at every k of the 100k
+    # runs), whose k = 8 cells are Figure 2's. 36 runs of about 50 min, two at a time: about 15 h
+    # over several invocations (`--reuse-runs` resumes them).
+    "default": Scale(1_000_000, 50, 40, (300, 1000), (2, 4, 8), (4, 8), M_READINGS),
+    # The 45-minute run of earlier reports: 10x fewer tokens, one seed; m = 100 keeps the share
+    # of the corpus that m = 1000 fills at 1M tokens. Floor and ceiling decide several claims.
+    "small": Scale(100_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), (100,), (0,)),
+    # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
+    "smoke": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), (2,), (0,), predictability_rules=100,
+                   probe_rules=8, overrides=("--model.embedding_size", "8",
+                                             "--model.hidden_size", "8")),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One corpus: `pool` None = fresh conduits (4.1); else 4.2's pooled conduits, with
+    `copies` copies of each elsewhere (0 = unpredictable)."""
+
+    conduit_length: int
+    rules: int
+    pool: int | None = None
+    copies: int = 0
+
+    @property
+    def variant(self) -> str:
+        if self.pool is None:
+            return f"k={self.conduit_length}_n={self.rules}"
+        kind = f"predictable_m={self.copies}" if self.copies else "unpredictable"
+        return f"pooled_k={self.conduit_length}_{kind}"
+
+    def arguments(self) -> list[str]:
+        arguments = ["--data.conduit_length", str(self.conduit_length),
+                     "--data.rules", str(self.rules)]  # fmt: skip
+        if self.pool is not None:
+            arguments += ["--data.conduit_pool", str(self.pool),
+                          "--data.conduit_copies", str(self.copies)]  # fmt: skip
+        return arguments
+
+
+def figure1_settings(scale: Scale) -> list[Setting]:
+    return [Setting(k, n) for k in scale.conduit_lengths for n in scale.rule_counts]
+
+
+def figure3_settings(scale: Scale) -> dict[tuple[int, int], Setting]:
+    """(k, m) -> setting; m = 0 is the unpredictable setting."""
+    return {
+        (k, copies): Setting(k, scale.predictability_rules, scale.conduit_pool, copies)
+        for k in scale.predictability_lengths
+        for copies in (0, *scale.conduit_copies)
+    }
+
+
+def training_order(scale: Scale) -> list[tuple[Setting, int]]:
+    """Every (setting, seed) to train, the runs behind the claims that floor and ceiling decided
+    at 100k tokens first (Figure 3, then Figure 2's k and n), so that an interrupted reproduction
+    has them before the rest of Figure 1's grid. `--shard i/n` splits this list by run."""
+    first = [*figure3_settings(scale).values(),
+             Setting(max(scale.conduit_lengths), max(scale.rule_counts))]  # fmt: skip
+    rest = [s for s in figure1_settings(scale) if s not in first]
+    return [(s, seed) for group in (first, rest) for seed in scale.seeds for s in group]
+
+
+def epoch_tag(epochs: int) -> str:
+    """The weight snapshot taken after `epochs` training epochs."""
+    return f"epoch={epochs - 1}"
+
+
+def read_tags(setting: Setting, scale: Scale) -> tuple[list[str], list[str] | None]:
+    """The weight snapshots the report reads of a run of `setting`, and its phrases (None: every
+    phrase of `probes.contextual_decomposition.rule_phrases`): Figure 3's settings P(omega |
+    alpha) after every epoch; Figure 1's every phrase at Figure 1's epoch and at the last
+    (Figure 2's)."""
+    if setting.pool is not None:
+        return [epoch_tag(e) for e in range(1, scale.epochs + 1)], ["open"]
+    return list(dict.fromkeys([epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)])), None
