@@ -5,23 +5,36 @@ over seeds; and the same as the plain JSON a run's `measurements.json` keeps (`s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from datamodules.rule_corpora_authors import AuthorsCorpus, authors_evaluation_corpus
 from probes.command.contextual_decomposition import rule_close_probabilities
 from probes.contextual_decomposition import mean_and_standard_error
+from probes.stream_decomposition import stream_close_probabilities
 from storage.run_folder import RunFolder
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over the probe rules and its standard error."""
+    """A mean over the probe rules and its standard error; and the mean of the logarithms and
+    its standard error (`geometric`: how the paper averaged its rules is unknown, and the
+    authors' code keeps log-softmax scores, whose mean is a geometric mean's logarithm)."""
 
     mean: float
     standard_error: float
+    log_mean: float | None = None
+    log_standard_error: float | None = None
+
+    def geometric(self) -> Estimate:
+        """The geometric mean, with its standard error by the delta method."""
+        value = math.exp(self.log_mean)
+        return Estimate(value, value * self.log_standard_error, self.log_mean,
+                        self.log_standard_error)  # fmt: skip
 
     def above(self, other: Estimate) -> bool:
         """Higher than `other` by more than twice the standard error of the difference and by
@@ -43,15 +56,28 @@ class Snapshot:
 
 
 def estimate(values: torch.Tensor) -> Estimate:
-    return Estimate(*mean_and_standard_error(values))
+    """Arithmetic and log-space means of probabilities `values` `[rules]` (a probability of 0,
+    below float64's range, counts as 1e-300)."""
+    logs = values.to(torch.float64).clamp_min(1e-300).log()
+    return Estimate(*mean_and_standard_error(values), *mean_and_standard_error(logs))
 
 
 def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
-    """The mean over seeds of each seed's mean, with its standard error over seeds; with one
-    seed, that seed's estimate (standard error over the probe rules)."""
+    """The mean over seeds of each seed's mean (and of its log-space mean), with its standard
+    error over seeds; with one seed, that seed's estimate (standard error over the rules)."""
     if len(estimates) == 1:
         return estimates[0]
-    return estimate(torch.tensor([e.mean for e in estimates], dtype=torch.float64))
+    means = torch.tensor([e.mean for e in estimates], dtype=torch.float64)
+    if any(e.log_mean is None for e in estimates):
+        return Estimate(*mean_and_standard_error(means))
+    logs = torch.tensor([e.log_mean for e in estimates], dtype=torch.float64)
+    return Estimate(*mean_and_standard_error(means), *mean_and_standard_error(logs))
+
+
+def geometric(snapshot: Snapshot) -> Snapshot:
+    """`snapshot` with every estimate its geometric mean (`Estimate.geometric`)."""
+    return Snapshot({name: value.geometric() for name, value in snapshot.phrase.items()},
+                    snapshot.full.geometric(), snapshot.error)  # fmt: skip
 
 
 def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
@@ -95,3 +121,70 @@ def snapshot_of(record: dict) -> Snapshot:
         Estimate(**record["full"]),
         record["error"],
     )
+
+
+# ---- the authors' reading (issue 35): their test streams, carried state, omega's own step ----
+AUTHORS, AUTHORS_AT_CLOSE, AUTHORS_DOMAIN = "authors", "authors_at_close", "authors_domain"
+STREAM_READINGS = {
+    AUTHORS: "the authors' analysis (lm_synthetic_decomposition.py): their test.txt stream (fresh "
+    "conduits), CD from the state carried across 35-token windows, P read at omega's own step",
+    AUTHORS_AT_CLOSE: "the same stream and start state, P read at the text's step (the last "
+    "conduit token): what the start state alone changes",
+    AUTHORS_DOMAIN: "the authors' analysis on their domain_test.txt stream (the training pool's "
+    "conduits, 4.2's runs only), P read at omega's own step",
+}
+STREAM_LENGTH = 50_000
+"""Tokens of the authors' test documents (`synthetic_range_data.py`'s `test_corpus_length`)."""
+
+
+def authors_streams(data) -> dict[str, AuthorsCorpus]:
+    """The authors' test documents for a run's corpus (`RuleCorpusDataModule` `data`), by their
+    procedure (`datamodules.rule_corpora_authors.authors_evaluation_corpus`) over the run's
+    Sigma and k: `test` (their `test.txt`, random tokens between the symbols, their analysis's
+    default) and, for a pooled corpus (4.2), `domain_test` (their `domain_test.txt`: rule i takes
+    pool conduit `i // conduit_count % 100`, as written; the two tokens their longer conduits
+    leave after `)` are Sigma's id 0 here, read by no measurement)."""
+    h = data.hparams
+    train = data.corpus("train")
+    settings = dict(length=STREAM_LENGTH, vocab_size=train.vocabulary - 1,
+                    rule_length=h.conduit_length + 2, seed=h.data_seed + 5)  # fmt: skip
+    streams = {"test": authors_evaluation_corpus(None, **settings)}
+    if h.conduit_pool is not None:
+        pool = [conduit + [0, 0] for conduit in train.conduits.tolist()]
+        conduit_count = max(1, h.conduit_copies // max(h.rules // h.conduit_pool, 1))
+        streams["domain_test"] = authors_evaluation_corpus(pool, conduit_count=conduit_count,
+                                                           **settings)  # fmt: skip
+    return streams
+
+
+def stream_snapshots(
+    run: Path, tags: list[str], only: Sequence[str] | None = None
+) -> dict[str, dict[str, Snapshot]]:
+    """The authors' readings (`STREAM_READINGS`) of a run's weight snapshots `tags`, for the
+    phrases named in `only` (None: all), each rule of their streams decomposed
+    (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag."""
+    folder = RunFolder(run)
+    data, model = folder.datamodule("last"), folder.model("last")
+    train = data.corpus("train")
+    streams = authors_streams(data)
+    readings: dict[str, dict[str, Snapshot]] = {AUTHORS: {}, AUTHORS_AT_CLOSE: {}}
+    if "domain_test" in streams:
+        readings[AUTHORS_DOMAIN] = {}
+    for tag in tags:
+        model.load_state_dict(folder.state_dict(tag))
+        for name, stream in streams.items():
+            read = stream_close_probabilities(
+                model, stream.tokens, train.conduit_length, train.open_symbol,
+                train.close_symbol, only,
+            )  # fmt: skip
+            after = Snapshot({phrase: estimate(v) for phrase, v in read.after_close.items()},
+                             estimate(read.full_after_close), read.error)  # fmt: skip
+            if name == "test":
+                readings[AUTHORS][tag] = after
+                readings[AUTHORS_AT_CLOSE][tag] = Snapshot(
+                    {phrase: estimate(v) for phrase, v in read.at_close.items()},
+                    estimate(read.full_at_close), read.error,
+                )  # fmt: skip
+            else:
+                readings[AUTHORS_DOMAIN][tag] = after
+    return readings
