@@ -4,7 +4,7 @@
   a reproduction trains exactly what a user gets by hand from the same command; the command is
   kept in `<run>/command.txt` and its output in `<run>/train.log`. With `reuse=True` a run whose
   folder holds the same command and a finished test is kept instead of trained again
-  (`reused_note` says so in the report).
+  (`kept_note` says so in the report).
 - Timed stages (`Stopwatch`), the command line every reproduction takes (`reproduction_parser`,
   `reproduction_main`) and the end of every reproduction: `report.md`, `results.json` and the
   W&B run (`publish`).
@@ -176,22 +176,6 @@ def kept_note(records: Sequence[dict]) -> str:
             "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
 
 
-def reused_note(runs: Sequence[Path], began: float) -> str:
-    """A report's sentence on the `runs` kept by `--reuse-runs` (finished before `began`, a
-    `time.time()`), with the span they were trained in, from their own files ("" if none)."""
-    reused = [run for run in runs if RunLayout(run).command.stat().st_mtime < began]
-    if not reused:
-        return ""
-    span = max(RunLayout(run).train_log.stat().st_mtime for run in reused) - min(
-        RunLayout(run).config.stat().st_mtime for run in reused
-    )
-    return (
-        f" {len(reused)} of the {len(runs)} runs were finished runs of the same command kept "
-        f"from an earlier invocation (`--reuse-runs`), not included above; they were trained "
-        f"within {span / 60:.1f} min (from the first run's start to the last run's end)."
-    )
-
-
 def run_all(
     tasks: dict[Hashable, Callable[[], object]],
     jobs: int,
@@ -306,15 +290,6 @@ class Sitting:
                 "--reuse-runs) and merge again"
             )
         return kept
-
-
-def whole_runs_only(paper: str, sitting: Sitting) -> None:
-    """Refuse `--shard` and `--merge` for a reproduction that keeps no per-run measurements."""
-    if not sitting.shard.whole or sitting.merged:
-        raise SittingError(
-            f"{paper} keeps no per-run measurements yet, so its runs cannot be split over "
-            "machines or merged: run it whole (without --shard and --merge)"
-        )
 
 
 def gather_measurements(paper: str, roots: Sequence[Path], target: Path) -> int:

@@ -1,13 +1,21 @@
 """Paper 3's classifier, step snapshots, curve reading and claim rules, and the whole pipeline
-at smoke scale (`python -m experiments.paper3 --scale smoke`)."""
+at smoke scale (`python -m experiments.paper3 --scale smoke`): its report, the runs'
+measurements it is rebuilt from alone, and its runs split over shards and merged."""
 
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
 import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.loggers import CSVLogger
 
 from datamodules import Toy2DDataModule
-from experiments.paper3 import GRID, accuracy_curves, greater_claim, x2_dependence
+from experiments.paper3.claims import greater_claim
+from experiments.paper3.runs import GRID, accuracy_curves, x2_dependence, y1_probability
 from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import Classifier
 from lightning_modules.recurrent import Intervention
@@ -112,11 +120,29 @@ def test_greater_claim_rule():
     assert noisy.verdict == "partially reproduced"  # mean difference 0.2 < 2 SE
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
-    output, claims = smoke_reproduction(3, tmp_path)
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One smoke reproduction, shared by the tests: its folder, output and claims."""
+    folder = tmp_path_factory.mktemp("paper3_smoke")
+    output, claims = smoke_reproduction(3, folder)
+    return folder, output, claims
+
+
+def reproduction(*options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.paper3", "--scale", "smoke",
+                           *map(str, options)], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "two_digit_images") for s in "AB"]
+
+
+def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
+    tmp_path, output, claims = smoke
     for experiment in ("scan", "two_digit_images", "toy_2d"):
         for setting in "AB":
             assert output.count(f"] {experiment}_{setting} seed=") == 2
+    assert "12 tasks, 2 at a time; 0 done before, 12 to run" in output
     assert set(claims) == {
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
         "toy.fails_on_test", "toy.depends_on_x2",
@@ -130,3 +156,85 @@ def test_smoke_reproduction_writes_report_claims_and_figures(tmp_path):
     assert "`smoke`" in report and "regenerated from the grammar" in report
     scan_run = tmp_path / "runs" / "paper3" / "scan_A" / "seed=0"
     assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
+
+
+def test_measurements_beside_the_report_rebuild_it_alone(smoke):
+    """Every run's measurements are copied beside the report, with the command that trained it
+    (without the run root), its final accuracies and, for the toy, the grids the figures draw;
+    from them alone the same `results.json` is rebuilt, nothing trained."""
+    tmp_path, _, _ = smoke
+    kept = tmp_path / "report" / "runs"
+    measurements = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("measurements.json"))
+    assert measurements == [f"paper3/{v}/seed={s}/measurements.json" for v in VARIANTS
+                            for s in (0, 1)]  # fmt: skip
+    scan = json.loads((kept / "paper3" / "scan_B" / "seed=1" / "measurements.json").read_text())
+    assert scan["command"] == [
+        "--config", "experiments/configs/paper3/scan.yaml", "--seed_everything", "1",
+        "--run.variant", "scan_B", "--trainer.max_steps", "6",
+        "--trainer.enable_progress_bar", "false", "--data.setting", "B", "--data.data_seed", "1",
+        "--data.eval_size", "40", "--trainer.val_check_interval", "2",
+        "--data.steps_per_epoch", "3",
+    ]  # fmt: skip
+    assert len(scan["batch_accuracy"]["seq_acc"]) == 6 and scan["boundaries"] is None
+    run = RunFolder(tmp_path / "runs" / "paper3" / "scan_B" / "seed=1")
+    assert scan["final"]["test"] == run.test_accuracy("test", "seq_acc")
+    # the toy's grids: every step of Figure 5 for setting A's first seed, the last elsewhere
+    toy = {(s, seed): json.loads((kept / "paper3" / f"toy_2d_{s}" / f"seed={seed}" /
+                                  "measurements.json").read_text())
+           for s in "AB" for seed in (0, 1)}  # fmt: skip
+    assert list(toy[("A", 0)]["boundaries"]["y1_probability"]) == ["0", "1", "2", "3", "4", "8",
+                                                                    "16"]  # fmt: skip
+    for key in (("A", 1), ("B", 0), ("B", 1)):
+        assert list(toy[key]["boundaries"]["y1_probability"]) == ["16"]
+    toy_run = RunFolder(tmp_path / "runs" / "paper3" / "toy_2d_A" / "seed=1")
+    full = y1_probability(toy_run.model("last"), toy_run.state_dict("step=16"))
+    kept_grid = np.array(toy[("A", 1)]["boundaries"]["y1_probability"]["16"])
+    assert kept_grid.shape == (201, 201)
+    np.testing.assert_allclose(kept_grid, full.numpy(), atol=5e-4 + 1e-7, rtol=0)
+    assert toy[("A", 1)]["boundaries"]["x2_dependence"] == x2_dependence(full)
+    # rebuilt from a run root holding nothing but the measurement files
+    shutil.rmtree(tmp_path / "runs")
+    done = reproduction("--runs", kept, "--reuse-runs", "--out", tmp_path / "rebuilt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "12 tasks, 2 at a time; 12 done before, 0 to run" in done.stdout
+    rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
+    assert rebuilt == (tmp_path / "report" / "results.json").read_text()
+    assert (
+        "12 of the 12 were kept from an earlier invocation"
+        in (tmp_path / "rebuilt" / "report.md").read_text()
+    )
+    assert not list(tmp_path.rglob("*.ckpt"))
+
+
+def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path):
+    """`--shard 1/2` and `--shard 2/2` in two run roots train each run once (every other run of
+    the fixed list: here the seed-0 runs, then the seed-1 runs) and write no report; `--merge` of
+    both writes the one-machine report, and without one of them stops naming a missing run."""
+    single, _, _ = smoke
+    for index in (1, 2):
+        done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
+                            "--out", tmp_path / f"report{index}")  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "6 tasks, 2 at a time; 0 done before, 6 to run" in done.stdout
+        assert "--merge <each shard's run root>" in done.stdout
+        assert not (tmp_path / f"report{index}").exists()
+        trained = sorted(
+            p.parent.relative_to(tmp_path / f"shard{index}").as_posix()
+            for p in (tmp_path / f"shard{index}").rglob("measurements.json")
+        )
+        assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
+    missing = reproduction("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
+                           "--out", tmp_path / "merged1_report")  # fmt: skip
+    assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
+    assert (
+        missing.stderr.strip()
+        .splitlines()[-1]
+        .startswith("python -m experiments.paper3: error: paper3/scan_A/seed=1 has no measurements")
+    )
+    merged = reproduction("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
+                          tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "merged 12 runs' measurements from 2 run roots" in merged.stdout
+    assert ((tmp_path / "merged_report" / "results.json").read_text()
+            == (single / "report" / "results.json").read_text())  # fmt: skip
+    assert not list((tmp_path / "merged").rglob("*.ckpt"))  # nothing trained in the merge

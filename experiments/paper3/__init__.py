@@ -1,0 +1,21 @@
+"""Paper 3, "Gradient Descent Resists Compositionality" (anonymous, under review): Figures 3-6
+and the claims of sections 5.1, 5.2 and 6 (`python -m experiments.paper3`,
+`make reproduce-paper3`).
+
+Three experiments, each in setting A (the redundant input X2 carries label information in
+training) and setting B (it does not), 5 runs each, every fit through the suite's CLI
+(`python -m experiments fit ...`):
+
+1. two-digit images (5.1, Appendix A): a CNN, the label is the left digit;
+2. SCAN add-jump (5.2, Appendix B): a seq2seq LSTM with attention;
+3. the toy 2-D problem (6, Appendix C): an MLP, with its decision boundaries over training.
+
+Then `reports/paper3/{report.md, results.json, figures/, runs/}` are written and logged to W&B.
+
+- `scales`: the experiments, settings and scales of the reproduction.
+- `runs`: each run trained through the CLI and measured once into `<run>/measurements.json`
+  (curves, final accuracies, the toy's decision boundaries).
+- `claims`: the claims of sections 5.1, 5.2 and 6 with the rules that decide them.
+- `report`: Figures 3-6 and the report's text, built from the measurements alone.
+- `reproduce`: the whole reproduction.
+"""

@@ -1,0 +1,3 @@
+from experiments.paper3.reproduce import main
+
+main()

@@ -1,0 +1,168 @@
+"""Paper 3's claims (Gradient Descent Resists Compositionality, sections 5.1, 5.2 and 6) with the
+rules that decide them, computed from the runs' measurements (`experiments.paper3.runs`: one
+record per run); rules fixed before the runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from experiments.paper3.scales import EXPERIMENTS, PAPER, SETTINGS
+from experiments.report import Claim, Measured, graded, threshold_claim
+
+Records = dict[tuple[str, str, int], dict]
+"""Every run's measurements (`experiments.paper3.runs.measure`), by (experiment, setting, seed)."""
+FINDINGS: dict[str, str] = PAPER["findings"]
+EARLY_IMAGE_STEPS = (1, 50)
+"""Section 5.1 names no steps: the first quarter of the 200 steps is compared."""
+EARLY_SCAN_STEPS = (10, 25)
+"""Section 5.2: "during the early training (steps 10-25)"."""
+MARGIN = {"early": 0.02, "gap": 0.05}
+"""Smallest difference of accuracies called "faster" (2 points) or a "larger gap" (5 points)."""
+TOY_FAIL = 0.1
+"""The toy model fails on (1, 1) when its test accuracy is over 10 points below its training
+accuracy."""
+TOY_DEPENDENT = 0.05
+"""The toy model's Y1 depends on X2 when over 5% of the X1 columns in (0, 1] change with X2."""
+
+
+# ---- the records as curves and tables --------------------------------------------------------
+def curve_frame(record: dict) -> pd.DataFrame:
+    """A run's accuracy on the training and test samples (columns `train`, `test`) by updates
+    done (`experiments.paper3.runs.accuracy_curves`, as measured)."""
+    curves = record["curves"]
+    return pd.DataFrame({"train": curves["train"], "test": curves["test"]},
+                        index=pd.Index(curves["updates"], name="updates"))  # fmt: skip
+
+
+def batch_series(record: dict) -> pd.Series:
+    """A SCAN run's training batches' sentence accuracy before their update, by updates done
+    (`experiments.paper3.runs.batch_accuracy`, as measured)."""
+    batches = record["batch_accuracy"]
+    return pd.Series(batches["seq_acc"], index=pd.Index(batches["updates"], name="updates"))
+
+
+def by_setting(records: Records, seeds: tuple[int, ...]) -> dict:
+    """Per (experiment, setting), one entry per seed in `seeds`' order: final accuracies
+    (`final`), accuracy curves (`curves`) and, for SCAN, training-batch accuracies
+    (`scan_batches`, per setting)."""
+
+    def per_seed(experiment, setting, read):
+        return [read(records[(experiment, setting, seed)]) for seed in seeds]
+
+    return {
+        "final": {(e, s): per_seed(e, s, lambda r: r["final"])
+                  for e in EXPERIMENTS for s in SETTINGS},
+        "curves": {(e, s): per_seed(e, s, curve_frame) for e in EXPERIMENTS for s in SETTINGS},
+        "scan_batches": {s: per_seed("scan", s, batch_series) for s in SETTINGS},
+    }  # fmt: skip
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1))}
+
+
+def final_table(measured: dict) -> pd.DataFrame:
+    """Mean and spread over seeds of the accuracies after the last step (all data), per
+    experiment and setting."""
+    return pd.DataFrame([
+        {"experiment": e, "setting": s}
+        | {f"{k} {stat}": value for k in ("train", "test", "gap")
+           for stat, value in summary([f[k] for f in measured["final"][(e, s)]]).items()}
+        for e in EXPERIMENTS for s in SETTINGS
+    ])  # fmt: skip
+
+
+def toy_table(records: Records, seeds: tuple[int, ...]) -> pd.DataFrame:
+    """Section 6, per toy run: its accuracies and X2 dependence after the last step."""
+    return pd.DataFrame([
+        {"setting": setting, "seed": seed, "train accuracy": record["final"]["train"],
+         "test (1,1) accuracy": record["final"]["test"],
+         "X2 dependence": record["boundaries"]["x2_dependence"]}
+        for setting in SETTINGS for seed in seeds
+        for record in [records[("toy_2d", setting, seed)]]
+    ])  # fmt: skip
+
+
+# ---- rules -----------------------------------------------------------------------------------
+def greater_claim(id: str, a: list[float], b: list[float], statistic: str, margin: float) -> Claim:
+    """Setting A's statistic exceeds setting B's. Runs are paired by seed (the same seed gives
+    the same data seed in both settings). Rule: with d the per-seed differences A - B,
+    reproduced if mean(d) > max(2 SE(d), `margin`), partially if mean(d) > 0, else not."""
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    measured = Measured.of(differences)
+    standard_error = measured.std / np.sqrt(measured.n)
+    threshold = max(2 * standard_error, margin)
+    rule = (
+        f"{statistic}: A {np.mean(a):.3f} vs B {np.mean(b):.3f}; mean per-seed difference A - B "
+        f"= {measured.mean:.3f}; reproduced if > max(2 SE, {margin}) = {threshold:.3f}, "
+        "partially if > 0"
+    )
+    verdict = graded(measured.mean > threshold, measured.mean > 0)
+    return Claim(id, FINDINGS[id], "A > B (figure)", measured, rule, verdict)
+
+
+def every_seed_claim(id: str, holds: list[bool], values: list[float], statistic: str) -> Claim:
+    """A finding the paper states for every seed: reproduced if it holds for every seed,
+    partially if for at least one, else not."""
+    share = sum(holds) / len(holds)
+    return threshold_claim(
+        id, FINDINGS[id], "every seed (figure)", values, share,
+        f"share of seeds where {statistic}", reproduced_at=1.0, partially_at=1 / len(holds),
+    )  # fmt: skip
+
+
+# ---- the claims ------------------------------------------------------------------------------
+def learning_claims(measured: dict) -> tuple[list[Claim], pd.DataFrame]:
+    """Sections 5.1-5.2: setting A learns faster early and generalises worse (images and SCAN);
+    with the table of early accuracies."""
+
+    def early(frames, steps):
+        return [float(f.loc[steps[0] : steps[1]].mean()) for f in frames]
+
+    claims = []
+    image_early = {s: early([c["train"] for c in measured["curves"][("two_digit_images", s)]],
+                            EARLY_IMAGE_STEPS) for s in SETTINGS}  # fmt: skip
+    scan_early = {s: early(measured["scan_batches"][s], EARLY_SCAN_STEPS) for s in SETTINGS}
+    for name, experiment, early_values, steps in (
+        ("images", "two_digit_images", image_early, EARLY_IMAGE_STEPS),
+        ("scan", "scan", scan_early, EARLY_SCAN_STEPS),
+    ):
+        where = ("training-sample accuracy" if name == "images"
+                 else "training-batch sentence accuracy")  # fmt: skip
+        claims.append(greater_claim(
+            f"{name}.faster_early", early_values["A"], early_values["B"],
+            f"mean {where} over steps {steps[0]}-{steps[1]}", MARGIN["early"],
+        ))  # fmt: skip
+        gaps = {s: [f["gap"] for f in measured["final"][(experiment, s)]] for s in SETTINGS}
+        claims.append(greater_claim(
+            f"{name}.gap_larger", gaps["A"], gaps["B"],
+            "train - test accuracy after the last step (all data)", MARGIN["gap"],
+        ))  # fmt: skip
+    early_frame = pd.DataFrame([
+        {"experiment": name, "setting": s, "steps": f"{steps[0]}-{steps[1]}"} | summary(values[s])
+        for name, values, steps in (
+            ("two-digit images (training sample)", image_early, EARLY_IMAGE_STEPS),
+            ("SCAN (training batches)", scan_early, EARLY_SCAN_STEPS),
+        )
+        for s in SETTINGS
+    ])  # fmt: skip
+    return claims, early_frame
+
+
+def toy_claims(toy_frame: pd.DataFrame) -> list[Claim]:
+    """Section 6: in setting A every seed fails on (1, 1) and depends on X2."""
+    toy_a = toy_frame[toy_frame.setting == "A"]
+    fails = (toy_a["test (1,1) accuracy"] < toy_a["train accuracy"] - TOY_FAIL).tolist()
+    dependent = (toy_a["X2 dependence"] > TOY_DEPENDENT).tolist()
+    return [
+        every_seed_claim(
+            "toy.fails_on_test", fails, toy_a["test (1,1) accuracy"].tolist(),
+            f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
+        ),
+        every_seed_claim(
+            "toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
+            f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in (0, 1] whose "
+            "predicted Y1 changes with X2)",
+        ),
+    ]  # fmt: skip

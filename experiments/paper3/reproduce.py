@@ -1,0 +1,58 @@
+"""`make reproduce-paper3`: every run of paper 3 trained and measured (`runs`), then the report
+built from the measurements alone (`claims`, `report`), written to
+`reports/paper3/{report.md, results.json, figures/, runs/}` and logged to W&B."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from experiments.paper3.claims import (
+    by_setting,
+    final_table,
+    learning_claims,
+    toy_claims,
+    toy_table,
+)
+from experiments.paper3.report import paper3_figures, report_text
+from experiments.paper3.runs import measure_all
+from experiments.paper3.scales import SCALES, variant
+from experiments.report import Claim, claims_frame
+from experiments.runner import (
+    Sitting,
+    Stopwatch,
+    keep_beside_report,
+    publish,
+    reproduction_main,
+)
+
+
+def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
+    """Train and measure both settings of every experiment (their curves and the toy's
+    boundaries), report; a shard only trains and measures its runs (None)."""
+    scale = SCALES[scale_name]
+    clock = Stopwatch()
+    with clock.stage("training and measuring"):
+        records = measure_all(scale, sitting)
+    if not sitting.shard.whole:
+        return None
+    with clock.stage("report"):
+        measured = by_setting(records, scale.seeds)
+        claims, early_frame = learning_claims(measured)
+        toy_frame = toy_table(records, scale.seeds)
+        claims += toy_claims(toy_frame)
+        figures = paper3_figures(measured, records, scale, out / "figures")
+    tables = {"final_accuracy": final_table(measured), "early_training": early_frame,
+              "toy_2d": toy_frame}  # fmt: skip
+    markdown = report_text(scale_name, scale, tables, clock, records)
+    publish(out, "paper3", claims, markdown, sitting.root, figures,
+            {"claims": claims_frame(claims), **tables})  # fmt: skip
+    runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]
+    keep_beside_report("paper3", runs, sitting.root, out)
+    return claims
+
+
+def main(argv: list[str] | None = None) -> list[Claim] | None:
+    return reproduction_main(
+        "Reproduce paper 3 (Gradient Descent Resists Compositionality).", SCALES,
+        "reports/paper3", reproduce, argv,
+    )  # fmt: skip
