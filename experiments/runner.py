@@ -181,6 +181,7 @@ def run_all(
     jobs: int,
     describe: Callable[[Hashable, object], str] = lambda key, result: str(key),
     done_before: Callable[[Hashable], bool] = lambda key: False,
+    label: Callable[[Hashable], str] | None = None,
 ) -> dict[Hashable, object]:
     """Run `tasks` `jobs` at a time; returns their results in the tasks' order.
 
@@ -188,13 +189,16 @@ def run_all(
     invocation finished (their results are read back, taking no time) and which remain; after
     each task, how many remain and an estimate of the time left: the mean time of the tasks
     computed in this invocation, times those left to compute, over `jobs` (none yet: unknown).
+    Tasks are named by `label` (default: keys `(variant, seed)`).
     """
+    if label is None:
+        label = lambda key: f"{key[0]} seed={key[1]}" if isinstance(key, tuple) else str(key)  # noqa: E731
     results: dict[Hashable, object] = {}
     durations: list[float] = []
     pending = [key for key in tasks if not done_before(key)]
     start = time.time()
     print(f"{len(tasks)} tasks, {jobs} at a time; {len(tasks) - len(pending)} done before, "
-          f"{len(pending)} to run" + (": " + ", ".join(map(str, pending)) if pending else ""),
+          f"{len(pending)} to run" + (": " + ", ".join(map(label, pending)) if pending else ""),
           flush=True)  # fmt: skip
 
     def one(key):

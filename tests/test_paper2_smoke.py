@@ -12,10 +12,18 @@ import pytest
 
 from tests.smoke import smoke_reproduction
 
-SMOKE_RUNS = [  # the smoke scale's training order: Figure 3, Figure 2's cell, the rest of Figure 1
+SMOKE_RUNS = [  # the smoke scale's training order: Figure 3, Figure 2's cell, the rest of Figure
+    # 1, then Figure 3 by the authors' generator (issue 35's second reading)
     "pooled_k=2_unpredictable", "pooled_k=2_predictable_m=2", "k=3_n=20", "k=2_n=10", "k=2_n=20",
-    "k=3_n=10",
+    "k=3_n=10", "pooled_k=2_unpredictable_authors_generator",
+    "pooled_k=2_predictable_m=2_authors_generator",
 ]  # fmt: skip
+PRIMARY = {
+    "fig1.longer_k_needs_more_rules", "fig1.open_falls_with_k", "fig1.conduit_very_low",
+    "fig1.rare_open_steady", "fig1.rare_conduit_declines", "fig2.conduit_interacts",
+    "fig2.conduit_interacts_over_training", "fig3.predictable_early", "fig3.predictable_late",
+}  # fmt: skip
+FIGURE3 = {"fig3.predictable_early", "fig3.predictable_late"}
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +37,23 @@ def smoke(tmp_path_factory):
 def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     tmp_path, output, claims = smoke
     assert output.count("] k=") == 4  # 2 conduit lengths x 2 rule counts
-    assert output.count("] pooled_k=2_") == 2  # unpredictable and predictable
-    assert set(claims) == {
-        "fig1.longer_k_needs_more_rules", "fig1.open_falls_with_k", "fig1.conduit_very_low",
-        "fig1.rare_open_steady", "fig1.rare_conduit_declines", "fig2.conduit_interacts",
-        "fig3.predictable_early", "fig3.predictable_late", "cd.approximation_error",
-    }  # fmt: skip
+    assert output.count("] pooled_k=2_") == 4  # unpredictable and predictable, both generators
+    second = {f"{reading}.{claim}" for reading in ("authors", "authors_at_close")
+              for claim in PRIMARY}  # fmt: skip
+    figure3_readings = ("authors_domain", "authors_generator.text", "authors_generator.authors",
+                        "authors_generator.authors_domain")  # fmt: skip
+    second |= {f"{reading}.{claim}" for claim in FIGURE3 for reading in figure3_readings}
+    assert set(claims) == PRIMARY | {"cd.approximation_error"} | second
     assert claims["cd.approximation_error"]["verdict"] == "reproduced"  # exact by construction
     report = (tmp_path / "report" / "report.md").read_text()
-    for figure in ("fig1_rule_frequency", "fig2_conduit_prefixes", "fig3_predictability"):
+    assert "### Settings and their sources" in report and "`main.py` line 37" in report
+    assert "## Second readings: the authors' analysis and generator" in report
+    # the committed report's verdicts before issue 35 stay beside those they differ from
+    earlier = [c for c in claims.values() if c["earlier"]]
+    assert all("commit 4faa4b9" in c["earlier"]["reason"] for c in earlier)
+    figures = ("fig1_rule_frequency", "fig2_conduit_prefixes", "fig2_training",
+               "fig3_predictability", "fig3_authors")  # fmt: skip
+    for figure in figures:
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
     assert "m = 2 copies" in report and "`smoke`" in report
@@ -55,20 +71,28 @@ def test_every_run_keeps_its_measurements_beside_the_report(smoke):
     cell = records["k=3_n=20"]
     assert "--run.root" not in cell["command"] and str(tmp_path) not in json.dumps(cell)
     assert cell["command"][:2] == ["--config", "experiments/configs/paper2/language_model.yaml"]
-    assert cell["setting"] == {"conduit_length": 3, "rules": 20, "pool": None, "copies": 0}
-    assert list(cell["readings"]) == ["text"]
-    # Figure 1 after 1 epoch, Figure 2 after 2: every phrase of a k = 3 rule
+    assert cell["setting"] == {"conduit_length": 3, "rules": 20, "pool": None, "copies": 0,
+                               "generator": "text"}  # fmt: skip
+    assert list(cell["readings"]) == ["text", "authors", "authors_at_close"]
+    # Figure 2's cell after every epoch (Figure 1 after 1, Figure 2 after 2): every phrase
     assert list(cell["readings"]["text"]) == ["epoch=0", "epoch=1"]
+    assert list(cell["readings"]["authors"]) == ["epoch=0", "epoch=1"]
     assert list(cell["readings"]["text"]["epoch=1"]["phrase"]) == [
         "open", "conduit", "prefix=0", "prefix=1", "prefix=2", "prefix=3",
     ]  # fmt: skip
-    pooled = records["pooled_k=2_predictable_m=2"]["readings"]["text"]
-    assert list(pooled) == ["epoch=0", "epoch=1"]  # Figure 3: after every epoch, alpha alone
-    assert all(list(snapshot["phrase"]) == ["open"] for snapshot in pooled.values())
-    errors = [snapshot["error"] for run in SMOKE_RUNS
-              for snapshot in records[run]["readings"]["text"].values()]  # fmt: skip
-    assert claims["cd.approximation_error"]["measured"]["values"] == errors
-    assert max(path.stat().st_size for path in kept.rglob("measurements.json")) < 5_000
+    pooled = records["pooled_k=2_predictable_m=2"]["readings"]
+    assert list(pooled) == ["text", "authors", "authors_at_close", "authors_domain"]
+    assert list(pooled["text"]) == ["epoch=0", "epoch=1"]  # Figure 3: every epoch, alpha alone
+    assert all(list(snapshot["phrase"]) == ["open"] for snapshot in pooled["text"].values())
+    estimate = pooled["authors"]["epoch=1"]["phrase"]["open"]
+    assert set(estimate) == {"mean", "standard_error", "log_mean", "log_standard_error"}
+    command = records["pooled_k=2_unpredictable_authors_generator"]["command"]
+    assert command[command.index("--data.generator") + 1] == "authors"
+    readings = ("text", "authors", "authors_at_close", "authors_domain")
+    errors = sorted(snapshot["error"] for reading in readings for run in SMOKE_RUNS
+                    for snapshot in records[run]["readings"].get(reading, {}).values())  # fmt: skip
+    assert sorted(claims["cd.approximation_error"]["measured"]["values"]) == errors
+    assert max(path.stat().st_size for path in kept.rglob("measurements.json")) < 20_000
 
 
 def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_path):
@@ -85,7 +109,7 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     trained = [p for p in rebuilt.rglob("*") if p.suffix in (".ckpt", ".safetensors")]
     assert not trained and not list((rebuilt / "runs").rglob("command.txt"))
     report = (rebuilt / "report" / "report.md").read_text()
-    assert "6 of the 6 were kept from an earlier invocation" in report
+    assert "8 of the 8 were kept from an earlier invocation" in report
 
 
 def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
@@ -95,7 +119,7 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     from experiments.paper2.scales import SCALES
     from experiments.runner import Shard, Sitting
 
-    def planned(tasks, jobs, describe, done_before):
+    def planned(tasks, jobs, describe, done_before, label=None):
         assert not any(done_before(key) for key in tasks)  # an empty run root keeps nothing
         return {key: {} for key in tasks}  # no task is run
 
@@ -111,7 +135,7 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     assert halves == [whole[0::2], whole[1::2]]
     assert halves == [plan("smoke", Shard(index, 2)) for index in (1, 2)]  # stable
     everything = plan("paper", Shard())
-    assert len(everything) == len(set(everything)) == 66  # 22 settings x 3 seeds
+    assert len(everything) == len(set(everything)) == 84  # 22 + 6 (authors' generator) x 3 seeds
     for count in (2, 3, 7):
         parts = [plan("paper", Shard(index, count)) for index in range(1, count + 1)]
         assert sum(len(part) for part in parts) == len(everything)
@@ -150,7 +174,7 @@ def test_shards_measurements_merge_into_the_one_machine_report(smoke, tmp_path):
     merged = merge("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
                    tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
     assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "merged 6 runs' measurements from 2 run roots" in merged.stdout
+    assert "merged 8 runs' measurements from 2 run roots" in merged.stdout
     assert ((tmp_path / "merged_report" / "results.json").read_text()
             == (first / "report" / "results.json").read_text())  # fmt: skip
     assert not [p for p in (tmp_path / "merged").rglob("*") if p.suffix == ".ckpt"]

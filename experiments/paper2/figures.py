@@ -45,7 +45,25 @@ def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path
     return save_figure(fig, path)
 
 
-def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: Path) -> Path:
+def figure2_training(curves: dict[int, list[list[Estimate]]], k: int, path: Path) -> Path:
+    """Figure 2 along training (issue 35): P(omega | alpha) (solid) and P(omega | alpha and the
+    whole conduit) (dashed) after each epoch, a colour per n."""
+    fig, axis = plt.subplots(figsize=(6, 4))
+    for index, (n, curve) in enumerate(curves.items()):
+        epochs = range(1, len(curve) + 1)
+        axis.plot(epochs, [p[0].mean for p in curve], "-", color=f"C{index}", label=f"n={n}, alpha")
+        axis.plot(epochs, [p[-1].mean for p in curve], "--", color=f"C{index}",
+                  label=f"n={n}, alpha + conduit")  # fmt: skip
+    axis.set_yscale("log")
+    axis.set_xlabel("epoch")
+    axis.set_ylabel("P(x_t = omega | phrase) (CD)")
+    axis.set_title(f"Figure 2 along training: k = {k}", fontsize=9)
+    axis.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: Path,
+            title: str = "Figure 3") -> Path:  # fmt: skip
     """Figure 3: P(omega | alpha) over training, unpredictable (solid) vs predictable conduits
     (dashed: the primary reading of m; dotted: the second)."""
     fig, axis = plt.subplots(figsize=(6, 4))
@@ -58,6 +76,6 @@ def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: P
                       label=f"k={k}, {kind}")  # fmt: skip
     axis.set_xlabel("epoch")
     axis.set_ylabel("P(x_t = omega | x_{t-k} = alpha) (CD)")
-    axis.set_title("Figure 3: unpredictable (solid) vs predictable conduits", fontsize=9)
+    axis.set_title(f"{title}: unpredictable (solid) vs predictable conduits", fontsize=9)
     axis.legend(fontsize=7)
     return save_figure(fig, path)

@@ -109,9 +109,16 @@ def close_probabilities(
 
 
 def snapshot_record(snapshot: Snapshot) -> dict:
-    """`snapshot` as JSON: `{"phrase": {name: {"mean", "standard_error"}}, "full": {"mean",
-    "standard_error"}, "error"}` (floats as Python writes them, so read back they are equal)."""
-    return asdict(snapshot)
+    """`snapshot` as JSON: `{"phrase": {name: estimate}, "full": estimate, "error"}`, each
+    estimate `{"mean", "standard_error", "log_mean", "log_standard_error"}`, every number to six
+    significant digits (so the report built now and one rebuilt from the file are equal)."""
+
+    def rounded(value):
+        if isinstance(value, dict):
+            return {key: rounded(item) for key, item in value.items()}
+        return float(f"{value:.6g}") if isinstance(value, float) else value
+
+    return rounded(asdict(snapshot))
 
 
 def snapshot_of(record: dict) -> Snapshot:

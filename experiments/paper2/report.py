@@ -8,20 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.paper2.claims import LEARNED
-from experiments.paper2.readings import Snapshot
+from experiments.paper2.claims import LEARNED, regime
+from experiments.paper2.readings import STREAM_READINGS, Snapshot
 from experiments.paper2.scales import Scale, Setting, epoch_tag
 from experiments.report import current_commit, markdown_table
 from experiments.runner import Stopwatch
-
-CHANCE, CEILING = 2 / 1002, 0.99
-
-
-def regime(probability: float) -> str:
-    """Where a cell's P(omega | alpha) sits: `chance` (below twice uniform guessing, 2/1002),
-    `ceiling` (above 0.99) or `between`. Comparisons of two cells in the same floor or ceiling
-    regime say nothing about the model (issue 19: at 100k tokens they decided three claims)."""
-    return "chance" if probability < CHANCE else "ceiling" if probability > CEILING else "between"
 
 
 def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[str, pd.DataFrame]:
@@ -118,21 +109,101 @@ checked by a measured statistic and the rule written beside it.
   cores, {jobs} jobs at a time ({clock.stages()}; each run decomposed as soon as it was
   trained, beside the other runs' training).{kept}
 - **Model** (section 3): embedding, one LSTM layer, linear softmax layer, all 200 wide; SGD lr 1
-  throughout, gradient norm clipped at 0.25, no momentum, weight decay or dropout; 20 streams in
-  BPTT windows of 35 (the PyTorch word-language-model example's, which the paper's clip and epochs
-  match). Config: `experiments/configs/paper2/language_model.yaml`; runs in `{root}/paper2/`.
-- **Text vs the authors' code** (`nsaphra/acd`, `word_language_model/`), the text followed:
-  `main.py` defaults to two LSTM layers, learning rate 20 and dropout 0.2 (text: one layer, lr 1,
-  no dropout named); `synthetic_range_data.py` draws 4.1's conduits from a pool of 100 too (text:
-  `alpha Sigma^k omega`, fresh conduits) and writes each rule's conduit one token longer than its
-  slot, so the close symbol overwrites the conduit's second-last token (here: exactly `alpha`, k
-  tokens, `omega`).
-- **Measurement** (section 3.1): {scale.probe_rules} held-out rule instances per model, each 20
-  random tokens then `alpha q omega` (q fresh in 4.1, from the training pool in 4.2). CD splits
-  the logits at the step before omega into the phrase's part and the rest; the number shown is
-  the mean over instances of softmax(phrase part)[omega]. A rule counts as learned when
-  P(omega | alpha) >= {LEARNED}. Uniform guessing gives 1/1002 = 0.001.
+  throughout, gradient norm clipped at 0.25, no momentum or weight decay; dropout 0.2 on the
+  embeddings and the LSTM output (the authors' code, the text being silent; 0 until issue 35);
+  20 streams in BPTT windows of 35. Config: `experiments/configs/paper2/language_model.yaml`;
+  runs in `{root}/paper2/`.
+- **Measurement** (section 3.1, the text's reading; the verdicts): {scale.probe_rules} held-out
+  rule instances per model, each 20 random tokens then `alpha q omega` (q fresh in 4.1, from the
+  training pool in 4.2), decomposed from a zero state. CD splits the logits at the step before
+  omega into the phrase's part and the rest; the number shown is the mean over instances of
+  softmax(phrase part)[omega]. A rule counts as learned when P(omega | alpha) >= {LEARNED}.
+  Uniform guessing gives 1/1002 = 0.001. The authors' analysis is the second reading (below).
+
+{settings_table()}
 """
+
+
+SETTINGS = [
+    ("LSTM layers, widths", "1 layer, 200",
+     "text, section 3 (code: `main.py` defaults to 2 layers)"),
+    ("learning rate", "SGD 1, constant", "text, section 3 (code: 20, annealed)"),
+    ("gradient clipping; momentum, weight decay", "0.25; none", "text, section 3"),
+    ("dropout", "0.2, embeddings and LSTM output",
+     "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; 0 until issue 35)"),
+    ("streams, BPTT window", "20, 35", "code: `main.py` defaults (text silent)"),
+    ("epochs; Figure 1 / Figure 2 read at", "50; 40 / 50", "text, figure captions"),
+    ("corpus; Sigma", "1M tokens; 1000 types", "text, section 4 (code: `randint(0, 1000)`, 1001 "
+     "types: second reading `authors_generator.*`)"),
+    ("conduits in 4.1", "fresh for every rule", "text, section 4 (code: a pool of 100 by "
+     "default; not run)"),
+    ("a rule", "alpha, k tokens, omega", "text (code: omega over the conduit's second-last "
+     "token, its last token after omega: `authors_generator.*`)"),
+    ("copies in 4.2", "m = 1000 per conduit; m = 100 second", "text gives both numbers; code: "
+     "`conduit_count` 100, 990 copies"),
+    ("where copies go", "random places, every rule intact", "suite (text: 'randomly "
+     "distribute'); code: a grid of step k + 2, copies overwrite rules (502 of 1000 intact at "
+     "k = 8): `authors_generator.*`"),
+    ("probe set", "held-out rules after 20 random tokens, zero state", "suite (text silent); "
+     "code: the 50k-token `test.txt` stream, state carried across windows: `authors.*`"),
+    ("probe conduits in 4.2", "the training pool", "suite (text silent); code: fresh "
+     "(`test.txt`, `authors.*`) by default, the pool on request (`authors_domain.*`)"),
+    ("where P(omega) is read", "the step before omega", "text: P(x_t = omega) (code: at omega's "
+     "own step, `authors.*`; `authors_at_close.*` separates the start state from the step)"),
+    ("mean over rules", "arithmetic", "suite (unknown; code keeps log-softmax scores: geometric "
+     "means below)"),
+    ("seeds", "3, each its own corpus", "suite (the code seeds nothing)"),
+]  # fmt: skip
+"""Every setting of the reproduction with the source it comes from (issue 35)."""
+
+
+def settings_table() -> str:
+    rows = pd.DataFrame(SETTINGS, columns=["setting", "here", "source"])
+    return "### Settings and their sources\n\n" + markdown_table(rows, index=False)
+
+
+VERDICT_MARK = {"reproduced": "yes", "partially reproduced": "partly", "not reproduced": "no"}
+
+
+def readings_frame(claims) -> pd.DataFrame:
+    """Each claim's verdict under every reading: rows by the claim's id without the reading's
+    prefix, a column per reading (`text` the primary; empty where a reading does not decide
+    it)."""
+    rows: dict[str, dict[str, str]] = {}
+    for claim in claims:
+        reading, base = "text", claim.id
+        for prefix in READING_PREFIXES:
+            if claim.id.startswith(prefix + "."):
+                reading, base = prefix, claim.id[len(prefix) + 1 :]
+                break
+        rows.setdefault(base, {})[reading] = VERDICT_MARK[claim.verdict]
+    frame = pd.DataFrame.from_dict(rows, orient="index").fillna("")
+    shown = ("authors", "authors_at_close", "authors_domain", "authors_generator.text",
+             "authors_generator.authors", "authors_generator.authors_domain")  # fmt: skip
+    columns = ["text", *(p for p in shown if p in frame.columns)]
+    return frame[columns].rename_axis("claim").reset_index()
+
+
+READING_PREFIXES = (
+    "authors_generator.text",
+    "authors_generator.authors_domain",
+    "authors_generator.authors",
+    "authors_at_close",
+    "authors_domain",
+    "authors",
+)
+"""Claim-id prefixes of the second readings, longest first (`reproduce.second_readings`)."""
+
+
+def averaging_frame(arithmetic, geometric) -> pd.DataFrame:
+    """The claims whose verdict changes when the rules' P(omega | phrase) are averaged
+    geometrically instead of arithmetically."""
+    by_id = {claim.id: claim for claim in geometric}
+    rows = [{"claim": claim.id, "arithmetic": claim.verdict, "geometric": by_id[claim.id].verdict,
+             "geometric rule": by_id[claim.id].rule}
+            for claim in arithmetic
+            if claim.id in by_id and by_id[claim.id].verdict != claim.verdict]  # fmt: skip
+    return pd.DataFrame(rows, columns=["claim", "arithmetic", "geometric", "geometric rule"])
 
 
 def figures_text(scale: Scale, frames: dict[str, pd.DataFrame]) -> str:
@@ -158,16 +229,60 @@ by floor or ceiling, not by the model.
 
 {markdown_table(fig2_frame)}
 
+### Figure 2 along training
+
+The paper shows Figure 2 at 50 epochs, the end of its training. The claim is also judged after
+every epoch where alpha's P(omega) is above chance (`fig2.conduit_interacts_over_training`):
+
+![Figure 2 along training](figures/fig2_training.png)
+
 ## Figure 3: predictable vs unpredictable conduits over training
 
 ![Figure 3](figures/fig3_predictability.png)
 
 {markdown_table(fig3_frame.iloc[rows_shown])}
 
+{readings_text(scale, frames)}
 ## Each run
 
 P(omega | alpha) of every run, mean over its probe rules: Figure 1's cells at epoch
 {scale.figure1_epoch}, Figure 3's at the end of the first and of the last quarter of training.
 
 {markdown_table(frames["seeds"], index=False)}
+"""
+
+
+def readings_text(scale: Scale, frames: dict[str, pd.DataFrame]) -> str:
+    """The second readings (issue 35): the authors' analysis and generator, and the averaging."""
+    authors_figure = ("![Figure 3 by the authors' procedure](figures/fig3_authors.png)\n\n"
+                      if scale.authors_generator else "")  # fmt: skip
+    geometric = frames["geometric"]
+    averaging = "No verdict changes: every claim has the same verdict under both means."
+    if len(geometric):
+        averaging = markdown_table(geometric, index=False)
+    return f"""## Second readings: the authors' analysis and generator
+
+The verdicts above are the text's reading. The same claims under the authors' code
+(`nsaphra/acd`, `word_language_model/`, commit aa072d5), each with its own id prefix in the
+claims table:
+
+- `authors.*`: {STREAM_READINGS["authors"]};
+- `authors_at_close.*`: {STREAM_READINGS["authors_at_close"]};
+- `authors_domain.*`: {STREAM_READINGS["authors_domain"]};
+- `authors_generator.<reading>.*`: Figure 3's corpora written by the authors'
+  `synthetic_range_data.py` (|Sigma| = 1001, omega over the conduit's second-last token, copies
+  on a grid overwriting rules), read by the text's reading or the authors'.
+
+{authors_figure}Verdicts by reading (yes / partly / no; empty where a reading does not decide the
+claim):
+
+{markdown_table(frames["readings"], index=False)}
+
+### Arithmetic or geometric mean over rules
+
+How the paper averaged P(omega | phrase) over rules is not in its text or code (the analysis
+keeps log-softmax scores per rule). The text's reading with geometric means (exp of the mean
+log-probability; standard errors by the delta method) changes these verdicts:
+
+{averaging}
 """

@@ -18,14 +18,34 @@ The scales are `scales.SCALES`; `--shard i/n` trains and measures the i-th of n 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
-from experiments.paper2.claims import error_claim, figure1_claims, figure2_claims, figure3_claims
-from experiments.paper2.figures import figure1, figure2, figure3
-from experiments.paper2.readings import Snapshot, combined
-from experiments.paper2.report import figure_frames, report_text, seed_frame
-from experiments.paper2.runs import measure_all, snapshots
+from experiments.paper2.claims import (
+    error_claim,
+    figure1_claims,
+    figure2_claims,
+    figure2_training_claim,
+    figure3_claims,
+)
+from experiments.paper2.figures import figure1, figure2, figure2_training, figure3
+from experiments.paper2.readings import (
+    AUTHORS,
+    AUTHORS_DOMAIN,
+    STREAM_READINGS,
+    Snapshot,
+    combined,
+    geometric,
+)
+from experiments.paper2.report import (
+    averaging_frame,
+    figure_frames,
+    readings_frame,
+    report_text,
+    seed_frame,
+)
+from experiments.paper2.runs import TEXT, measure_all, snapshots
 from experiments.paper2.scales import (
     SCALES,
     Scale,
@@ -33,8 +53,9 @@ from experiments.paper2.scales import (
     epoch_tag,
     figure1_settings,
     figure3_settings,
+    generators,
 )
-from experiments.report import Claim, claims_frame
+from experiments.report import Claim, claims_frame, with_earlier
 from experiments.runner import (
     Sitting,
     Stopwatch,
@@ -45,11 +66,21 @@ from experiments.runner import (
     reproduction_parser,
 )
 
+EARLIER = Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_before_issue35.json"
+"""The claims of the report committed before issue 35 (commit 4faa4b9, scale `small`)."""
+EARLIER_REASON = (
+    "the earlier verdict is the report of commit 4faa4b9 (before issue 35): scale `small` (100k "
+    "tokens, one seed), models without dropout, the text's reading only"
+)
 
-def figure_values(measured: dict[tuple[Setting, int], dict[str, Snapshot]], scale: Scale) -> dict:
-    """What Figures 1-3 plot, combined over seeds (`readings.combined`): Figure 1's snapshot by
-    (k, n), Figure 2's prefixes by n at the longest k, Figure 3's curve of P(omega | alpha) by
-    (k, m)."""
+
+def figure_values(
+    measured: dict[tuple[Setting, int], dict[str, Snapshot]], scale: Scale, generator: str = "text"
+) -> dict:
+    """What Figures 1-3 plot, combined over seeds (`readings.combined`), from the runs in
+    `measured` (a reading may hold only some settings): Figure 1's snapshot by (k, n), Figure 2's
+    prefixes by n at the longest k (`figure2`) and after each epoch (`figure2_training`), Figure
+    3's curve of P(omega | alpha) by (k, m) for the corpora of `generator`."""
     analysed = {s: {tag: combined([measured[(s, seed)][tag] for seed in scale.seeds])
                     for tag in measured[(s, scale.seeds[0])]}
                 for s in dict.fromkeys(s for s, _ in measured)}  # fmt: skip
@@ -57,14 +88,56 @@ def figure_values(measured: dict[tuple[Setting, int], dict[str, Snapshot]], scal
     longest = max(scale.conduit_lengths)
     prefix_names = [f"prefix={i}" for i in range(longest + 1)]
     curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
-    return {
-        "figure1": {(s.conduit_length, s.rules): analysed[s][figure1_tag]
-                    for s in figure1_settings(scale)},
-        "figure2": {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
-                    for s in figure1_settings(scale) if s.conduit_length == longest},
-        "figure3": {key: [analysed[s][tag].phrase["open"] for tag in curve_tags]
-                    for key, s in figure3_settings(scale).items()},
-    }  # fmt: skip
+    values = {}
+    if all(s in analysed for s in figure1_settings(scale)):
+        second = [s for s in figure1_settings(scale) if s.conduit_length == longest]
+        values["figure1"] = {(s.conduit_length, s.rules): analysed[s][figure1_tag]
+                             for s in figure1_settings(scale)}  # fmt: skip
+        values["figure2"] = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
+                             for s in second}  # fmt: skip
+        values["figure2_training"] = {
+            s.rules: [[analysed[s][tag].phrase[p] for p in prefix_names] for tag in curve_tags]
+            for s in second
+        }
+    if all(s in analysed for s in figure3_settings(scale, generator).values()):
+        values["figure3"] = {key: [analysed[s][tag].phrase["open"] for tag in curve_tags]
+                             for key, s in figure3_settings(scale, generator).items()}  # fmt: skip
+    return values
+
+
+def claims_of(values: dict, scale: Scale) -> list[Claim]:
+    """The claims `figure_values`' figures decide (those it holds)."""
+    claims = []
+    if "figure1" in values:
+        most = max(scale.rule_counts)
+        claims += figure1_claims(values["figure1"], scale)
+        claims += figure2_claims(values["figure2"][most], most)
+        claims.append(figure2_training_claim(values["figure2_training"][most], most))
+    if "figure3" in values:
+        claims += [c for m in scale.conduit_copies for c in figure3_claims(values["figure3"],
+                                                                           scale, m)]  # fmt: skip
+    return claims
+
+
+def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
+    """The claims under the authors' analysis (`readings.STREAM_READINGS`) and on the authors'
+    generator's corpora (text reading, and their analysis), ids prefixed by the reading."""
+
+    def runs(reading: str, generator: str) -> dict:
+        return {key: value for key, value in measured[reading].items()
+                if key[0].generator == generator}  # fmt: skip
+
+    def prefixed(claims: list[Claim], prefix: str) -> list[Claim]:
+        return [replace(claim, id=f"{prefix}.{claim.id}") for claim in claims]
+
+    claims = []
+    for reading in STREAM_READINGS:
+        claims += prefixed(claims_of(figure_values(runs(reading, "text"), scale), scale), reading)
+    if "authors" in generators(scale):
+        for reading in (TEXT, AUTHORS, AUTHORS_DOMAIN):
+            values = figure_values(runs(reading, "authors"), scale, "authors")
+            claims += prefixed(claims_of(values, scale), f"authors_generator.{reading}")
+    return claims
 
 
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
@@ -79,35 +152,59 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         return None
     root, jobs = sitting.root, sitting.jobs
     with clock.stage("report"):
-        measured = {key: snapshots(record) for key, record in records.items()}
-        values = figure_values(measured, scale)
-        fig1, fig2, curves = values["figure1"], values["figure2"], values["figure3"]
-        errors = [snapshot.error for result in measured.values() for snapshot in result.values()]
-        claims = (
-            figure1_claims(fig1, scale)
-            + figure2_claims(fig2[max(scale.rule_counts)], max(scale.rule_counts))
-            + [claim for m in scale.conduit_copies for claim in figure3_claims(curves, scale, m)]
-            + [error_claim(errors)]
-        )
-        folder = out / "figures"
-        figures = {
-            "fig1_rule_frequency": figure1(fig1, scale, folder / "fig1_rule_frequency.png"),
-            "fig2_conduit_prefixes": figure2(fig2, max(scale.conduit_lengths), scale.epochs,
-                                             folder / "fig2_conduit_prefixes.png"),
-            "fig3_predictability": figure3(curves, scale, folder / "fig3_predictability.png"),
-        }  # fmt: skip
-        frames = figure_frames(fig1, fig2, curves, scale)
+        measured = {reading: {key: snapshots(record, reading) for key, record in records.items()
+                              if reading in record["readings"]}
+                    for reading in (TEXT, *STREAM_READINGS)}  # fmt: skip
+        text_runs = {k: v for k, v in measured[TEXT].items() if k[0].generator == "text"}
+        values = figure_values(text_runs, scale)
+        errors = [snapshot.error for reading in measured.values() for result in reading.values()
+                  for snapshot in result.values()]  # fmt: skip
+        primary = claims_of(values, scale) + [error_claim(errors)]
+        geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
+                          for key, result in text_runs.items()}  # fmt: skip
+        averaged = claims_of(figure_values(geometric_runs, scale), scale)
+        claims = with_earlier(primary + second_readings(measured, scale),
+                              [Claim.from_json(r) for r in json.loads(EARLIER.read_text())],
+                              EARLIER_REASON)  # fmt: skip
+        figures = paper2_figures(values, measured, scale, out / "figures")
+        frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
         predictability = set(figure3_settings(scale).values())
-        frames["seeds"] = seed_frame(measured, predictability, epoch_tag(scale.figure1_epoch),
+        frames["seeds"] = seed_frame(text_runs, predictability, epoch_tag(scale.figure1_epoch),
                                      scale)  # fmt: skip
+        frames["readings"] = readings_frame(claims)
+        frames["geometric"] = averaging_frame(primary, averaged)
     markdown = report_text(scale_name, scale, frames, clock, kept_note(list(records.values())),
                            root, jobs)  # fmt: skip
     tables = {"claims": claims_frame(claims), "figure1": frames["figure1"],
               "figure2": frames["figure2"].reset_index(),
-              "figure3": frames["figure3"].reset_index(), "seeds": frames["seeds"]}  # fmt: skip
+              "figure3": frames["figure3"].reset_index(), "seeds": frames["seeds"],
+              "readings": frames["readings"]}  # fmt: skip
     publish(out, "paper2", claims, markdown, root, figures, tables)
     keep_beside_report("paper2", [(s.variant, seed) for s, seed in records], root, out)
     return claims
+
+
+def paper2_figures(values: dict, measured: dict, scale: Scale, folder: Path) -> dict[str, Path]:
+    """Figures 1-3 of the text's reading, Figure 2 along training, and Figure 3 by the authors'
+    procedure (their generator and their analysis) where the scale runs it."""
+    longest = max(scale.conduit_lengths)
+    figures = {
+        "fig1_rule_frequency": figure1(values["figure1"], scale,
+                                       folder / "fig1_rule_frequency.png"),
+        "fig2_conduit_prefixes": figure2(values["figure2"], longest, scale.epochs,
+                                         folder / "fig2_conduit_prefixes.png"),
+        "fig2_training": figure2_training(values["figure2_training"], longest,
+                                          folder / "fig2_training.png"),
+        "fig3_predictability": figure3(values["figure3"], scale,
+                                       folder / "fig3_predictability.png"),
+    }  # fmt: skip
+    if "authors" in generators(scale):
+        runs = {key: value for key, value in measured[AUTHORS].items()
+                if key[0].generator == "authors"}  # fmt: skip
+        authors = figure_values(runs, scale, "authors")["figure3"]
+        title = "Figure 3, the authors' generator and analysis"
+        figures["fig3_authors"] = figure3(authors, scale, folder / "fig3_authors.png", title)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

@@ -6,21 +6,23 @@ A run's measurements (no weights) are everything the report reads of it:
 
 - `variant`, `seed`, `setting` (conduit length, rules, conduit pool, copies) and `command`, the
   fit's arguments without the run root (`runner.portable`), so a copy elsewhere is the same run;
-- `readings`: by reading name, by weight snapshot (`epoch=<e>`, e + 1 epochs trained), a
-  `readings.snapshot_record`: per phrase P(omega | phrase) as the mean over the probe rules and
-  its standard error (what `readings.combined` needs, over seeds or, with one seed, over the
-  rules), the full model's P(omega) likewise, and the largest relative CD error (the
-  `cd.approximation_error` claim). Today there is one reading, `text` (section 3.1 as the text
-  gives it: CD from the zero state at the close symbol, probe rules with fresh conduits in 4.1);
-  other readings go beside it under their own names. Figure 3's runs hold `open` after every
-  epoch; Figure 1's every phrase (`open`, `conduit`, `prefix=0` .. `prefix=k`) at Figure 1's
-  epoch and the last (Figure 2's);
+- `readings`: by reading name (`reading_names`), by weight snapshot (`epoch=<e>`, e + 1 epochs
+  trained), a `readings.snapshot_record`: per phrase P(omega | phrase) as the mean over the
+  rules and its standard error, and the mean of its logarithm and that standard error (what
+  `readings.combined` needs, over seeds or, with one seed, over the rules; arithmetic or
+  geometric), the full model's P(omega) likewise, and the largest relative CD error (the
+  `cd.approximation_error` claim), six significant digits. `text` is section 3.1 as the text
+  gives it (CD from the zero state at the close symbol of held-out rule instances, fresh
+  conduits in 4.1, the pool's in 4.2); `authors`, `authors_at_close` and `authors_domain` are
+  the authors' analysis (`readings.STREAM_READINGS`). Figure 3's runs hold `open` after every
+  epoch; Figure 2's (the longest k) every phrase (`open`, `conduit`, `prefix=0` .. `prefix=k`)
+  after every epoch; Figure 1's others every phrase at Figure 1's epoch and the last;
 - `trained` (its fit's start and end) and `measured` (`runner.write_measurements`).
 
-Size: 1.2-1.9 kB per run at the smoke scale (measured). At the default (and paper) scale, with
-an estimate about 75 bytes of JSON, a Figure 3 run holds 50 snapshots of two estimates (about
-12 kB) and a Figure 1 run at k = 8 two snapshots of twelve (about 3 kB): at most about 12 kB a
-file, about 0.3 MB for the default scale's 36 runs (estimated from records of that shape).
+Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 2
+run holds 50 snapshots of 12 estimates by 3 readings (about 180 kB), a Figure 3 run 50 of 2 by 4
+(about 40 kB), a Figure 1 run 2 of 12 by 3 (about 7 kB): about 2.5 MB for the default scale's
+54 runs (estimated from records of that shape).
 
 With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
 snapshot the scale reads) is never trained or measured again, so the report can be rebuilt from
@@ -37,7 +39,16 @@ from pathlib import Path
 
 import torch
 
-from experiments.paper2.readings import Snapshot, close_probabilities, snapshot_of, snapshot_record
+from experiments.paper2.readings import (
+    AUTHORS,
+    AUTHORS_AT_CLOSE,
+    AUTHORS_DOMAIN,
+    Snapshot,
+    close_probabilities,
+    snapshot_of,
+    snapshot_record,
+    stream_snapshots,
+)
 from experiments.paper2.scales import CONFIG, Scale, Setting, epoch_tag, read_tags, training_order
 from experiments.runner import (
     Sitting,
@@ -83,14 +94,26 @@ def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> 
     command); else None, and merging, stop naming the run."""
     layout = run_layout(sitting.root, setting, seed)
     record = sitting.kept(layout, arguments_of(setting, seed, scale, sitting.root))
-    if record is None or set(read_tags(setting, scale)[0]) <= set(record["readings"][TEXT]):
+    tags = set(read_tags(setting, scale)[0])
+    if record is None or all(
+        name in record["readings"] and tags <= set(record["readings"][name])
+        for name in reading_names(setting)
+    ):
         return record
     if sitting.merged:
         raise SittingError(
-            f"{layout.path.relative_to(sitting.root)} was measured at other epochs than the scale "
-            "reads: measure it again where it was trained (with --reuse-runs) and merge again"
+            f"{layout.path.relative_to(sitting.root)} was measured at other epochs or by other "
+            "readings than the scale reads: measure it again where it was trained (with "
+            "--reuse-runs) and merge again"
         )
     return None
+
+
+def reading_names(setting: Setting) -> list[str]:
+    """The readings a run of `setting` is measured by: the text's and the authors' (their
+    domain_test stream for pooled corpora only)."""
+    streams = [AUTHORS, AUTHORS_AT_CLOSE] + ([AUTHORS_DOMAIN] if setting.pool is not None else [])
+    return [TEXT, *streams]
 
 
 def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict:
@@ -105,14 +128,16 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
     tags, only = read_tags(setting, scale)
-    text = close_probabilities(layout.path, tags, only)
+    readings = {TEXT: close_probabilities(layout.path, tags, only),
+                **stream_snapshots(layout.path, tags, only)}  # fmt: skip
     record = {
         "variant": setting.variant,
         "seed": seed,
         "setting": asdict(setting),
         "command": portable(arguments, root),
-        "readings": {TEXT: {tag: snapshot_record(s) for tag, s in text.items()}},
-    }
+        "readings": {name: {tag: snapshot_record(s) for tag, s in reading.items()}
+                     for name, reading in readings.items()},
+    }  # fmt: skip
     return {**write_measurements(layout, record), "kept": not trained}
 
 
@@ -131,7 +156,8 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dic
         opened = record["readings"][TEXT][epoch_tag(scale.epochs)]["phrase"]["open"]["mean"]
         return f"{key[0].variant} seed={key[1]}: P(omega | alpha) {opened:.4f} at the end"
 
-    return run_all(tasks, sitting.jobs, describe, done_before)
+    return run_all(tasks, sitting.jobs, describe, done_before,
+                   lambda key: f"{key[0].variant} seed={key[1]}")  # fmt: skip
 
 
 def snapshots(record: dict, reading: str = TEXT) -> dict[str, Snapshot]:

@@ -184,4 +184,5 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
         return (f"{variant(*key[:2])} seed={key[2]}: train accuracy {final['train']:.3f}, "
                 f"test {final['test']:.3f}")  # fmt: skip
 
-    return run_all(tasks, sitting.jobs, describe, done_before)
+    return run_all(tasks, sitting.jobs, describe, done_before,
+                   lambda key: f"{variant(*key[:2])} seed={key[2]}")  # fmt: skip
