@@ -11,19 +11,12 @@ Everything is seeded; the same arguments give the same corpus.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
-
-from datamodules.rule_corpora_authors import (
-    AuthorsCorpus,
-    authors_evaluation_corpus,
-    authors_training_corpus,
-)
 
 
 @dataclass(frozen=True)
@@ -192,27 +185,6 @@ def text_corpora(h) -> dict[str, RuleCorpus]:
     return corpora
 
 
-def authors_corpora(h) -> dict[str, AuthorsCorpus]:
-    """`RuleCorpusDataModule`'s corpora by the authors' generator (`generator: authors`):
-    `train.txt`, `valid.txt` (validation), `test.txt` (test) and `domain_test.txt`."""
-    pool = h.conduit_pool or h.rules
-    uses = max(h.rules // pool, 1)
-    conduit_count = max(1, h.conduit_copies // uses)
-    rule_length = h.conduit_length + 2
-    train, conduit_vocab = authors_training_corpus(
-        h.corpus_length, h.vocabulary, h.rules, rule_length, conduit_count, pool, h.data_seed
-    )
-    length = h.evaluation_length or max(h.corpus_length // 10, 1)
-    settings = dict(length=length, vocab_size=h.vocabulary, rule_length=rule_length)
-    return {
-        "train": dataclasses.replace(train, pooled=h.conduit_pool is not None),
-        "validation": authors_evaluation_corpus(None, seed=h.data_seed + 1, **settings),
-        "test": authors_evaluation_corpus(None, seed=h.data_seed + 2, **settings),
-        "domain_test": authors_evaluation_corpus(conduit_vocab, conduit_count=conduit_count,
-                                                 seed=h.data_seed + 4, **settings),
-    }  # fmt: skip
-
-
 class RuleCorpusDataModule(pl.LightningDataModule):
     """Paper 2's corpora for language modelling (section 4), in BPTT windows.
 
@@ -278,7 +250,7 @@ class RuleCorpusDataModule(pl.LightningDataModule):
             raise ValueError(
                 f"generator must be one of {', '.join(GENERATORS)}, not {generator!r}."
             )
-        self.corpora: dict[str, RuleCorpus | AuthorsCorpus] | None = None
+        self.corpora: dict[str, RuleCorpus] | None = None
 
     @property
     def vocab_size(self) -> int:
@@ -294,6 +266,8 @@ class RuleCorpusDataModule(pl.LightningDataModule):
             return
         h = self.hparams
         if h.generator == "authors":
+            from datamodules.rule_corpora_authors import authors_corpora  # imports RuleCorpus
+
             self.corpora = authors_corpora(h)
         else:
             self.corpora = text_corpora(h)

@@ -27,41 +27,28 @@ nothing. Written by hand: no library generates these corpora.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+
+from datamodules.rule_corpora import RuleCorpus
 
 OPEN, CLOSE = "(", ")"
 
 
 @dataclass(frozen=True)
-class AuthorsCorpus:
-    """A document of the authors' generator as token ids: Sigma is `0 .. vocabulary - 1`
-    (`vocabulary` = the script's `vocab_size + 1`), `(` is `vocabulary` and `)` is
-    `vocabulary + 1`, as the suite's `RuleCorpus` numbers them.
+class AuthorsCorpus(RuleCorpus):
+    """A document of the authors' generator as token ids, numbered as the suite's `RuleCorpus`:
+    Sigma is `0 .. vocabulary - 1` (`vocabulary` = the script's `vocab_size + 1`), `(` is
+    `vocabulary` and `)` is `vocabulary + 1`; `open_positions`: every `(` followed by `)` exactly
+    `conduit_length + 1` later (an intact rule); `conduits` `[pool, conduit_length]`: the tokens
+    the pool puts between the symbols; `pooled`: whether probes draw their conduits from the pool
+    (4.2) or afresh (4.1); `opened`: every `(` in the document (intact or not)."""
 
-    `tokens` `[length]`; `open_positions` `[rules]`: every `(` followed by `)` exactly
-    `conduit_length + 1` later (an intact rule); `conduits` `[pool, conduit_length]`: the
-    tokens the pool puts between the symbols; `opened`: every `(` in the document (intact or
-    not); `pooled`: whether probes draw their conduits from the pool (4.2) or afresh (4.1)."""
-
-    tokens: Tensor
-    open_positions: Tensor
-    conduits: Tensor
-    vocabulary: int
-    conduit_length: int
-    opened: int
     pooled: bool = True
-
-    @property
-    def open_symbol(self) -> int:
-        return self.vocabulary
-
-    @property
-    def close_symbol(self) -> int:
-        return self.vocabulary + 1
+    opened: int = 0
 
     @property
     def intact(self) -> int:
@@ -79,7 +66,7 @@ def _as_corpus(document: list, vocab_size: int, conduit_vocab: list[list[int]],
     inside = ends < len(tokens)
     intact = opens[inside][tokens[ends[inside]] == vocabulary + 1]
     conduits = torch.tensor([conduit[:k] for conduit in conduit_vocab], dtype=torch.long)
-    return AuthorsCorpus(tokens, intact, conduits.view(-1, k), vocabulary, k, len(opens))
+    return AuthorsCorpus(tokens, intact, conduits.view(-1, k), vocabulary, k, opened=len(opens))
 
 
 def conduit_pool(rng: random.Random, vocab_size: int, rule_length: int,
@@ -145,3 +132,24 @@ def authors_evaluation_corpus(
         document[begin + rule_length - 1] = CLOSE
     pool = conduit_vocab or [[0] * rule_length]
     return _as_corpus(document, vocab_size, pool, rule_length)
+
+
+def authors_corpora(h) -> dict[str, AuthorsCorpus]:
+    """`RuleCorpusDataModule`'s corpora by the authors' generator (`generator: authors`):
+    `train.txt`, `valid.txt` (validation), `test.txt` (test) and `domain_test.txt`."""
+    pool = h.conduit_pool or h.rules
+    uses = max(h.rules // pool, 1)
+    conduit_count = max(1, h.conduit_copies // uses)
+    rule_length = h.conduit_length + 2
+    train, conduit_vocab = authors_training_corpus(
+        h.corpus_length, h.vocabulary, h.rules, rule_length, conduit_count, pool, h.data_seed
+    )
+    length = h.evaluation_length or max(h.corpus_length // 10, 1)
+    settings = dict(length=length, vocab_size=h.vocabulary, rule_length=rule_length)
+    return {
+        "train": dataclasses.replace(train, pooled=h.conduit_pool is not None),
+        "validation": authors_evaluation_corpus(None, seed=h.data_seed + 1, **settings),
+        "test": authors_evaluation_corpus(None, seed=h.data_seed + 2, **settings),
+        "domain_test": authors_evaluation_corpus(conduit_vocab, conduit_count=conduit_count,
+                                                 seed=h.data_seed + 4, **settings),
+    }  # fmt: skip

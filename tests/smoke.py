@@ -25,3 +25,35 @@ def smoke_reproduction(
     assert done.returncode == 0, done.stdout + done.stderr
     claims = json.loads((folder / "report" / "results.json").read_text())
     return done.stdout, {claim["id"]: claim for claim in claims}
+
+
+def smoke_command(paper: int, *options, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`python -m experiments.paperN --scale smoke <options>`, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "smoke",
+         *map(str, options)],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str,
+                        runs: int) -> None:  # fmt: skip
+    """With the shards' run roots `folder/shard1` and `folder/shard2` filled: `--merge` of the
+    first alone stops with one line naming `missing_run` before writing a report; of both, it
+    gathers `runs` measurement files and writes the `results.json` of the one-machine
+    reproduction in `single`, training nothing."""
+    missing = smoke_command(paper, "--merge", folder / "shard1", "--runs", folder / "merged1",
+                            "--out", folder / "merged1_report")  # fmt: skip
+    assert missing.returncode == 2 and not (folder / "merged1_report").exists()
+    assert (
+        missing.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"python -m experiments.paper{paper}: error: {missing_run} has no measurements")
+    )
+    merged = smoke_command(paper, "--merge", folder / "shard1", folder / "shard2", "--runs",
+                           folder / "merged", "--out", folder / "merged_report")  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert f"merged {runs} runs' measurements from 2 run roots" in merged.stdout
+    assert ((folder / "merged_report" / "results.json").read_text()
+            == (single / "report" / "results.json").read_text())  # fmt: skip
+    assert not list((folder / "merged").rglob("*.ckpt"))  # nothing trained in the merge

@@ -5,12 +5,10 @@ Tiny models for two epochs: the numbers mean nothing, the files and claims must 
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from tests.smoke import smoke_reproduction
+from tests.smoke import assert_shards_merge, smoke_reproduction
 
 SMOKE_RUNS = [  # the smoke scale's training order: Figure 3, Figure 2's cell, the rest of Figure
     # 1, then Figure 3 by the authors' generator (issue 35's second reading)
@@ -145,12 +143,6 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     assert not (tmp_path / "report").exists()
 
 
-def merge(*options) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.paper2", "--scale", "smoke",
-                           *map(str, options)], capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-
-
 def test_shards_measurements_merge_into_the_one_machine_report(smoke, tmp_path):
     """The smoke runs' measurements laid out as the two shards of `--shard i/2` measure them:
     `--merge` of both writes the one-machine `results.json`, training nothing; without the
@@ -160,21 +152,27 @@ def test_shards_measurements_merge_into_the_one_machine_report(smoke, tmp_path):
     for index, shard in enumerate((SMOKE_RUNS[0::2], SMOKE_RUNS[1::2]), start=1):
         for run in shard:
             shutil.copytree(kept / run, tmp_path / f"shard{index}" / "paper2" / run)
-    missing = merge("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
-                    "--out", tmp_path / "merged1_report")  # fmt: skip
-    assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
-    assert (
-        missing.stderr.strip()
-        .splitlines()[-1]
-        .startswith(
-            "python -m experiments.paper2: error: paper2/pooled_k=2_predictable_m=2/seed=0 has no "
-            "measurements"
-        )
+    assert_shards_merge(2, tmp_path, first, "paper2/pooled_k=2_predictable_m=2/seed=0", 8)
+
+
+def test_rare_rule_claims_read_only_a_cell_as_rare_as_the_papers():
+    """Issue 28: `fig1.rare_*` read the rarest n of the scale; where that n is not the paper's
+    (n = 10: the default grid's rarest is 300) they are not judged, and the note says so."""
+    from experiments.paper2.claims import figure1_claims, rare_cells_note
+    from experiments.paper2.readings import Estimate, Snapshot
+    from experiments.paper2.scales import SCALES
+
+    def cells(scale):
+        value = Snapshot({"open": Estimate(0.3, 0.01), "conduit": Estimate(0.001, 0.0001)},
+                         Estimate(0.3, 0.01), 0.0)  # fmt: skip
+        return {(k, n): value for k in scale.conduit_lengths for n in scale.rule_counts}
+
+    default, small = SCALES["default"], SCALES["small"]
+    ids = {claim.id for claim in figure1_claims(cells(default), default)}
+    assert not any(id.startswith("fig1.rare_") for id in ids) and "fig1.open_falls_with_k" in ids
+    assert "not judged at this scale" in rare_cells_note(default) and "n = 300" in rare_cells_note(
+        default
     )
-    merged = merge("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
-                   tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
-    assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "merged 8 runs' measurements from 2 run roots" in merged.stdout
-    assert ((tmp_path / "merged_report" / "results.json").read_text()
-            == (first / "report" / "results.json").read_text())  # fmt: skip
-    assert not [p for p in (tmp_path / "merged").rglob("*") if p.suffix == ".ckpt"]
+    claims = {claim.id: claim for claim in figure1_claims(cells(small), small)}
+    assert "at the rarest rule (n = 10)" in claims["fig1.rare_open_steady"].claim
+    assert "read the cells n = 10" in rare_cells_note(small)

@@ -5,7 +5,6 @@ measurements it is rebuilt from alone, and its runs split over shards and merged
 import json
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import Classifier
 from lightning_modules.recurrent import Intervention
 from storage.run_folder import RunFolder
-from tests.smoke import smoke_reproduction
+from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
@@ -129,9 +128,7 @@ def smoke(tmp_path_factory):
 
 
 def reproduction(*options) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.paper3", "--scale", "smoke",
-                           *map(str, options)], capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return smoke_command(3, *options)
 
 
 VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "two_digit_images") for s in "AB"]
@@ -223,18 +220,4 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
             for p in (tmp_path / f"shard{index}").rglob("measurements.json")
         )
         assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
-    missing = reproduction("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
-                           "--out", tmp_path / "merged1_report")  # fmt: skip
-    assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
-    assert (
-        missing.stderr.strip()
-        .splitlines()[-1]
-        .startswith("python -m experiments.paper3: error: paper3/scan_A/seed=1 has no measurements")
-    )
-    merged = reproduction("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
-                          tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
-    assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "merged 12 runs' measurements from 2 run roots" in merged.stdout
-    assert ((tmp_path / "merged_report" / "results.json").read_text()
-            == (single / "report" / "results.json").read_text())  # fmt: skip
-    assert not list((tmp_path / "merged").rglob("*.ckpt"))  # nothing trained in the merge
+    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 12)

@@ -12,7 +12,7 @@ import torch
 from datamodules.token_positioning import EOS, TokenPositioningDataModule
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from lightning_modules.seq2seq import Seq2Seq
-from tests.smoke import smoke_reproduction
+from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
 
 
 def test_token_positioning_accuracy_counts_the_token_at_its_position():
@@ -118,9 +118,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
 
 
 def reproduction(*options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments.paper4", "--scale", "smoke",
-                           *map(str, options)], capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return smoke_command(4, *options)
 
 
 def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path):
@@ -145,18 +143,4 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
                         "paper4/lstm/seed=0"],
                        ["paper4/gru/seed=1", "paper4/two_signals/seed=0"]]  # fmt: skip
     assert "5 tasks" not in outputs[0] and "3 tasks, 2 at a time; 0 done before" in outputs[0]
-    missing = reproduction("--merge", tmp_path / "shard1", "--runs", tmp_path / "merged1",
-                           "--out", tmp_path / "merged1_report")  # fmt: skip
-    assert missing.returncode == 2 and not (tmp_path / "merged1_report").exists()
-    assert (
-        missing.stderr.strip()
-        .splitlines()[-1]
-        .startswith("python -m experiments.paper4: error: paper4/gru/seed=1 has no measurements")
-    )
-    merged = reproduction("--merge", tmp_path / "shard1", tmp_path / "shard2", "--runs",
-                          tmp_path / "merged", "--out", tmp_path / "merged_report")  # fmt: skip
-    assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "merged 5 runs' measurements from 2 run roots" in merged.stdout
-    assert ((tmp_path / "merged_report" / "results.json").read_text()
-            == (single / "report" / "results.json").read_text())  # fmt: skip
-    assert not list((tmp_path / "merged").rglob("*.ckpt"))  # nothing trained in the merge
+    assert_shards_merge(4, tmp_path, single, "paper4/gru/seed=1", 5)

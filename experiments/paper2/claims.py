@@ -43,6 +43,22 @@ SIGNIFICANT = (
 )
 
 
+RAREST = PAPER["settings"]["figure1_rarest_rule_count"]
+"""The rarest rule count Figure 1 plots (n = 10): the cells the `fig1.rare_*` findings read."""
+
+
+def rare_cells_note(scale: Scale) -> str:
+    """Which cells the `fig1.rare_*` claims read at `scale`, or why they are not judged."""
+    rarest = min(scale.rule_counts)
+    if rarest > RAREST:
+        return (f"The findings on an extremely rare rule (`fig1.rare_open_steady`, "
+                f"`fig1.rare_conduit_declines`) are not judged at this scale: its rarest rule "
+                f"count is n = {rarest}, the paper's is n = {RAREST} (`SCALE=paper` and `small` "
+                "run it).")  # fmt: skip
+    return (f"The findings on an extremely rare rule read the cells n = {rarest} (the paper's "
+            f"rarest: n = {RAREST}) at every k.")  # fmt: skip
+
+
 def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> list[Claim]:
     """Section 4.1 (Figure 1) and its restatement in section 5."""
     lengths, counts = scale.conduit_lengths, scale.rule_counts
@@ -87,6 +103,8 @@ def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> li
         graded(highest < 0.01 and below, highest < 0.05),
     ))  # fmt: skip
     rarest = min(counts)
+    if rarest > RAREST:
+        return claims  # `rare_cells_note`: the scale has no cell as rare as the paper's
     rare_open = [opened[(k, rarest)].mean for k in lengths]
     steadiness = min(rare_open) / max(rare_open)
     low = max(rare_open) < LEARNED

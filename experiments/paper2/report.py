@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.paper2.claims import LEARNED, regime
+from experiments.paper2.claims import LEARNED, rare_cells_note, regime
 from experiments.paper2.readings import STREAM_READINGS, Snapshot
 from experiments.paper2.scales import Scale, Setting, epoch_tag
 from experiments.report import current_commit, markdown_table
@@ -220,6 +220,8 @@ above 0.99, else `between`; a comparison of two cells at chance or two at the ce
 by floor or ceiling, not by the model.
 
 ![Figure 1](figures/fig1_rule_frequency.png)
+
+{rare_cells_note(scale)}
 
 {markdown_table(fig1_frame, index=False)}
 
