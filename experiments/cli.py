@@ -32,6 +32,7 @@ from pytorch_lightning.loggers import WandbLogger
 
 from experiments.allocator import keep_freed_memory
 from experiments.resume import check_resume
+from lightning_modules.callbacks import RandomState
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
 from storage.files import (
@@ -154,6 +155,7 @@ class ExperimentCLI(LightningCLI):
             kwargs["logger"] = False  # made below, once the run folder is this process's
         kwargs.setdefault("plugins", [AtomicCheckpointIO()])
         trainer = super().instantiate_trainer(**kwargs)
+        trainer.callbacks.append(RandomState())  # a resumed fit draws as an uninterrupted one
         # Everything up to here only read; from here on this process writes the run folder.
         self.run_lock = RunFolderLock(run_dir, purpose=f"{self.config.get('subcommand')} it")
         if own_loggers:

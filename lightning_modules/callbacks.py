@@ -9,8 +9,10 @@ rank zero only.
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Sequence
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
@@ -311,3 +313,27 @@ class SelectionScore(Callback):
         accuracy = pl_module.seq_acc[metric_key("val", "val")].compute()
         pl_module.log("val/selection", accuracy - 1e-4 * loss / (1 + loss))
         self.loss.reset()
+
+
+class RandomState(Callback):
+    """Keeps the random generators' states (torch, numpy, Python's `random`) in every checkpoint
+    and restores them when a fit resumes from one, so that a resumed fit draws the same dropout
+    masks and shuffles as an uninterrupted one (Lightning restores the model, optimizer and loops
+    but not these). The states are stored as tensors, lists and ints, which a checkpoint read with
+    `weights_only=True` accepts. The CLI adds it to every fit (`experiments.cli`)."""
+
+    def state_dict(self) -> dict:
+        name, keys, position, has_gauss, cached = np.random.get_state()
+        version, python_state, gauss_next = random.getstate()
+        return {
+            "torch": torch.get_rng_state(),
+            "numpy": [name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
+            "python": [version, list(python_state), gauss_next],
+        }
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        torch.set_rng_state(state_dict["torch"])
+        name, keys, position, has_gauss, cached = state_dict["numpy"]
+        np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+        version, python_state, gauss_next = state_dict["python"]
+        random.setstate((version, tuple(python_state), gauss_next))
