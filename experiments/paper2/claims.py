@@ -142,12 +142,13 @@ def figure2_claims(prefixes: list[Estimate], rules: int) -> list[Claim]:
     )]  # fmt: skip
 
 
-def figure2_training_claim(curve: list[list[Estimate]], rules: int) -> Claim:
-    """Figure 2 along training (issue 35): `curve[e]` holds the prefixes' estimates after e + 1
-    epochs. The paper shows its figure at 50 epochs, the end of its training, and says nothing of
-    earlier epochs; at 100k tokens the conduit's effect reversed mid-training. Judged at every
-    epoch where alpha's P(omega) is above chance (there is a rule to interact with): the share of
-    those epochs where the whole conduit raises it (`Estimate.above`)."""
+def figure2_training_claim(curve: list[list[Estimate]], k: int, rules: int) -> Claim:
+    """Figure 2 along training (issue 35): `curve[e]` holds P(omega | alpha) and P(omega | alpha
+    and the whole conduit) after e + 1 epochs. The paper shows its figure at 50 epochs, the end
+    of its training, and says nothing of earlier epochs; at 100k tokens the conduit's effect
+    reversed mid-training. Judged at every epoch where alpha's P(omega) is above chance (there is
+    a rule to interact with): the share of those epochs where the whole conduit raises it
+    (`Estimate.above`)."""
     learning = [e for e, prefixes in enumerate(curve) if prefixes[0].mean >= CHANCE]
     flags = [curve[e][-1].above(curve[e][0]) for e in learning]
     share = sum(flags) / len(flags) if flags else 0.0
@@ -160,7 +161,7 @@ def figure2_training_claim(curve: list[list[Estimate]], rules: int) -> Claim:
     return Claim(
         "fig2.conduit_interacts_over_training",
         f"with the conduit, alpha's P(omega) is higher than alone along training (k = "
-        f"{len(curve[0]) - 1}, n = {rules})", FINDINGS["conduit_interacts"],
+        f"{k}, n = {rules})", FINDINGS["conduit_interacts"],
         Measured.of([p[-1].mean - p[0].mean for p in curve]), rule,
         graded(share >= 0.5 and last, share >= 0.2),
     )  # fmt: skip

@@ -95,8 +95,9 @@ def figure_values(
                              for s in figure1_settings(scale)}  # fmt: skip
         values["figure2"] = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
                              for s in second}  # fmt: skip
+        ends = (prefix_names[0], prefix_names[-1])  # alpha alone, alpha and the whole conduit
         values["figure2_training"] = {
-            s.rules: [[analysed[s][tag].phrase[p] for p in prefix_names] for tag in curve_tags]
+            s.rules: [[analysed[s][tag].phrase[p] for p in ends] for tag in curve_tags]
             for s in second
         }
     if all(s in analysed for s in figure3_settings(scale, generator).values()):
@@ -112,7 +113,8 @@ def claims_of(values: dict, scale: Scale) -> list[Claim]:
         most = max(scale.rule_counts)
         claims += figure1_claims(values["figure1"], scale)
         claims += figure2_claims(values["figure2"][most], most)
-        claims.append(figure2_training_claim(values["figure2_training"][most], most))
+        longest = max(scale.conduit_lengths)
+        claims.append(figure2_training_claim(values["figure2_training"][most], longest, most))
     if "figure3" in values:
         claims += [c for m in scale.conduit_copies for c in figure3_claims(values["figure3"],
                                                                            scale, m)]  # fmt: skip

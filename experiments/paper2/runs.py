@@ -14,15 +14,16 @@ A run's measurements (no weights) are everything the report reads of it:
   `cd.approximation_error` claim), six significant digits. `text` is section 3.1 as the text
   gives it (CD from the zero state at the close symbol of held-out rule instances, fresh
   conduits in 4.1, the pool's in 4.2); `authors`, `authors_at_close` and `authors_domain` are
-  the authors' analysis (`readings.STREAM_READINGS`). Figure 3's runs hold `open` after every
-  epoch; Figure 2's (the longest k) every phrase (`open`, `conduit`, `prefix=0` .. `prefix=k`)
-  after every epoch; Figure 1's others every phrase at Figure 1's epoch and the last;
+  the authors' analysis (`readings.STREAM_READINGS`). What each run holds is
+  `scales.read_tags`: Figure 3's runs `open` after every epoch; Figure 1's every phrase (`open`,
+  `conduit`, `prefix=0` .. `prefix=k`) at Figure 1's epoch and the last, and Figure 2's (the
+  longest k) also `prefix=0` and `prefix=k` after every epoch;
 - `trained` (its fit's start and end) and `measured` (`runner.write_measurements`).
 
-Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 2
-run holds 50 snapshots of 12 estimates by 3 readings (about 180 kB), a Figure 3 run 50 of 2 by 4
-(about 40 kB), a Figure 1 run 2 of 12 by 3 (about 7 kB): about 2.5 MB for the default scale's
-54 runs (estimated from records of that shape).
+Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 3
+run holds 50 snapshots of 2 estimates by 4 readings (about 40 kB), a Figure 2 run 50 of 3 and 2
+of 12 by 3 readings (about 50 kB), another Figure 1 run 2 of 12 by 3 (about 7 kB): about 2 MB
+for the default scale's 54 runs (estimated from records of that shape).
 
 With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
 snapshot the scale reads) is never trained or measured again, so the report can be rebuilt from
@@ -94,7 +95,7 @@ def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> 
     command); else None, and merging, stop naming the run."""
     layout = run_layout(sitting.root, setting, seed)
     record = sitting.kept(layout, arguments_of(setting, seed, scale, sitting.root))
-    tags = set(read_tags(setting, scale)[0])
+    tags = {tag for group, _ in read_tags(setting, scale) for tag in group}
     if record is None or all(
         name in record["readings"] and tags <= set(record["readings"][name])
         for name in reading_names(setting)
@@ -107,6 +108,12 @@ def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> 
             "--reuse-runs) and merge again"
         )
     return None
+
+
+def joined(first: Snapshot, second: Snapshot) -> Snapshot:
+    """One weight snapshot's readings of two phrase groups, in the first's phrase order (where
+    both read a phrase, the same rules give the same values)."""
+    return Snapshot({**first.phrase, **second.phrase}, second.full, max(first.error, second.error))
 
 
 def reading_names(setting: Setting) -> list[str]:
@@ -127,9 +134,14 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     arguments = arguments_of(setting, seed, scale, root)
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
-    tags, only = read_tags(setting, scale)
-    readings = {TEXT: close_probabilities(layout.path, tags, only),
-                **stream_snapshots(layout.path, tags, only)}  # fmt: skip
+    readings: dict[str, dict[str, Snapshot]] = {}
+    for tags, only in read_tags(setting, scale):
+        groups = {TEXT: close_probabilities(layout.path, tags, only),
+                  **stream_snapshots(layout.path, tags, only)}  # fmt: skip
+        for name, snapshots_by_tag in groups.items():
+            for tag, snapshot in snapshots_by_tag.items():
+                kept = readings.setdefault(name, {}).get(tag)
+                readings[name][tag] = snapshot if kept is None else joined(kept, snapshot)
     record = {
         "variant": setting.variant,
         "seed": seed,

@@ -128,15 +128,18 @@ def epoch_tag(epochs: int) -> str:
     return f"epoch={epochs - 1}"
 
 
-def read_tags(setting: Setting, scale: Scale) -> tuple[list[str], list[str] | None]:
-    """The weight snapshots the report reads of a run of `setting`, and its phrases (None: every
-    phrase of `probes.contextual_decomposition.rule_phrases`): Figure 3's settings P(omega |
-    alpha) after every epoch; Figure 2's (the longest k) every phrase after every epoch, so the
-    claim is judged along training (issue 35); Figure 1's others every phrase at Figure 1's epoch
-    and at the last."""
+def read_tags(setting: Setting, scale: Scale) -> list[tuple[list[str], list[str] | None]]:
+    """What the report reads of a run of `setting`: groups of (weight snapshots, phrases; None:
+    every phrase of `probes.contextual_decomposition.rule_phrases`). Figure 3's settings:
+    P(omega | alpha) after every epoch. Figure 1's: every phrase at Figure 1's epoch and at the
+    last; Figure 2's (the longest k) also alpha alone and alpha with the whole conduit after
+    every epoch, so its claim is judged along training (issue 35; every phrase at every epoch
+    would cost the authors' reading about 50 min a run on one core)."""
     every_epoch = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
     if setting.pool is not None:
-        return every_epoch, ["open"]
+        return [(every_epoch, ["open"])]
+    figures = list(dict.fromkeys([epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)]))
     if setting.conduit_length == max(scale.conduit_lengths):
-        return every_epoch, None
-    return list(dict.fromkeys([epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)])), None
+        whole = f"prefix={setting.conduit_length}"
+        return [(figures, None), (every_epoch, ["prefix=0", whole])]
+    return [(figures, None)]
