@@ -7,13 +7,14 @@ steps_per_epoch` epochs, which is what the recording callbacks count in.
 
 `TrainTestDataModule` is the DataModule shared by the two-digit image (section 5.1) and toy 2-D
 (section 6) experiments: a training and a test set of `TensorRows`, trained on with replacement
-and evaluated as samples of both and as both in full.
+and evaluated as samples of both and as both in full. `OrderedPasses` serves a training set as
+the TensorFlow Playground does (paper 3's toy problem under the authors' reading).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sized
+from collections.abc import Iterator, Sized
 
 import pytorch_lightning as pl
 import torch
@@ -22,6 +23,7 @@ from torch.utils.data import (
     Dataset,
     DistributedSampler,
     RandomSampler,
+    Sampler,
     default_collate,
 )
 
@@ -44,6 +46,46 @@ class WithReplacementSampler(RandomSampler):
 
     def set_epoch(self, epoch: int) -> None:
         self.generator.manual_seed(self.seed + epoch)
+
+
+class OrderedPasses(Sampler[list[int]]):
+    """The TensorFlow Playground's training order, as batches of row indices: an epoch is one
+    pass over rows 0..size-1 in order, with an update after every `batch_size`-th row of the
+    pass (`tensorflow/playground` `src/playground.ts` lines 909-918, `oneStep`: `(i + 1) %
+    batchSize === 0`). Each update averages the derivatives accumulated since the last one
+    (`src/nn.ts` lines 343 and 357-358, divided by `numAccumulatedDers`), and the accumulators
+    are not cleared at the end of a pass: the `size % batch_size` rows after a pass's last update
+    join the first update of the next pass, computed with the same weights (no update lies
+    between them). So every pass makes `size // batch_size` updates; in every pass but the first
+    the first batch is those leftover rows followed by rows 0..batch_size-1, and the mean loss
+    over a batch gives the playground's update. The leftover rows of the last pass are never
+    applied, as in the playground.
+
+    Use it as a DataLoader's `sampler` with `batch_size=None` over a dataset indexed by lists
+    (`TensorRows`); Lightning calls `set_epoch` before every epoch.
+    Written by hand: torch's samplers restart their batches at every epoch.
+    """
+
+    def __init__(self, size: int, batch_size: int):
+        if size < batch_size:
+            raise ValueError(
+                f"{size} training rows never fill a batch of {batch_size}: the playground would "
+                "never update the weights"
+            )
+        self.size, self.batch_size, self.epoch = size, batch_size, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.size // self.batch_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        leftover = self.size % self.batch_size if self.epoch > 0 else 0
+        carried = list(range(self.size - leftover, self.size))
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield carried + list(range(start, start + self.batch_size))
+            carried = []
 
 
 class EpochShuffle(DistributedSampler):

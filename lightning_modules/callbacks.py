@@ -115,18 +115,27 @@ class TraceRecorder(Callback):
 class WeightSnapshot(Callback):
     """Save the model's weights to `<run>/weights/<tag>.safetensors`.
 
-    Tags: `epoch=init` before training, `epoch=<e>` after every `every_n_epochs` epochs, and
-    `step=<n>` after each training step `n` in `at_steps` (`step=0` = before training), for
-    analyses that follow the first steps of training (paper 3, Figure 5).
+    Tags: `epoch=init` before training, `epoch=<e>` after epoch e (from 0) ends, for every
+    `every_n_epochs`-th epoch and for each count of epochs done in `after_epochs` (n epochs done
+    is `epoch=<n - 1>`; 0 is `epoch=init`), and `step=<n>` after each training step `n` in
+    `at_steps` (`step=0` = before training), for analyses that follow the first steps of
+    training (paper 3, Figure 5; the playground's steps are epochs).
 
     Args:
         every_n_epochs: snapshot after every this many training epochs (0: never).
         at_steps: global steps after which to snapshot.
+        after_epochs: numbers of epochs done after which to snapshot.
     """
 
-    def __init__(self, every_n_epochs: int = 10, at_steps: list[int] | None = None):
+    def __init__(
+        self,
+        every_n_epochs: int = 10,
+        at_steps: list[int] | None = None,
+        after_epochs: list[int] | None = None,
+    ):
         self.every_n_epochs = every_n_epochs
         self.at_steps = set(at_steps or [])
+        self.after_epochs = set(after_epochs or [])
 
     def _save(self, trainer: pl.Trainer, pl_module: pl.LightningModule, tag: str) -> None:
         if trainer.is_global_zero:
@@ -145,7 +154,8 @@ class WeightSnapshot(Callback):
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         epoch = trainer.current_epoch
-        if self.every_n_epochs and (epoch + 1) % self.every_n_epochs == 0:
+        every = self.every_n_epochs and (epoch + 1) % self.every_n_epochs == 0
+        if every or epoch + 1 in self.after_epochs:
             self._save(trainer, pl_module, f"epoch={epoch}")
 
 

@@ -7,7 +7,14 @@
   loss ("We use hinge loss": torch's `MultiMarginLoss`, Weston & Watkins' form).
 - `mlp` (section 6, Appendix C), on 2-d points: `hidden_sizes` fully connected ReLU layers (three
   of 8) and `num_classes` linear outputs, trained with plain SGD (the TensorFlow Playground's
-  optimizer) and cross-entropy.
+  optimizer) and cross-entropy; or, as the TensorFlow Playground the authors ran it in
+  (`loss="playground_square"`, `init="playground"`), one tanh output unit o trained by the
+  square loss 0.5 (o - t)^2 on targets t = +-1 (`tensorflow/playground` `src/nn.ts` lines 94-98,
+  115-121; `src/playground.ts` lines 956-957: a classification's output is tanh), with the
+  playground's initialisation: weights U(-0.5, 0.5) (`src/nn.ts` line 161, `Math.random() -
+  0.5`) and biases 0.1 (line 25). The one unit is served as the two logits [-o, o] (`TwoLogits`),
+  so the prediction (o > 0: Y1 = 1), the accuracy and softmax probabilities (P(Y1 = 1) =
+  sigmoid(2 o), 0.5 on the playground's boundary o = 0) work as for two outputs.
 
 `trace(batch)` records each fully connected hidden layer after its ReLU (`hidden.<i>`,
 `[batch, units]`, units from 0), the `logits` and the `prediction`; convolution maps are not
@@ -30,14 +37,29 @@ from torchmetrics.classification import MulticlassAccuracy
 from lightning_modules.recurrent import Intervenable
 from lightning_modules.splits import metric_key, metric_prefix
 
+LOSSES = ("multi_margin", "cross_entropy", "playground_square")
+OPTIMIZERS = ("adam", "sgd")
+INITS = ("torch", "playground")
 IMAGE_SHAPE = (1, 28, 56)
 """Channels, height, width of a two-digit image (section 5.1)."""
 
 
+class TwoLogits(nn.Module):
+    """One output o `[batch, 1]` as the two logits `[-o, o]` of classes 0 and 1."""
+
+    def forward(self, output: Tensor) -> Tensor:
+        return torch.cat([-output, output], dim=-1)
+
+
 def build_network(
-    architecture: str, input_size: int, hidden_sizes: Sequence[int], num_classes: int
+    architecture: str,
+    input_size: int,
+    hidden_sizes: Sequence[int],
+    num_classes: int,
+    tanh_unit: bool = False,
 ) -> nn.Sequential:
-    """The layers, named so that `hidden<i>`/`relu<i>` are the fully connected hidden layers."""
+    """The layers, named so that `hidden<i>`/`relu<i>` are the fully connected hidden layers;
+    with `tanh_unit` (two classes) the output is one tanh unit served as two logits."""
     layers: OrderedDict[str, nn.Module] = OrderedDict()
     if architecture == "two_digit_cnn":
         channels, height, width = IMAGE_SHAPE
@@ -52,8 +74,31 @@ def build_network(
         layers[f"hidden{index}"] = nn.Linear(input_size, size)
         layers[f"relu{index}"] = nn.ReLU()
         input_size = size
-    layers["output"] = nn.Linear(input_size, num_classes)
+    if not tanh_unit:
+        layers["output"] = nn.Linear(input_size, num_classes)
+        return nn.Sequential(layers)
+    if num_classes != 2:
+        raise ValueError(f"One tanh output unit decides two classes, not {num_classes}.")
+    layers.update(output=nn.Linear(input_size, 1), output_tanh=nn.Tanh(), two_logits=TwoLogits())
     return nn.Sequential(layers)
+
+
+def playground_init(network: nn.Module) -> None:
+    """The playground's initialisation of every layer: weights U(-0.5, 0.5), biases 0.1
+    (`src/nn.ts` lines 161 and 25)."""
+    with torch.no_grad():
+        for layer in network.modules():
+            if isinstance(layer, (nn.Linear, nn.Conv2d)):
+                layer.weight.uniform_(-0.5, 0.5)
+                layer.bias.fill_(0.1)
+
+
+def playground_square_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """The playground's square loss 0.5 (o - t)^2 (`src/nn.ts` lines 94-98) of the tanh unit o
+    (`logits[:, 1]`, `TwoLogits`) on the target t = 2 label - 1, averaged over the batch (the
+    playground averages the derivatives accumulated between updates: lines 343, 357-358)."""
+    target = 2 * labels.to(logits.dtype) - 1
+    return (0.5 * (logits[:, 1] - target) ** 2).mean()
 
 
 class Classifier(Intervenable, pl.LightningModule):
@@ -64,7 +109,9 @@ class Classifier(Intervenable, pl.LightningModule):
         input_size: input features of the `mlp` (ignored by the CNN).
         hidden_sizes: widths of the fully connected hidden layers.
         num_classes: output classes.
-        loss: `multi_margin` (multi-class hinge, Appendix A) or `cross_entropy`.
+        loss: `multi_margin` (multi-class hinge, Appendix A), `cross_entropy`, or
+            `playground_square` (one tanh output unit and the square loss; two classes).
+        init: `torch` (torch's defaults) or `playground` (weights U(-0.5, 0.5), biases 0.1).
         optimizer: `adam` (Appendix A) or `sgd` (Appendix C).
         learning_rate: the optimizer's learning rate.
         val_splits, test_splits: names of the validation / test dataloaders, in order (linked
@@ -77,20 +124,25 @@ class Classifier(Intervenable, pl.LightningModule):
         input_size: int = 2,
         hidden_sizes: Sequence[int] = (8, 8, 8),
         num_classes: int = 2,
-        loss: Literal["multi_margin", "cross_entropy"] = "cross_entropy",
+        loss: Literal["multi_margin", "cross_entropy", "playground_square"] = "cross_entropy",
         optimizer: Literal["adam", "sgd"] = "sgd",
         learning_rate: float = 0.1,
         val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
+        init: Literal["torch", "playground"] = "torch",
     ):
         super().__init__()
-        if loss not in ("multi_margin", "cross_entropy"):
-            raise ValueError(f"Unknown loss {loss!r}: use 'multi_margin' or 'cross_entropy'.")
-        if optimizer not in ("adam", "sgd"):
-            raise ValueError(f"Unknown optimizer {optimizer!r}: use 'adam' or 'sgd'.")
+        for name, value, valid in (("loss", loss, LOSSES), ("optimizer", optimizer, OPTIMIZERS),
+                                   ("init", init, INITS)):  # fmt: skip
+            if value not in valid:
+                names = " or ".join(map(repr, valid))
+                raise ValueError(f"Unknown {name} {value!r}: use {names}.")
         self.save_hyperparameters()
         self.val_splits, self.test_splits = tuple(val_splits), tuple(test_splits)
-        self.network = build_network(architecture, input_size, hidden_sizes, num_classes)
+        self.network = build_network(architecture, input_size, hidden_sizes, num_classes,
+                                     tanh_unit=loss == "playground_square")  # fmt: skip
+        if init == "playground":
+            playground_init(self.network)
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.accuracy = nn.ModuleDict(
@@ -126,6 +178,8 @@ class Classifier(Intervenable, pl.LightningModule):
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
         if self.hparams.loss == "multi_margin":
             return F.multi_margin_loss(logits, labels)
+        if self.hparams.loss == "playground_square":
+            return playground_square_loss(logits, labels)
         return F.cross_entropy(logits, labels)
 
     @torch.no_grad()

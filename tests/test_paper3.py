@@ -2,21 +2,32 @@
 at smoke scale (`python -m experiments.paper3 --scale smoke`): its report, the runs'
 measurements it is rebuilt from alone, and its runs split over shards and merged."""
 
+import copy
 import json
 import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.loggers import CSVLogger
 
 from datamodules import Toy2DDataModule
-from experiments.paper3.claims import greater_claim
-from experiments.paper3.runs import GRID, accuracy_curves, x2_dependence, y1_probability
+from experiments.paper3.claims import greater_claim, step1_claim
+from experiments.paper3.runs import accuracy_curves, measured_before_issue35
+from experiments.paper3.toy import (
+    GRID,
+    PLAYGROUND,
+    TEXT,
+    boundary_over_training,
+    step1_holds,
+    x2_dependence,
+    y1_probability,
+)
 from lightning_modules.callbacks import WeightSnapshot
-from lightning_modules.classifier import Classifier
+from lightning_modules.classifier import Classifier, TwoLogits, playground_square_loss
 from lightning_modules.recurrent import Intervention
 from storage.run_folder import RunFolder
 from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
@@ -98,6 +109,158 @@ def test_step_snapshots_match_the_logged_curve(tmp_path):
     assert list(accuracy_curves(run, "toy_2d").index) == [1, 2, 3, 4, 5, 6]
 
 
+# ---- the toy as the authors ran it: the TensorFlow Playground ----------------------------------
+def test_playground_square_loss_and_its_gradient_through_tanh():
+    """0.5 (o - t)^2 on t = 2 label - 1, averaged; its gradient at the tanh's input z is
+    (o - t)(1 - o^2) / n (`src/nn.ts`: SQUARE.der = o - t, TANH.der = 1 - o^2)."""
+    z = torch.tensor([[0.3], [-1.2], [2.0]], requires_grad=True)
+    labels = torch.tensor([1, 0, 0])
+    logits = TwoLogits()(torch.tanh(z))
+    loss = playground_square_loss(logits, labels)
+    o, t = torch.tanh(z.detach()).squeeze(1), torch.tensor([1.0, -1.0, -1.0])
+    torch.testing.assert_close(loss, (0.5 * (o - t) ** 2).mean())
+    loss.backward()
+    torch.testing.assert_close(z.grad.squeeze(1), (o - t) * (1 - o**2) / 3)
+    torch.testing.assert_close(logits.detach(), torch.stack([-o, o], 1))
+    model = Classifier("mlp", loss="playground_square")
+    assert model.loss(logits, labels).item() == pytest.approx(loss.item())
+
+
+def test_playground_network_and_initialisation():
+    """One tanh unit served as [-o, o]; weights U(-0.5, 0.5), biases 0.1 (`src/nn.ts` lines 161,
+    25); torch's defaults otherwise."""
+    torch.manual_seed(0)
+    model = Classifier("mlp", hidden_sizes=[8, 8, 8], loss="playground_square", init="playground")
+    layers = [layer for layer in model.network if isinstance(layer, torch.nn.Linear)]
+    assert [layer.out_features for layer in layers] == [8, 8, 8, 1]
+    weights = torch.cat([layer.weight.flatten() for layer in layers])
+    assert weights.min() >= -0.5 and weights.max() < 0.5
+    assert weights.min() < -0.45 and weights.max() > 0.45 and abs(weights.mean()) < 0.05
+    assert all(torch.equal(layer.bias, torch.full_like(layer.bias, 0.1)) for layer in layers)
+    points = torch.randn(6, 2) * 5
+    logits = model(points)
+    assert logits.shape == (6, 2) and torch.equal(logits[:, 0], -logits[:, 1])
+    assert (logits.abs() < 1).all()
+    traced = model.trace({"inputs": points})
+    assert torch.equal(traced["prediction"], (logits[:, 1] > 0).long())
+    default = Classifier("mlp", loss="playground_square")
+    assert not torch.equal(default.network.hidden0.bias, torch.full((8,), 0.1))
+    with pytest.raises(ValueError, match="One tanh output unit decides two classes"):
+        Classifier("mlp", num_classes=3, loss="playground_square")
+    with pytest.raises(ValueError, match="Unknown init 'xavier'"):
+        Classifier("mlp", init="xavier")
+
+
+def playground_reference(model, inputs, labels, passes: int, batch: int = 10, rate: float = 0.1):
+    """`src/playground.ts` `oneStep` and `src/nn.ts` by hand: every point in order, its
+    derivatives (output derivative o - t, back through the network) added to the accumulators,
+    the weights moved by the accumulated mean after every `batch`-th point of a pass; the
+    accumulators are never cleared at the end of a pass."""
+    parameters = list(model.parameters())
+    accumulated = [torch.zeros_like(p) for p in parameters]
+    count = 0
+    for _ in range(passes):
+        for index, (point, label) in enumerate(zip(inputs, labels, strict=True)):
+            output = model(point[None])[0, 1]
+            target = 2.0 * float(label) - 1
+            grads = torch.autograd.grad(output, parameters, grad_outputs=output.detach() - target)
+            accumulated = [a + g for a, g in zip(accumulated, grads, strict=True)]
+            count += 1
+            if (index + 1) % batch == 0:
+                with torch.no_grad():
+                    for parameter, total in zip(parameters, accumulated, strict=True):
+                        parameter -= rate * total / count
+                accumulated, count = [torch.zeros_like(p) for p in parameters], 0
+    return model
+
+
+def test_one_playground_step_is_one_ordered_pass_updating_every_10_points(tmp_path):
+    """Two epochs of the fit (`playground_passes`, the playground's loss and init) end with the
+    weights of two playground steps done by hand, the leftover points of the first pass in the
+    second pass's first update; an epoch is len // 10 updates and `after_epochs` snapshots it."""
+    pl.seed_everything(0)
+    data = Toy2DDataModule(distribution="authors", training_order="playground_passes",
+                           candidates=60, test_size=20, data_seed=1)  # fmt: skip
+    data.setup()
+    train = data.datasets["train"].columns
+    size = len(train["label"])
+    assert size % 10 and size >= 20  # a leftover to carry (60 candidates: about 22 points)
+    model = Classifier(loss="playground_square", init="playground", val_splits=data.val_splits,
+                       test_splits=data.test_splits)  # fmt: skip
+    initial = copy.deepcopy(model)
+    trainer = pl.Trainer(
+        max_epochs=2, num_sanity_val_steps=0, logger=False, default_root_dir=tmp_path,
+        callbacks=[WeightSnapshot(every_n_epochs=0, after_epochs=[1, 2])],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+    )  # fmt: skip
+    trainer.fit(model, datamodule=data)
+    assert trainer.global_step == 2 * (size // 10)
+    run = RunFolder(tmp_path)
+    for passes, tag in ((1, "epoch=0"), (2, "epoch=1")):
+        reference = playground_reference(copy.deepcopy(initial), train["inputs"], train["label"],
+                                         passes)  # fmt: skip
+        for name, value in reference.state_dict().items():
+            torch.testing.assert_close(run.state_dict(tag)[name], value, atol=1e-6, rtol=1e-5)
+    for name, value in run.state_dict("epoch=1").items():
+        torch.testing.assert_close(model.state_dict()[name], value)
+    # the leftover points matter: two passes that each start afresh end elsewhere
+    afresh = playground_reference(copy.deepcopy(initial), train["inputs"], train["label"], 1)
+    afresh = playground_reference(afresh, train["inputs"], train["label"], 1)
+    assert not torch.allclose(afresh.network.output.weight, model.network.output.weight, atol=1e-4)
+    assert {"epoch=init", "epoch=0", "epoch=1"} <= set(run.checkpoint_tags())
+
+
+def test_toy_measurements_from_before_issue35_are_taken_again():
+    """A kept toy record without the boundary over training is measured again; others are kept."""
+    assert measured_before_issue35({"boundaries": {"x2_dependence": 0.1, "y1_probability": {}}})
+    assert not measured_before_issue35({"boundaries": {"quadrant_y1_share": {"1": 0.5}}})
+    assert not measured_before_issue35({"boundaries": None})  # images and SCAN
+
+
+def test_toy_readings_grids_and_snapshot_tags():
+    assert torch.equal(GRID, torch.arange(-100, 101) / 100)
+    assert len(PLAYGROUND.axis) == 100 and PLAYGROUND.extent == (-6.0, 6.0, -6.0, 6.0)
+    assert [TEXT.snapshot_tag(n) for n in (0, 1, 16)] == ["step=0", "step=1", "step=16"]
+    assert [PLAYGROUND.snapshot_tag(n) for n in (0, 1, 1024)] == [
+        "epoch=init", "epoch=0", "epoch=1023"]  # fmt: skip
+    axis = PLAYGROUND.axis
+    assert set(axis[PLAYGROUND.positive].tolist()) == {
+        a for a in axis.tolist() if 0.3 < a <= 5.3}  # fmt: skip
+    x2, x1 = torch.meshgrid(axis, axis, indexing="ij")
+    assert x2_dependence((x1 > 0).float(), PLAYGROUND) == 0.0
+    assert x2_dependence(((x1 > 0) & (x2 < 0)).float(), PLAYGROUND) == 1.0
+    beyond_data = (x1 > 0) & (x2 < 5.5)  # flips only above the data's range
+    assert x2_dependence(beyond_data.float(), PLAYGROUND) == 0.0
+
+
+def test_boundary_over_training_and_the_step1_rule():
+    """A boundary through the quadrant's diagonal after step 1 that stays: the rule holds; one
+    that leaves the quadrant at a later step, or never enters it: it does not."""
+    x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
+    compositional = (x1 > 0).float()
+    diagonal = ((x1 > 0) & (x2 < x1)).float()
+    measured = boundary_over_training({0: compositional, 1: diagonal, 2: diagonal}, TEXT)
+    assert measured["quadrant_y1_share"]["0"] == 1.0
+    assert measured["quadrant_y1_share"]["1"] == pytest.approx(0.5, abs=0.01)
+    assert measured["changed_after_step1"] == 0.0
+    assert step1_holds(measured["quadrant_y1_share"], measured["changed_after_step1"])
+    leaves = boundary_over_training({1: diagonal, 2: diagonal, 16: compositional}, TEXT)
+    assert leaves["changed_after_step1"] == pytest.approx(0.5, abs=0.01)
+    assert not step1_holds(leaves["quadrant_y1_share"], leaves["changed_after_step1"])
+    outside = boundary_over_training({1: compositional, 2: compositional}, TEXT)
+    assert not step1_holds(outside["quadrant_y1_share"], outside["changed_after_step1"])
+    holds = [True, True, False, False, False]
+    frame = pd.DataFrame({"reading": "playground", "setting": "A", "seed": range(5),
+                          "step 1": 0.5, "step-1 rule holds": holds})  # fmt: skip
+    claim = step1_claim(frame, PLAYGROUND)
+    assert claim.id == "playground.toy.step1_boundary_stable"
+    assert claim.verdict == "partially reproduced"  # 2 of 5 < half
+    frame["step-1 rule holds"] = [True, True, True, False, False]
+    assert step1_claim(frame, PLAYGROUND).verdict == "reproduced"
+    frame["step-1 rule holds"] = False
+    assert step1_claim(frame, PLAYGROUND).verdict == "not reproduced"
+
+
 def test_x2_dependence_of_known_boundaries():
     x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
     assert x2_dependence((x1 > 0).float()) == 0.0  # Y1 read from X1 alone: compositional
@@ -131,26 +294,37 @@ def reproduction(*options) -> subprocess.CompletedProcess:
     return smoke_command(3, *options)
 
 
-VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "two_digit_images") for s in "AB"]
+VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "toy_2d_playground", "two_digit_images")
+            for s in "AB"]  # fmt: skip
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     tmp_path, output, claims = smoke
-    for experiment in ("scan", "two_digit_images", "toy_2d"):
+    for experiment in ("scan", "two_digit_images", "toy_2d", "toy_2d_playground"):
         for setting in "AB":
             assert output.count(f"] {experiment}_{setting} seed=") == 2
-    assert "12 tasks, 2 at a time; 0 done before, 12 to run" in output
-    assert set(claims) == {
+    assert "16 tasks, 2 at a time; 0 done before, 16 to run" in output
+    toy = ["toy.fails_on_test", "toy.depends_on_x2", "toy.step1_boundary_stable"]
+    assert list(claims) == [
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
-        "toy.fails_on_test", "toy.depends_on_x2",
-    }  # fmt: skip
+        *toy, *(f"playground.{id}" for id in toy),
+    ]  # fmt: skip
+    assert claims["playground.toy.depends_on_x2"]["claim"] == claims["toy.depends_on_x2"]["claim"]
+    assert "[0.3, 5.3]" in claims["playground.toy.depends_on_x2"]["rule"]
+    assert "one update of 10 points" in claims["toy.step1_boundary_stable"]["rule"]
+    assert "one pass over the training points" in claims[
+        "playground.toy.step1_boundary_stable"]["rule"]  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
     figures = ("fig3a_two_digit_images", "fig3b_scan", "fig3c_toy_2d", "fig4_toy_data",
-               "fig5_toy_boundary_steps", "fig6_toy_boundary_seeds")  # fmt: skip
+               "fig5_toy_boundary_steps", "fig6_toy_boundary_seeds", "fig3c_toy_playground",
+               "fig4_toy_playground_data", "fig5_toy_playground_boundary_steps",
+               "fig6_toy_playground_boundary_seeds")  # fmt: skip
     for figure in figures:
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
     assert "`smoke`" in report and "regenerated from the grammar" in report
+    assert "| one tanh unit o, 0.5 (o - t)^2 on t = +-1 |" in report  # the table of settings
+    assert report.count("| playground | A |") == 2  # the step-1 table, both readings
     scan_run = tmp_path / "runs" / "paper3" / "scan_A" / "seed=0"
     assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
 
@@ -189,15 +363,34 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     assert kept_grid.shape == (201, 201)
     np.testing.assert_allclose(kept_grid, full.numpy(), atol=5e-4 + 1e-7, rtol=0)
     assert toy[("A", 1)]["boundaries"]["x2_dependence"] == x2_dependence(full)
+    shares = toy[("A", 1)]["boundaries"]["quadrant_y1_share"]  # every run: Figure 5's steps
+    assert list(shares) == ["0", "1", "2", "3", "4", "8", "16"]
+    # the playground's runs: its steps are passes, its grid the playground's
+    playground = {(s, seed): json.loads((kept / "paper3" / f"toy_2d_playground_{s}" /
+                                         f"seed={seed}" / "measurements.json").read_text())
+                  for s in "AB" for seed in (0, 1)}  # fmt: skip
+    assert "--trainer.max_epochs" in playground[("B", 1)]["command"]
+    grids = playground[("A", 0)]["boundaries"]["y1_probability"]
+    assert list(grids) == ["0", "1", "2", "3", "4", "8"]
+    assert list(playground[("A", 1)]["boundaries"]["y1_probability"]) == ["8"]
+    assert playground[("A", 0)]["curves"]["passes"] == list(range(1, 9))
+    updates = playground[("A", 0)]["curves"]["updates"]
+    assert updates[1] == 2 * updates[0] and 16 <= updates[0] <= 21  # about 18 a pass
+    playground_run = RunFolder(tmp_path / "runs" / "paper3" / "toy_2d_playground_A" / "seed=0")
+    last = y1_probability(playground_run.model("last"), playground_run.state_dict("epoch=7"),
+                          PLAYGROUND)  # fmt: skip
+    assert np.array(grids["8"]).shape == (100, 100)
+    np.testing.assert_allclose(np.array(grids["8"]), last.numpy(), atol=5e-4 + 1e-7, rtol=0)
+    assert playground[("A", 0)]["boundaries"]["x2_dependence"] == x2_dependence(last, PLAYGROUND)
     # rebuilt from a run root holding nothing but the measurement files
     shutil.rmtree(tmp_path / "runs")
     done = reproduction("--runs", kept, "--reuse-runs", "--out", tmp_path / "rebuilt")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "12 tasks, 2 at a time; 12 done before, 0 to run" in done.stdout
+    assert "16 tasks, 2 at a time; 16 done before, 0 to run" in done.stdout
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
     assert (
-        "12 of the 12 were kept from an earlier invocation"
+        "16 of the 16 were kept from an earlier invocation"
         in (tmp_path / "rebuilt" / "report.md").read_text()
     )
     assert not list(tmp_path.rglob("*.ckpt"))
@@ -212,7 +405,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
         done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
                             "--out", tmp_path / f"report{index}")  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "6 tasks, 2 at a time; 0 done before, 6 to run" in done.stdout
+        assert "8 tasks, 2 at a time; 0 done before, 8 to run" in done.stdout
         assert "--merge <each shard's run root>" in done.stdout
         assert not (tmp_path / f"report{index}").exists()
         trained = sorted(
@@ -220,4 +413,4 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
             for p in (tmp_path / f"shard{index}").rglob("measurements.json")
         )
         assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
-    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 12)
+    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 16)

@@ -8,14 +8,18 @@ training) and setting B (it does not), 5 runs each, every fit through the suite'
 
 1. two-digit images (5.1, Appendix A): a CNN, the label is the left digit;
 2. SCAN add-jump (5.2, Appendix B): a seq2seq LSTM with attention;
-3. the toy 2-D problem (6, Appendix C): an MLP, with its decision boundaries over training.
+3. the toy 2-D problem (6, Appendix C): an MLP, with its decision boundaries over training;
+   also trained as the authors ran it, in the TensorFlow Playground (the second reading).
 
 Then `reports/paper3/{report.md, results.json, figures/, runs/}` are written and logged to W&B.
 
 - `scales`: the experiments, settings and scales of the reproduction.
 - `runs`: each run trained through the CLI and measured once into `<run>/measurements.json`
   (curves, final accuracies, the toy's decision boundaries).
+- `toy`: the toy's two readings (the text's, the playground's) and what is read of a toy
+  run's decision boundary.
 - `claims`: the claims of sections 5.1, 5.2 and 6 with the rules that decide them.
-- `report`: Figures 3-6 and the report's text, built from the measurements alone.
+- `report`: Figures 3-6 and the report's text, built from the measurements alone;
+  `toy_report`: the section on the toy's second reading.
 - `reproduce`: the whole reproduction.
 """

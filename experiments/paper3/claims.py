@@ -1,6 +1,11 @@
 """Paper 3's claims (Gradient Descent Resists Compositionality, sections 5.1, 5.2 and 6) with the
 rules that decide them, computed from the runs' measurements (`experiments.paper3.runs`: one
-record per run); rules fixed before the runs."""
+record per run); rules fixed before the runs.
+
+The toy's claims are decided under both of its readings (`experiments.paper3.toy`): the text's
+(ids `toy.*`, the primary verdicts) and the authors' playground (`playground.toy.*`), by the same
+rules on each reading's grid. `toy.step1_boundary_stable` (issue 35) was added to both after the
+text's other verdicts existed; they are unchanged."""
 
 from __future__ import annotations
 
@@ -8,6 +13,15 @@ import numpy as np
 import pandas as pd
 
 from experiments.paper3.scales import EXPERIMENTS, PAPER, SETTINGS
+from experiments.paper3.toy import (
+    PLAYGROUND,
+    READINGS,
+    STEP1_MIDDLE,
+    STEP1_STABLE,
+    TEXT,
+    ToyReading,
+    step1_holds,
+)
 from experiments.report import Claim, Measured, graded, threshold_claim
 
 Records = dict[tuple[str, str, int], dict]
@@ -73,15 +87,36 @@ def final_table(measured: dict) -> pd.DataFrame:
     ])  # fmt: skip
 
 
-def toy_table(records: Records, seeds: tuple[int, ...]) -> pd.DataFrame:
-    """Section 6, per toy run: its accuracies and X2 dependence after the last step."""
+def toy_table(records: Records, seeds: tuple[int, ...], reading: ToyReading = TEXT) -> pd.DataFrame:
+    """Section 6, per toy run of `reading`: its accuracies and X2 dependence after the last
+    step."""
     return pd.DataFrame([
         {"setting": setting, "seed": seed, "train accuracy": record["final"]["train"],
          "test (1,1) accuracy": record["final"]["test"],
          "X2 dependence": record["boundaries"]["x2_dependence"]}
         for setting in SETTINGS for seed in seeds
-        for record in [records[("toy_2d", setting, seed)]]
+        for record in [records[(reading.experiment, setting, seed)]]
     ])  # fmt: skip
+
+
+def boundary_table(records: Records, seeds: tuple[int, ...]) -> pd.DataFrame:
+    """Figure 5's process, per toy run of both readings: the share of the upper-right quadrant
+    predicted Y1 = 1 before training and after step 1, the largest share whose prediction
+    changes after step 1 (over Figure 5's later steps), and whether the step-1 rule holds."""
+    rows = []
+    for reading in READINGS:
+        for setting in SETTINGS:
+            for seed in seeds:
+                boundary = records[(reading.experiment, setting, seed)]["boundaries"]
+                shares = boundary["quadrant_y1_share"]
+                rows.append({
+                    "reading": reading.name, "setting": setting, "seed": seed,
+                    "quadrant Y1=1 share, step 0": shares["0"],
+                    "step 1": shares["1"],
+                    "largest change after step 1": boundary["changed_after_step1"],
+                    "step-1 rule holds": step1_holds(shares, boundary["changed_after_step1"]),
+                })  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 # ---- rules -----------------------------------------------------------------------------------
@@ -102,12 +137,17 @@ def greater_claim(id: str, a: list[float], b: list[float], statistic: str, margi
     return Claim(id, FINDINGS[id], "A > B (figure)", measured, rule, verdict)
 
 
+def finding(id: str) -> str:
+    """The paper's statement a claim checks, whichever reading's prefix its id carries."""
+    return FINDINGS[id.removeprefix(PLAYGROUND.claim_prefix)]
+
+
 def every_seed_claim(id: str, holds: list[bool], values: list[float], statistic: str) -> Claim:
     """A finding the paper states for every seed: reproduced if it holds for every seed,
     partially if for at least one, else not."""
     share = sum(holds) / len(holds)
     return threshold_claim(
-        id, FINDINGS[id], "every seed (figure)", values, share,
+        id, finding(id), "every seed (figure)", values, share,
         f"share of seeds where {statistic}", reproduced_at=1.0, partially_at=1 / len(holds),
     )  # fmt: skip
 
@@ -150,19 +190,51 @@ def learning_claims(measured: dict) -> tuple[list[Claim], pd.DataFrame]:
     return claims, early_frame
 
 
-def toy_claims(toy_frame: pd.DataFrame) -> list[Claim]:
-    """Section 6: in setting A every seed fails on (1, 1) and depends on X2."""
+def toy_claims(toy_frame: pd.DataFrame, reading: ToyReading = TEXT) -> list[Claim]:
+    """Section 6: in setting A every seed fails on (1, 1) and depends on X2 (ids prefixed by
+    the reading's `claim_prefix`; the text's X1 columns (0, 1] over X2 in [-1, 1], the
+    playground's [0.3, 5.3] over [-5.3, 5.3])."""
     toy_a = toy_frame[toy_frame.setting == "A"]
     fails = (toy_a["test (1,1) accuracy"] < toy_a["train accuracy"] - TOY_FAIL).tolist()
     dependent = (toy_a["X2 dependence"] > TOY_DEPENDENT).tolist()
+    columns = "(0, 1]" if reading is TEXT else f"[{reading.positive_from}, {reading.data_edge}]"
+    over = "" if reading is TEXT else f" over X2 in [-{reading.data_edge}, {reading.data_edge}]"
     return [
         every_seed_claim(
-            "toy.fails_on_test", fails, toy_a["test (1,1) accuracy"].tolist(),
+            f"{reading.claim_prefix}toy.fails_on_test", fails,
+            toy_a["test (1,1) accuracy"].tolist(),
             f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
         ),
         every_seed_claim(
-            "toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
-            f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in (0, 1] whose "
-            "predicted Y1 changes with X2)",
+            f"{reading.claim_prefix}toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
+            f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in {columns} "
+            f"whose predicted Y1 changes with X2{over})",
         ),
     ]  # fmt: skip
+
+
+STEP1_MAJORITY = 0.5
+"""Figure 5 shows one run as "an example of process": the step-1 claim is reproduced when its
+rule holds for at least half of setting A's seeds."""
+
+
+def step1_claim(boundaries: pd.DataFrame, reading: ToyReading) -> Claim:
+    """Section 6 on Figure 5: step 1's update pushes the boundary to the middle of the
+    upper-right area, where it stays. Per setting-A run of `reading` (`boundary_table`'s rows):
+    after step 1 the share of the quadrant predicted Y1 = 1 lies in `STEP1_MIDDLE` and no later
+    Figure-5 step changes the prediction on more than `STEP1_STABLE` of it. Reproduced when that
+    holds for at least `STEP1_MAJORITY` of the seeds, partially for at least one."""
+    runs = boundaries[(boundaries.reading == reading.name) & (boundaries.setting == "A")]
+    share = float(runs["step-1 rule holds"].mean())
+    low, high = STEP1_MIDDLE
+    statistic = (
+        f"share of setting A's seeds where, after step 1 (one {reading.step_unit}), the "
+        f"upper-right quadrant's share predicted Y1 = 1 is in [{low}, {high}] (the boundary "
+        f"crosses its middle) and at no later step of Figure 5 does the prediction change on "
+        f"more than {STEP1_STABLE} of the quadrant (it stays)"
+    )
+    return threshold_claim(
+        f"{reading.claim_prefix}toy.step1_boundary_stable",
+        finding("toy.step1_boundary_stable"), "Figure 5, one run", runs["step 1"].tolist(),
+        share, statistic, reproduced_at=STEP1_MAJORITY, partially_at=1 / len(runs),
+    )  # fmt: skip

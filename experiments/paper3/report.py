@@ -14,11 +14,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 from datamodules.toy_2d import sample_toy_2d  # noqa: E402
 from experiments.paper3.claims import EARLY_SCAN_STEPS, Records  # noqa: E402
-from experiments.paper3.runs import GRID, figure5_run  # noqa: E402
+from experiments.paper3.runs import figure5_run  # noqa: E402
 from experiments.paper3.scales import EXPERIMENTS, SETTINGS, Scale  # noqa: E402
+from experiments.paper3.toy import TEXT, ToyReading  # noqa: E402
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
 from experiments.runner import Stopwatch, kept_note  # noqa: E402
 
@@ -86,24 +88,32 @@ def figure4(path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def boundary_panel(axis, probability: np.ndarray, title: str) -> None:
-    extent = (-1, 1, -1, 1)
-    axis.imshow(probability, origin="lower", extent=extent, cmap="coolwarm_r", vmin=0, vmax=1)
-    axis.contour(GRID.numpy(), GRID.numpy(), probability, levels=[0.5], colors="k")
+def boundary_panel(axis, probability: np.ndarray, title: str, reading: ToyReading = TEXT) -> None:
+    """One panel on the reading's grid; the playground's also outlines the test quadrant's
+    data, [0.3, 5.3] on both axes."""
+    grid = reading.axis.numpy()
+    axis.imshow(probability, origin="lower", extent=reading.extent, cmap="coolwarm_r", vmin=0,
+                vmax=1)  # fmt: skip
+    axis.contour(grid, grid, probability, levels=[0.5], colors="k")
     axis.axhline(0, color="grey", lw=0.5), axis.axvline(0, color="grey", lw=0.5)
+    if reading is not TEXT:
+        low, high = reading.positive_from, reading.data_edge
+        axis.add_patch(Rectangle((low, low), high - low, high - low, fill=False, ls=":", lw=0.6))
     axis.set_title(title, fontsize=8)
-    axis.set_xticks([-1, 0, 1]), axis.set_yticks([-1, 0, 1])
+    ticks = [-1, 0, 1] if reading is TEXT else [-6, 0, 6]
+    axis.set_xticks(ticks), axis.set_yticks(ticks)
 
 
 def boundary_figure(panels: list[tuple[str, np.ndarray]], columns: int, title: str,
-                    path: Path) -> Path:  # fmt: skip
+                    path: Path, reading: ToyReading = TEXT) -> Path:  # fmt: skip
     """Figures 5 and 6: P(Y1 = 1) (blue 1, red 0) and the decision boundary (black) over X1
-    (horizontal) and X2 (vertical); the test area is the upper right quadrant."""
+    (horizontal) and X2 (vertical) on the reading's grid; the test area is the upper right
+    quadrant."""
     rows = -(-len(panels) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(2.4 * columns, 2.4 * rows + 0.4),
                              squeeze=False)  # fmt: skip
     for axis, (name, probability) in zip(axes.flat, panels, strict=False):
-        boundary_panel(axis, probability, name)
+        boundary_panel(axis, probability, name, reading)
     for axis in list(axes.flat)[len(panels) :]:
         axis.axis("off")
     fig.suptitle(title, fontsize=9)
@@ -111,7 +121,8 @@ def boundary_figure(panels: list[tuple[str, np.ndarray]], columns: int, title: s
 
 
 def y1_grids(record: dict) -> dict[int, np.ndarray]:
-    """A toy run's kept P(Y1 = 1) grids (rows X2, columns X1 on `GRID`) by updates done."""
+    """A toy run's kept P(Y1 = 1) grids (rows X2, columns X1 on its reading's grid) by its
+    reading's steps done."""
     kept = {int(step): grid for step, grid in record["boundaries"]["y1_probability"].items()}
     return {step: np.array(kept[step]) for step in sorted(kept)}
 

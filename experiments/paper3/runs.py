@@ -6,10 +6,13 @@ A run's measurements (no weights) are everything the report reads of it: the com
 it (without the run root, so a copy elsewhere is the same run), its data source, its accuracies
 after the last step on all training and test data, its accuracy curves on the training and test
 samples by updates done and, for SCAN, each training batch's sentence accuracy before its update.
-A toy run keeps the X2 dependence of its last Y1 prediction (the claims' statistic, measured on
-the full-precision grid) and only the P(Y1 = 1) grids the figures draw, rounded to
-`KEPT_DECIMALS` (201 x 201 values, about 280 kB a grid): after the last step for Figure 6, and
-after every step of Figure 5 for the run that figure draws (`figure5_run`) alone.
+A toy run (under either reading, `experiments.paper3.toy`) keeps the X2 dependence of its last Y1
+prediction and its boundary over training (the claims' statistics, measured on the full-precision
+grids after each of Figure 5's steps) and only the P(Y1 = 1) grids the figures draw, rounded to
+`KEPT_DECIMALS` (201 x 201 values, about 280 kB a grid; the playground's 100 x 100): after the
+last step for Figure 6, and after every step of Figure 5 for the run that figure draws
+(`figure5_run`) alone. A toy run measured before its boundary over training was (issue 35) is
+measured again from its folder (trained again only where its folder is gone).
 
 With `--reuse-runs` a run whose measurements were taken from the same command is never trained or
 measured again, so the report can be rebuilt from the measurement files alone: the reproduction
@@ -25,12 +28,19 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from experiments.paper3.scales import ACCURACY, CONFIGS, SETTINGS, Scale, variant
+from experiments.paper3.scales import ACCURACY, CONFIGS, PLAYGROUND_TOY, SETTINGS, Scale, variant
+from experiments.paper3.toy import (
+    READINGS,
+    ToyReading,
+    boundary_over_training,
+    x2_dependence,
+    y1_probability,
+)
 from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from storage import RunLayout
 from storage.run_folder import RunFolder
 
-TRAINING_ORDER = ("scan", "two_digit_images", "toy_2d")
+TRAINING_ORDER = ("scan", "two_digit_images", "toy_2d", PLAYGROUND_TOY)
 """The experiments in the order their runs are trained: longest first, so the pool stays busy."""
 
 
@@ -43,13 +53,14 @@ def run_keys(scale: Scale) -> list[tuple[str, str, int]]:
 def arguments_of(experiment: str, setting: str, seed: int, scale: Scale, root: Path) -> list[str]:
     """The `python -m experiments fit` arguments of one run. Runs differ in the model's seed and
     in the data's (the sampled pairs, the training draws and, for SCAN setting B, the action
-    words)."""
+    words). The playground's toy counts its steps in epochs (passes)."""
+    length = "--trainer.max_epochs" if experiment == PLAYGROUND_TOY else "--trainer.max_steps"
     return [
         "--config", str(CONFIGS / f"{experiment}.yaml"),
         "--seed_everything", str(seed),
         "--run.root", str(root),
         "--run.variant", variant(experiment, setting),
-        "--trainer.max_steps", str(scale.steps[experiment]),
+        length, str(scale.steps[experiment]),
         "--trainer.enable_progress_bar", "false",
         "--data.setting", setting,
         "--data.data_seed", str(seed),
@@ -63,12 +74,14 @@ def arguments_of(experiment: str, setting: str, seed: int, scale: Scale, root: P
 # ---- reading a run's metrics -----------------------------------------------------------------
 def accuracy_curves(run: RunFolder, experiment: str) -> pd.DataFrame:
     """Accuracy on the training and test samples (columns `train`, `test`) by the number of
-    training updates done. Lightning logs a validation row with `step` one below the updates
-    done (checked against the weight snapshots: the row of step s matches `step=<s+1>`)."""
+    training updates done, with the epochs done (`passes`: the playground's steps). Lightning
+    logs a validation row with `step` one below the updates done (checked against the weight
+    snapshots: the row of step s matches `step=<s+1>`) and `epoch` one below the epochs done."""
     metric = ACCURACY[experiment]
     columns = {f"val/train_sample/{metric}": "train", f"val/test_sample/{metric}": "test"}
-    frame = run.metrics()[["step", *columns]].dropna().rename(columns=columns)
+    frame = run.metrics()[["step", "epoch", *columns]].dropna().rename(columns=columns)
     frame.index = pd.Index(frame.pop("step").astype(int) + 1, name="updates")
+    frame["passes"] = frame.pop("epoch").astype(int) + 1
     return frame
 
 
@@ -89,28 +102,10 @@ def final_accuracies(run: RunFolder, experiment: str) -> dict[str, float]:
 
 
 # ---- the toy problem's decision boundary (section 6) -----------------------------------------
-GRID = torch.arange(-100, 101) / 100
-"""Both axes of the grid the toy model's Y1 prediction is read on: the data's range."""
 KEPT_DECIMALS = 3
 """Decimals of the P(Y1 = 1) grids kept for the figures: finer than the colour map's 256 levels
 (Figures 5 and 6 drawn from them differ from those drawn at full precision by at most 2 of 255
 in a pixel's channel, at smoke scale)."""
-
-
-@torch.no_grad()
-def y1_probability(model, state: dict[str, torch.Tensor]) -> torch.Tensor:
-    """P(Y1 = 1) on `GRID` x `GRID`, `[x2, x1]` (rows X2, columns X1)."""
-    model.load_state_dict(state)
-    x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
-    logits = model(torch.stack([x1.flatten(), x2.flatten()], -1))
-    return logits.softmax(-1)[:, 1].reshape(len(GRID), len(GRID))
-
-
-def x2_dependence(probability: torch.Tensor) -> float:
-    """Share of the X1 columns in (0, 1] (where Y1 = 1) whose predicted Y1 changes as X2 moves
-    over [-1, 1]. A compositional model (Y1 read from X1 alone) has 0."""
-    predicted = probability[:, GRID > 0] > 0.5
-    return float((predicted.any(0) & ~predicted.all(0)).float().mean())
 
 
 def figure5_run(scale: Scale) -> tuple[str, int]:
@@ -118,19 +113,33 @@ def figure5_run(scale: Scale) -> tuple[str, int]:
     return "A", scale.seeds[0]
 
 
-def boundaries(run: RunFolder, setting: str, seed: int, scale: Scale) -> dict:
-    """The toy run's X2 dependence after the last step and the P(Y1 = 1) grids its figures draw
-    (rows X2, columns X1 on `GRID`), by updates done: after every step of Figure 5 for
-    `figure5_run`, else after the last step only (Figure 6)."""
-    last = scale.steps["toy_2d"]
-    steps = scale.figure5_steps() if (setting, seed) == figure5_run(scale) else [last]
+def reading_of(experiment: str) -> ToyReading:
+    return next(reading for reading in READINGS if reading.experiment == experiment)
+
+
+def boundaries(run: RunFolder, reading: ToyReading, setting: str, seed: int, scale: Scale) -> dict:
+    """The toy run's X2 dependence after the last step, its boundary over Figure 5's steps
+    (`experiments.paper3.toy.boundary_over_training`) and the P(Y1 = 1) grids its figures draw
+    (rows X2, columns X1 on the reading's grid), by the reading's steps done: after every step of
+    Figure 5 for `figure5_run`, else after the last step only (Figure 6)."""
+    last = scale.steps[reading.experiment]
+    steps = scale.figure5_steps(reading.experiment)
     model = run.model("last")
-    grids = {step: y1_probability(model, run.state_dict(f"step={step}")) for step in steps}
+    grids = {step: y1_probability(model, run.state_dict(reading.snapshot_tag(step)), reading)
+             for step in steps}  # fmt: skip
+    kept = steps if (setting, seed) == figure5_run(scale) else [last]
     return {
-        "x2_dependence": x2_dependence(grids[last]),
-        "y1_probability": {str(step): grid.double().round(decimals=KEPT_DECIMALS).tolist()
-                           for step, grid in grids.items()},
+        "x2_dependence": x2_dependence(grids[last], reading),
+        **boundary_over_training(grids, reading),
+        "y1_probability": {str(step): grids[step].double().round(decimals=KEPT_DECIMALS).tolist()
+                           for step in kept},
     }  # fmt: skip
+
+
+def measured_before_issue35(record: dict) -> bool:
+    """A toy run's measurements from before its boundary over training was kept."""
+    boundaries = record.get("boundaries")
+    return boundaries is not None and "quadrant_y1_share" not in boundaries
 
 
 # ---- one run's measurements ------------------------------------------------------------------
@@ -138,6 +147,7 @@ def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, sc
     """Everything the report reads of one trained run (the module's docstring says what)."""
     curves = accuracy_curves(run, experiment)
     batches = batch_accuracy(run) if experiment == "scan" else None
+    toy = experiment in (reading.experiment for reading in READINGS)
     return {
         "experiment": experiment,
         "setting": setting,
@@ -145,10 +155,12 @@ def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, sc
         "data_source": run.datamodule("last").data_source,
         "final": final_accuracies(run, experiment),
         "curves": {"updates": curves.index.tolist(), "train": curves["train"].tolist(),
-                   "test": curves["test"].tolist()},
+                   "test": curves["test"].tolist()}
+                  | ({"passes": curves["passes"].tolist()} if experiment == PLAYGROUND_TOY else {}),
         "batch_accuracy": None if batches is None else {
             "updates": batches.index.tolist(), "seq_acc": batches.tolist()},
-        "boundaries": boundaries(run, setting, seed, scale) if experiment == "toy_2d" else None,
+        "boundaries": boundaries(run, reading_of(experiment), setting, seed, scale) if toy
+                      else None,
     }  # fmt: skip
 
 
@@ -159,7 +171,7 @@ def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sit
     layout = RunLayout.of(root, "paper3", variant(experiment, setting), seed)
     arguments = arguments_of(experiment, setting, seed, scale, root)
     kept = sitting.kept(layout, arguments)
-    if kept is not None:
+    if kept is not None and not measured_before_issue35(kept):
         return kept
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
@@ -177,7 +189,8 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
 
     def done_before(key) -> bool:
         layout = RunLayout.of(sitting.root, "paper3", variant(*key[:2]), key[2])
-        return sitting.kept(layout, arguments_of(*key, scale, sitting.root)) is not None
+        kept = sitting.kept(layout, arguments_of(*key, scale, sitting.root))
+        return kept is not None and not measured_before_issue35(kept)
 
     def describe(key, record) -> str:
         final = record["final"]

@@ -4,6 +4,10 @@ Scale (`SCALE` or `--scale`, see `SCALES`): `paper` evaluates every step on 1,00
 `default` evaluates the images on 250-row samples every step and SCAN on 500-row samples every
 10 steps, sized for 2 CPU cores; `smoke` is a minute-long check. Training itself (steps, batch
 sizes, optimizers) is the paper's at every scale but `smoke`.
+
+Beside the paper's three experiments (`EXPERIMENTS`) the toy is also trained as the authors ran
+it, in the TensorFlow Playground (`PLAYGROUND_TOY`, `experiments.paper3.toy`); its steps are
+playground steps (passes over the training points, epochs of the fit).
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from pathlib import Path
 CONFIGS = Path(__file__).parents[1] / "configs" / "paper3"
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper3.json").read_text())
 EXPERIMENTS = ("two_digit_images", "scan", "toy_2d")
+PLAYGROUND_TOY = "toy_2d_playground"
+"""The toy under the authors' reading: a second reading of `toy_2d`, not a fourth experiment."""
 SETTINGS = ("A", "B")
-ACCURACY = {"two_digit_images": "accuracy", "scan": "seq_acc", "toy_2d": "accuracy"}
+ACCURACY = {"two_digit_images": "accuracy", "scan": "seq_acc", "toy_2d": "accuracy",
+            PLAYGROUND_TOY: "accuracy"}  # fmt: skip
 """The accuracy metric of each experiment (SCAN: sentence accuracy, as the paper)."""
 TOY_STEPS = (0, 1, 2, 3, 4, 8, 64, 1024)
 """Figure 5's panels: the paper shows steps 0, 1, 2, ... and the end of training."""
@@ -33,33 +40,33 @@ class Scale:
     overrides: dict[str, tuple[str, ...]]
     """Extra CLI arguments per experiment."""
 
-    def figure5_steps(self) -> list[int]:
+    def figure5_steps(self, experiment: str = "toy_2d") -> list[int]:
         """The toy's steps Figure 5 draws: those of `TOY_STEPS` within training, and the last (the
-        toy's config snapshots the weights after each of them)."""
-        last = self.steps["toy_2d"]
+        toy's configs snapshot the weights after each of them)."""
+        last = self.steps[experiment]
         return sorted({n for n in TOY_STEPS if n <= last} | {last})
 
 
-PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024}
+PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024, PLAYGROUND_TOY: 1024}
 SCALES = {
     "paper": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000},
+        eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
         scan_eval_interval=1,
         overrides={},
     ),
     "default": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000},
+        eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
         scan_eval_interval=10,
         overrides={},
     ),
     "smoke": Scale(
         seeds=(0, 1),
-        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16},
-        eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100},
+        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8},
+        eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100, PLAYGROUND_TOY: 100},
         scan_eval_interval=2,
         overrides={
             "two_digit_images": ("--data.train_pairs", "400", "--data.test_pairs", "200"),
