@@ -336,16 +336,20 @@ def require_writable(folders: dict[str, Path]) -> None:
 def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) -> list[str]:
     """Compute `tasks` on `--devices` processes through Fabric; the failures' messages."""
     from lightning_fabric import Fabric
+    from lightning_fabric.plugins.environments import LightningEnvironment
 
     session = cache / ".sessions" / uuid.uuid4().hex
     (session / "claims").mkdir(parents=True)
     (session / "failed").mkdir()
     try:
         try:
+            # The probe's processes are this machine's own: no cluster to detect (on a machine with
+            # SLURM's `srun`, Lightning would otherwise warn that it is not used).
             fabric = Fabric(
                 accelerator=arguments.accelerator,
                 devices=arguments.devices,
                 strategy="ddp_spawn" if arguments.devices > 1 else "auto",
+                plugins=[LightningEnvironment()],
             )
         except Exception as error:  # Lightning's MisconfigurationException and friends
             raise ProbeInputError(
