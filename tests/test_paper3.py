@@ -22,6 +22,7 @@ from experiments.paper3.toy import (
     PLAYGROUND,
     TEXT,
     boundary_over_training,
+    decoded_grid,
     step1_holds,
     x2_dependence,
     y1_probability,
@@ -359,9 +360,9 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
         assert list(toy[key]["boundaries"]["y1_probability"]) == ["16"]
     toy_run = RunFolder(tmp_path / "runs" / "paper3" / "toy_2d_A" / "seed=1")
     full = y1_probability(toy_run.model("last"), toy_run.state_dict("step=16"))
-    kept_grid = np.array(toy[("A", 1)]["boundaries"]["y1_probability"]["16"])
+    kept_grid = decoded_grid(toy[("A", 1)]["boundaries"]["y1_probability"]["16"])
     assert kept_grid.shape == (201, 201)
-    np.testing.assert_allclose(kept_grid, full.numpy(), atol=5e-4 + 1e-7, rtol=0)
+    np.testing.assert_allclose(kept_grid, full.numpy(), atol=0.5 / 255 + 1e-7, rtol=0)
     assert toy[("A", 1)]["boundaries"]["x2_dependence"] == x2_dependence(full)
     shares = toy[("A", 1)]["boundaries"]["quadrant_y1_share"]  # every run: Figure 5's steps
     assert list(shares) == ["0", "1", "2", "3", "4", "8", "16"]
@@ -379,8 +380,9 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     playground_run = RunFolder(tmp_path / "runs" / "paper3" / "toy_2d_playground_A" / "seed=0")
     last = y1_probability(playground_run.model("last"), playground_run.state_dict("epoch=7"),
                           PLAYGROUND)  # fmt: skip
-    assert np.array(grids["8"]).shape == (100, 100)
-    np.testing.assert_allclose(np.array(grids["8"]), last.numpy(), atol=5e-4 + 1e-7, rtol=0)
+    assert decoded_grid(grids["8"]).shape == (100, 100)
+    np.testing.assert_allclose(decoded_grid(grids["8"]), last.numpy(), atol=0.5 / 255 + 1e-7,
+                               rtol=0)  # fmt: skip
     assert playground[("A", 0)]["boundaries"]["x2_dependence"] == x2_dependence(last, PLAYGROUND)
     # rebuilt from a run root holding nothing but the measurement files
     shutil.rmtree(tmp_path / "runs")

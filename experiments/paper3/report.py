@@ -20,7 +20,7 @@ from datamodules.toy_2d import sample_toy_2d  # noqa: E402
 from experiments.paper3.claims import EARLY_SCAN_STEPS, Records  # noqa: E402
 from experiments.paper3.runs import figure5_run  # noqa: E402
 from experiments.paper3.scales import EXPERIMENTS, SETTINGS, Scale  # noqa: E402
-from experiments.paper3.toy import TEXT, ToyReading  # noqa: E402
+from experiments.paper3.toy import TEXT, ToyReading, decoded_grid  # noqa: E402
 from experiments.report import current_commit, markdown_table, save_figure  # noqa: E402
 from experiments.runner import Stopwatch, kept_note  # noqa: E402
 
@@ -124,7 +124,7 @@ def y1_grids(record: dict) -> dict[int, np.ndarray]:
     """A toy run's kept P(Y1 = 1) grids (rows X2, columns X1 on its reading's grid) by its
     reading's steps done."""
     kept = {int(step): grid for step, grid in record["boundaries"]["y1_probability"].items()}
-    return {step: np.array(kept[step]) for step in sorted(kept)}
+    return {step: decoded_grid(kept[step]) for step in sorted(kept)}
 
 
 # ---- all figures -----------------------------------------------------------------------------

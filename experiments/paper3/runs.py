@@ -8,8 +8,9 @@ after the last step on all training and test data, its accuracy curves on the tr
 samples by updates done and, for SCAN, each training batch's sentence accuracy before its update.
 A toy run (under either reading, `experiments.paper3.toy`) keeps the X2 dependence of its last Y1
 prediction and its boundary over training (the claims' statistics, measured on the full-precision
-grids after each of Figure 5's steps) and only the P(Y1 = 1) grids the figures draw, rounded to
-`KEPT_DECIMALS` (201 x 201 values, about 280 kB a grid; the playground's 100 x 100): after the
+grids after each of Figure 5's steps) and only the P(Y1 = 1) grids the figures draw, as 8-bit
+levels (`toy.encoded_grid`: 201 x 201 values, about 54 kB a grid; the playground's 100 x 100):
+after the
 last step for Figure 6, and after every step of Figure 5 for the run that figure draws
 (`figure5_run`) alone. A toy run measured before its boundary over training was (issue 35) is
 measured again from its folder (trained again only where its folder is gone).
@@ -33,6 +34,7 @@ from experiments.paper3.toy import (
     READINGS,
     ToyReading,
     boundary_over_training,
+    encoded_grid,
     x2_dependence,
     y1_probability,
 )
@@ -102,12 +104,6 @@ def final_accuracies(run: RunFolder, experiment: str) -> dict[str, float]:
 
 
 # ---- the toy problem's decision boundary (section 6) -----------------------------------------
-KEPT_DECIMALS = 3
-"""Decimals of the P(Y1 = 1) grids kept for the figures: finer than the colour map's 256 levels
-(Figures 5 and 6 drawn from them differ from those drawn at full precision by at most 2 of 255
-in a pixel's channel, at smoke scale)."""
-
-
 def figure5_run(scale: Scale) -> tuple[str, int]:
     """The toy run Figure 5 draws after each step: setting A's first seed."""
     return "A", scale.seeds[0]
@@ -131,8 +127,7 @@ def boundaries(run: RunFolder, reading: ToyReading, setting: str, seed: int, sca
     return {
         "x2_dependence": x2_dependence(grids[last], reading),
         **boundary_over_training(grids, reading),
-        "y1_probability": {str(step): grids[step].double().round(decimals=KEPT_DECIMALS).tolist()
-                           for step in kept},
+        "y1_probability": {str(step): encoded_grid(grids[step]) for step in kept},
     }  # fmt: skip
 
 
