@@ -127,7 +127,7 @@ checked by a measured statistic and the rule written beside it.
 SETTINGS = [
     ("LSTM layers, widths", "1 layer, 200",
      "text, section 3 (code: `main.py` defaults to 2 layers)"),
-    ("learning rate", "SGD 1, constant", "text, section 3 (code: 20, annealed)"),
+    ("learning rate", "SGD 1, constant", "text, section 3 (code: `main.py` default 20, constant)"),
     ("gradient clipping; momentum, weight decay", "0.25; none", "text, section 3"),
     ("dropout", "0.2, embeddings and LSTM output",
      "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; 0 until issue 35)"),
