@@ -72,15 +72,18 @@ def test_every_run_keeps_its_measurements_beside_the_report(smoke):
     assert cell["setting"] == {"conduit_length": 3, "rules": 20, "pool": None, "copies": 0,
                                "generator": "text"}  # fmt: skip
     assert list(cell["readings"]) == ["text", "authors", "authors_at_close"]
-    # Figure 2's cell after every epoch (Figure 1 after 1, Figure 2 after 2): every phrase
-    assert list(cell["readings"]["text"]) == ["epoch=0", "epoch=1"]
-    assert list(cell["readings"]["authors"]) == ["epoch=0", "epoch=1"]
+    # Figure 2's cell untrained and after every epoch (Figure 1 after 1, Figure 2 after 2): every
+    # phrase; the untrained weights (issue 29's null model) give omega about 1 / vocabulary
+    assert list(cell["readings"]["text"]) == ["epoch=init", "epoch=0", "epoch=1"]
+    assert list(cell["readings"]["authors"]) == ["epoch=init", "epoch=0", "epoch=1"]
+    untrained = cell["readings"]["text"]["epoch=init"]["full"]["mean"]
+    assert untrained < 3 / 1000  # the config's vocabulary
     assert list(cell["readings"]["text"]["epoch=1"]["phrase"]) == [
         "open", "conduit", "prefix=0", "prefix=1", "prefix=2", "prefix=3",
     ]  # fmt: skip
     pooled = records["pooled_k=2_predictable_m=2"]["readings"]
     assert list(pooled) == ["text", "authors", "authors_at_close", "authors_domain"]
-    assert list(pooled["text"]) == ["epoch=0", "epoch=1"]  # Figure 3: every epoch, alpha alone
+    assert list(pooled["text"]) == ["epoch=init", "epoch=0", "epoch=1"]  # Figure 3: alpha alone
     assert all(list(snapshot["phrase"]) == ["open"] for snapshot in pooled["text"].values())
     estimate = pooled["authors"]["epoch=1"]["phrase"]["open"]
     assert set(estimate) == {"mean", "standard_error", "log_mean", "log_standard_error"}

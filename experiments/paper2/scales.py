@@ -123,9 +123,14 @@ def training_order(scale: Scale) -> list[tuple[Setting, int]]:
     return [(s, seed) for group in (first, rest, second) for seed in scale.seeds for s in group]
 
 
+UNTRAINED = "epoch=init"
+"""The weights before training (`WeightSnapshot`): the null model the claims are also judged on
+(issue 29)."""
+
+
 def epoch_tag(epochs: int) -> str:
-    """The weight snapshot taken after `epochs` training epochs."""
-    return f"epoch={epochs - 1}"
+    """The weight snapshot taken after `epochs` training epochs (0: `UNTRAINED`)."""
+    return f"epoch={epochs - 1}" if epochs else UNTRAINED
 
 
 def read_tags(setting: Setting, scale: Scale) -> list[tuple[list[str], list[str] | None]]:
@@ -134,11 +139,13 @@ def read_tags(setting: Setting, scale: Scale) -> list[tuple[list[str], list[str]
     P(omega | alpha) after every epoch. Figure 1's: every phrase at Figure 1's epoch and at the
     last; Figure 2's (the longest k) also alpha alone and alpha with the whole conduit after
     every epoch, so its claim is judged along training (issue 35; every phrase at every epoch
-    would cost the authors' reading about 50 min a run on one core)."""
-    every_epoch = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
+    would cost the authors' reading about 50 min a run on one core). Every group also reads the
+    untrained weights (`UNTRAINED`: issue 29's null model, and the curves' start)."""
+    every_epoch = [epoch_tag(e) for e in range(0, scale.epochs + 1)]
     if setting.pool is not None:
         return [(every_epoch, ["open"])]
-    figures = list(dict.fromkeys([epoch_tag(scale.figure1_epoch), epoch_tag(scale.epochs)]))
+    figures = list(dict.fromkeys([UNTRAINED, epoch_tag(scale.figure1_epoch),
+                                  epoch_tag(scale.epochs)]))  # fmt: skip
     if setting.conduit_length == max(scale.conduit_lengths):
         whole = f"prefix={setting.conduit_length}"
         return [(figures, None), (every_epoch, ["prefix=0", whole])]
