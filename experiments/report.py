@@ -8,6 +8,11 @@ hand). `write_report` writes `results.json` (a list of claims, as in DESIGN.md) 
 A rule or reading changed after results existed keeps the verdict of the old one beside the new
 (`Earlier`, attached by `with_earlier` or by the rule itself): the report lists each change with
 its reason and every verdict it changed.
+
+A fourth verdict, **uninformative** (issue 29), counts as neither reproduced nor not: a claim
+whose rule the same architecture passes untrained (its initial weights, the same data and
+analysis: `against_null`), or one its rule cannot fail by construction (`cannot_fail`, with the
+reason). The rule's own verdict on the trained models is kept beside it (`Claim.rule_verdict`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,12 @@ from probes.command.outputs import escape_cell, markdown_table, save_figure  # n
 from probes.command.outputs import log_to_wandb as log_wandb_run
 from storage.files import write_text_atomic
 
-VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
+RULE_VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
+"""What a rule can say of a model."""
+UNINFORMATIVE = "uninformative"
+VERDICTS = (*RULE_VERDICTS, UNINFORMATIVE)
+FLOAT_NOISE = 1e-9
+"""Differences this small are ties: a rule compares printed values, not float artefacts."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +74,27 @@ class Claim:
     rule: str
     verdict: str
     earlier: Earlier | None = None
+    null: str | None = None
+    """The same rule's verdict on the same architectures untrained (`against_null`); None where
+    the pipeline was not run on them."""
+    rule_verdict: str | None = None
+    """The rule's verdict on the trained models, kept where `verdict` is uninformative."""
+    uninformative_because: str | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.null is not None and self.null not in RULE_VERDICTS:
+            raise ValueError(f"null must be one of {RULE_VERDICTS}, got {self.null!r}")
+        uninformative = self.verdict == UNINFORMATIVE
+        if uninformative != (self.rule_verdict is not None) or uninformative != bool(
+            self.uninformative_because
+        ):
+            raise ValueError(
+                f"claim {self.id!r}: an uninformative verdict keeps the rule's own verdict "
+                "(rule_verdict) and its reason (uninformative_because), and only it does: use "
+                "against_null or cannot_fail"
+            )
 
     def as_json(self) -> dict:
         record = asdict(self)
@@ -83,12 +110,35 @@ class Claim:
         earlier = record.get("earlier")
         earlier = Earlier(**earlier) if earlier else None
         return cls(record["id"], record["claim"], record["paper"], Measured(**measured),
-                   record["rule"], record["verdict"], earlier)  # fmt: skip
+                   record["rule"], record["verdict"], earlier, record.get("null"),
+                   record.get("rule_verdict"), record.get("uninformative_because"))  # fmt: skip
 
     @property
     def changed(self) -> bool:
         """The verdict differs from the one under the rule this claim's replaced."""
         return self.earlier is not None and self.earlier.verdict != self.verdict
+
+
+def against_null(claim: Claim, on_untrained: Claim) -> Claim:
+    """`claim`, judged on the trained models, beside the same rule on the same architectures
+    untrained (`on_untrained`: initial weights, the same data and analysis). Where the untrained
+    models pass the rule (reproduced) and the trained ones reproduce it at least partly, the rule
+    cannot tell training from none: the claim is uninformative. A trained model that fails a
+    rule its untrained one passes stays "not reproduced" (the rule could fail, and did)."""
+    null = on_untrained.rule_verdict or on_untrained.verdict
+    judged = replace(claim, null=null)
+    if null != "reproduced" or judged.verdict == "not reproduced":
+        return judged
+    return cannot_fail(judged, f"the untrained models pass the same rule ({on_untrained.rule})")
+
+
+def cannot_fail(claim: Claim, why: str) -> Claim:
+    """`claim` as uninformative: its rule cannot fail (`why`: by construction, or on the untrained
+    models); the rule's own verdict is kept in `rule_verdict`."""
+    if claim.verdict == UNINFORMATIVE:
+        return claim
+    return replace(claim, verdict=UNINFORMATIVE, rule_verdict=claim.verdict,
+                   uninformative_because=why)  # fmt: skip
 
 
 def with_earlier(claims: Sequence[Claim], earlier: Sequence[Claim], reason: str) -> list[Claim]:
@@ -115,20 +165,23 @@ def compare_means(
     claim: str,
     paper_values: Sequence[float],
     measured_values: Sequence[float],
-    rounding: float = 0.02,
     decimals: int = 2,
 ) -> Claim:
     """Paper mean vs measured mean over independent runs (see `compare_summaries`)."""
     return compare_summaries(
-        id, claim, Measured.of(paper_values), Measured.of(measured_values), rounding, decimals
+        id, claim, Measured.of(paper_values), Measured.of(measured_values), decimals
     )
 
 
-UNROUNDED = (
-    "until issue 19 the rule compared the unrounded measured mean with the paper's printed "
-    "value, so float noise decided ties (|1.0 - 0.98| = 0.020000000000000018 > 0.02); it now "
-    "compares at the paper's printed precision"
+ONE_ALLOWANCE = (
+    "until issue 29 the rule rounded the measured mean to the paper's precision and then also "
+    "allowed a further rounding margin (0.02; paper 4: 0.05 at 2 decimals), two allowances for "
+    "one rounding; the unrounded mean is now compared with the paper's printed value, allowing "
+    "half a unit of its last decimal (before issue 19 the unrounded mean had the 0.02 margin)"
 )
+CLOSE = 0.05
+"""The "partially reproduced" margin of `compare_summaries` beyond 4 SE: five points, the suite's
+reading of "close to" where a paper gives a value without a tolerance."""
 
 
 def compare_summaries(
@@ -136,36 +189,44 @@ def compare_summaries(
     claim: str,
     paper: Measured,
     measured: Measured,
-    rounding: float = 0.02,
     decimals: int = 2,
+    previous_rounding: float = 0.02,
+    previous_decimals: int | None = None,
 ) -> Claim:
-    """Paper mean vs measured mean, the paper given as mean, std and number of runs.
+    """Paper mean vs measured mean, the paper given as mean, std and number of runs, its values
+    printed with `decimals` decimals.
 
-    Rule: the measured mean is rounded to the paper's printed precision (`decimals`) and the
-    difference is taken at that precision; with SE = sqrt(s_paper^2/n_paper +
-    s_measured^2/n_measured), reproduced when |difference| <= 2 SE + `rounding` (the paper's
-    values are rounded to 2 decimals), partially reproduced when <= 4 SE + 2.5 `rounding`, else
-    not reproduced. The verdict of the same rule on unrounded floats is kept as `earlier`.
+    Rule: with SE = sqrt(s_paper^2/n_paper + s_measured^2/n_measured), reproduced when the
+    unrounded measured mean is within 2 SE + half a unit of the paper's last printed decimal
+    (its one rounding) of the paper's value, partially reproduced within 4 SE + `CLOSE`, else
+    not reproduced (differences below `FLOAT_NOISE` are ties). The verdict of the rule before
+    issue 29 (the mean rounded to `previous_decimals`, default `decimals`, and a further
+    `previous_rounding` margin) is kept as `earlier`.
     """
     standard_error = math.sqrt(paper.std**2 / paper.n + measured.std**2 / measured.n)
-    reproduced_within = 2 * standard_error + rounding
-    partially_within = 4 * standard_error + 2.5 * rounding
-
-    def verdict_of(difference: float) -> str:
-        return graded(difference <= reproduced_within, difference <= partially_within)
-
-    exact = abs(measured.mean - paper.mean)
-    printed = round(abs(round(measured.mean, decimals) - paper.mean), decimals)
+    allowance = 0.5 * 10.0**-decimals
+    reproduced_within = 2 * standard_error + allowance
+    partially_within = 4 * standard_error + CLOSE
+    difference = abs(measured.mean - paper.mean)
+    verdict = graded(difference <= reproduced_within + FLOAT_NOISE,
+                     difference <= partially_within + FLOAT_NOISE)  # fmt: skip
     rule = (
-        f"|measured mean - paper mean| at the paper's precision ({decimals} decimals) = "
-        f"{printed:.{decimals}f}; reproduced if <= 2 SE + {rounding} = {reproduced_within:.3f}, "
-        f"partially if <= 4 SE + {2.5 * rounding:.2f} = {partially_within:.3f} (SE of the "
-        "difference of means)"
+        f"|measured mean - paper's printed value| = {difference:.{decimals + 1}f}; reproduced if "
+        f"<= 2 SE + {allowance:g} (half a unit of the paper's last decimal) = "
+        f"{reproduced_within:.{decimals + 1}f}, partially if <= 4 SE + {CLOSE} = "
+        f"{partially_within:.{decimals + 1}f} (SE of the difference of means)"
     )
-    earlier_rule = f"the same on unrounded means: |difference| = {exact!r}"
+    places = decimals if previous_decimals is None else previous_decimals
+    printed = round(abs(round(measured.mean, places) - paper.mean), places)
+    previous = graded(printed <= 2 * standard_error + previous_rounding,
+                      printed <= 4 * standard_error + 2.5 * previous_rounding)  # fmt: skip
+    previous_rule = (
+        f"|measured mean at {places} decimals - paper mean| = {printed:.{places}f}; reproduced "
+        f"if <= 2 SE + {previous_rounding}, partially if <= 4 SE + {2.5 * previous_rounding:.3g}"
+    )
     return Claim(
-        id, claim, round(paper.mean, 4), measured, rule, verdict_of(printed),
-        Earlier(verdict_of(exact), earlier_rule, UNROUNDED),
+        id, claim, round(paper.mean, 4), measured, rule, verdict,
+        Earlier(previous, previous_rule, ONE_ALLOWANCE),
     )  # fmt: skip
 
 
@@ -210,6 +271,37 @@ def threshold_claim(
     return Claim(id, claim, paper, Measured.of(values), rule, verdict)
 
 
+def direction_claim(
+    id: str,
+    claim: str,
+    paper: float | str,
+    values: Sequence[float],
+    change: float,
+    change_name: str,
+    reproduced_at: float,
+    partially_at: float,
+) -> Claim:
+    """A change or comparison the paper states with a direction (a rise, a fall, A above B):
+    `change` is signed so that the paper's direction is positive. The direction is tested
+    first: no change (a tie, within `FLOAT_NOISE`) or the opposite one is not reproduced; then
+    reproduced when `change >= reproduced_at`, partially when `>= partially_at` (both above 0)."""
+    if not 0 < partially_at <= reproduced_at:
+        raise ValueError(
+            f"claim {id!r}: a direction's thresholds need 0 < partially_at <= reproduced_at, got "
+            f"{partially_at} and {reproduced_at} (a tie is not a change)"
+        )
+    if change <= FLOAT_NOISE:
+        verdict = "not reproduced"
+    else:
+        verdict = graded(change >= reproduced_at, change >= partially_at)
+    rule = (
+        f"{change_name} = {change:.3f}, signed so the paper's direction is positive; not "
+        f"reproduced if <= 0 (a tie is not a change), reproduced if >= {reproduced_at:.3g}, "
+        f"partially if >= {partially_at:.3g}"
+    )
+    return Claim(id, claim, paper, Measured.of(values), rule, verdict)
+
+
 def graded(reproduced: bool, partially: bool) -> str:
     """The verdict of a rule with a reproduced and a weaker, partially-reproduced condition."""
     if reproduced:
@@ -222,10 +314,15 @@ def summary_counts(claims: Sequence[Claim]) -> dict[str, int]:
     return {verdict: counts.get(verdict, 0) for verdict in VERDICTS}
 
 
-def verdict_line(report: Path, claims: Sequence[Claim]) -> str:
-    """`wrote <report>: N reproduced, N partially reproduced, N not reproduced`."""
+def headline(claims: Sequence[Claim]) -> str:
+    """`N claims: a reproduced, b partially reproduced, c not reproduced, d uninformative`."""
     counts = summary_counts(claims)
-    return f"wrote {report}: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    return f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def verdict_line(report: Path, claims: Sequence[Claim]) -> str:
+    """`wrote <report>: ` and the `headline`."""
+    return f"wrote {report}: {headline(claims)}"
 
 
 def current_commit() -> str:
@@ -238,19 +335,27 @@ def current_commit() -> str:
 
 
 def claims_table(claims: Sequence[Claim]) -> str:
+    """The claims as a markdown table; the `untrained` column (the rule's verdict on the
+    untrained models, "-" where not run) where any claim was judged on them."""
+    nulls = any(c.null is not None for c in claims)
     lines = [
-        "| id | claim | paper | measured mean ± std (n) | verdict | rule |",
-        "|---|---|---|---|---|---|",
+        "| id | claim | paper | measured mean ± std (n) | verdict |"
+        + (" untrained |" if nulls else "")
+        + " rule |",
+        "|---|---|---|---|---|" + ("---|" if nulls else "") + "---|",
     ]
     for c in claims:
         m = c.measured
         paper = f"{c.paper:.3f}" if isinstance(c.paper, float) else str(c.paper)
         verdict = f"**{c.verdict}**"
+        if c.rule_verdict is not None:
+            verdict += f" (the rule: {c.rule_verdict}; {escape_cell(c.uninformative_because)})"
         if c.changed:
             verdict += f" (earlier: {c.earlier.verdict}; see Rule changes)"
+        null = f" {c.null or '-'} |" if nulls else ""
         lines.append(
             f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "
-            f"{m.std:.3f} ({m.n}) | {verdict} | {escape_cell(c.rule)} |"
+            f"{m.std:.3f} ({m.n}) | {verdict} |{null} {escape_cell(c.rule)} |"
         )
     return "\n".join(lines)
 
@@ -281,14 +386,14 @@ def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> 
     write_text_atomic(
         folder / "results.json", json.dumps([c.as_json() for c in claims], indent=2) + "\n"
     )
-    counts = summary_counts(claims)
-    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    summary = headline(claims)
     changed = sum(c.changed for c in claims)
     if changed:
         summary += f"; {changed} verdicts differ from the earlier rules (see Rule changes)"
+    title, _, body = markdown.rstrip().partition("\n")
     text = (
-        f"{markdown.rstrip()}\n\n## Claims\n\n{claims_table(claims)}\n\n{rule_changes(claims)}"
-        f"## Summary\n\n{len(claims)} claims: {summary}.\n"
+        f"{title}\n\n**Verdicts:** {summary}.\n{body}\n\n## Claims\n\n{claims_table(claims)}"
+        f"\n\n{rule_changes(claims)}## Summary\n\n{summary}.\n"
     )
     write_text_atomic(folder / "report.md", text)
     return folder / "report.md"
@@ -300,6 +405,7 @@ def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
         [
             {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
              "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule,
+             "untrained": c.null, "rule verdict": c.rule_verdict,
              "earlier verdict": c.earlier.verdict if c.earlier else None}
             for c in claims
         ]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from datamodules.token_positioning import EOS, TokenPositioningDataModule
+from experiments.report import VERDICTS
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from lightning_modules.seq2seq import Seq2Seq
 from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
@@ -81,7 +82,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
                 "section5.update_output_when_triggering_masked", "share.outputting"}  # fmt: skip
     assert expected <= set(claims)
     for claim in claims.values():
-        assert claim["verdict"] in ("reproduced", "partially reproduced", "not reproduced")
+        assert claim["verdict"] in VERDICTS
     report = (tmp_path / "report" / "report.md").read_text()
     for figure in ("training", "fig2_storing_pca", "fig3_counting", "fig5_gates"):
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
