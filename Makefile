@@ -8,7 +8,7 @@ export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 # Extra options of a reproduction, e.g. `make reproduce-paper1 ARGS=--reuse-runs` to continue one.
 ARGS ?=
 
-.PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 bench lint clean
+.PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 headlines bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ reproduce-paper3: $(STAMP)
 
 reproduce-paper4: $(STAMP)
 	$(BIN)/python -m experiments.paper4 --jobs 2 $(ARGS)
+
+headlines: $(STAMP)
+	$(BIN)/python -m experiments.headlines
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper1_training

@@ -6,8 +6,8 @@ hand). `write_report` writes `results.json` (a list of claims, as in DESIGN.md) 
 `report.md` atomically.
 
 A rule or reading changed after results existed keeps the verdict of the old one beside the new
-(`Earlier`, attached by `with_earlier` or by the rule itself): the report lists each change with
-its reason and every verdict it changed.
+(`Earlier`, attached by `with_earlier` or by the rule itself): a claim keeps every change, newest
+first, and the report lists each change with its reason and every verdict it changed.
 
 A fourth verdict, **uninformative** (issue 29), counts as neither reproduced nor not: a claim
 whose rule the same architecture passes untrained (its initial weights, the same data and
@@ -73,7 +73,9 @@ class Claim:
     measured: Measured
     rule: str
     verdict: str
-    earlier: Earlier | None = None
+    earlier: tuple[Earlier, ...] = ()
+    """The verdicts before each change of rule, reading or runs, newest first: `earlier[0]` is
+    what the rule replaced last gave; each entry's `reason` is the change that followed it."""
     null: str | None = None
     """The same rule's verdict on the same architectures untrained (`against_null`); None where
     the pipeline was not run on them."""
@@ -100,6 +102,7 @@ class Claim:
         record = asdict(self)
         record["measured"] = {k: v for k, v in record["measured"].items() if k != "values"}
         record["measured"]["values"] = list(self.measured.values)
+        record["earlier"] = [asdict(e) for e in self.earlier]
         return record
 
     @classmethod
@@ -107,16 +110,21 @@ class Claim:
         """The claim `as_json` wrote (a `results.json` entry)."""
         measured = dict(record["measured"])
         measured["values"] = tuple(measured.get("values", ()))
-        earlier = record.get("earlier")
-        earlier = Earlier(**earlier) if earlier else None
+        earlier = record.get("earlier") or ()
+        earlier = tuple(Earlier(**e) for e in ([earlier] if isinstance(earlier, dict) else earlier))
         return cls(record["id"], record["claim"], record["paper"], Measured(**measured),
                    record["rule"], record["verdict"], earlier, record.get("null"),
                    record.get("rule_verdict"), record.get("uninformative_because"))  # fmt: skip
 
     @property
     def changed(self) -> bool:
-        """The verdict differs from the one under the rule this claim's replaced."""
-        return self.earlier is not None and self.earlier.verdict != self.verdict
+        """The verdict differs from the one before the latest change (`earlier[0]`)."""
+        return bool(self.earlier) and self.earlier[0].verdict != self.verdict
+
+    def changes(self) -> list[tuple[Earlier, str]]:
+        """Each change as (the state before it, the verdict right after it), newest first."""
+        after = [self.verdict] + [e.verdict for e in self.earlier]
+        return list(zip(self.earlier, after, strict=False))
 
 
 def against_null(claim: Claim, on_untrained: Claim) -> Claim:
@@ -141,23 +149,27 @@ def cannot_fail(claim: Claim, why: str) -> Claim:
                    uninformative_because=why)  # fmt: skip
 
 
-def with_earlier(claims: Sequence[Claim], earlier: Sequence[Claim], reason: str) -> list[Claim]:
-    """`claims`, each given the verdict and rule of the claim with its id in `earlier` (the same
-    claims computed by the replaced rule or reading) and the `reason` of the change, where the
-    change touched it (its rule's text or verdict differs). Where that earlier claim itself
-    replaced a rule, its own earlier verdict is kept: the verdict before every change."""
+def with_earlier(
+    claims: Sequence[Claim], earlier: Sequence[Claim], reason: str, unless_recorded: bool = False
+) -> list[Claim]:
+    """`claims`, each given, after its own changes, the verdict and rule of the claim with its id
+    in `earlier` (the same claims computed by the replaced rule, reading or runs) and the
+    `reason` of the change, where the change touched it (its rule's text or verdict differs),
+    then that claim's own earlier changes: the whole history, newest first. `unless_recorded`:
+    a claim whose rule already computed its verdict before this change (its own `earlier`, e.g.
+    `compare_summaries`) is left as it is."""
     by_id = {claim.id: claim for claim in earlier}
 
-    def previous(claim: Claim) -> Earlier | None:
+    def history(claim: Claim) -> tuple[Earlier, ...]:
         old = by_id.get(claim.id)
-        if old is None or (old.rule, old.verdict) == (claim.rule, claim.verdict):
-            return None
-        if old.earlier is not None:
-            return Earlier(old.earlier.verdict, old.earlier.rule,
-                           f"{reason}; and {old.earlier.reason}")  # fmt: skip
-        return Earlier(old.verdict, old.rule, reason)
+        if old is None or (unless_recorded and claim.earlier):
+            return claim.earlier
+        state = claim.earlier[-1] if claim.earlier else claim
+        touched = (old.rule, old.verdict) != (state.rule, state.verdict)
+        entry = (Earlier(old.verdict, old.rule, reason),) if touched else ()
+        return (*claim.earlier, *entry, *old.earlier)
 
-    return [replace(claim, earlier=previous(claim) or claim.earlier) for claim in claims]
+    return [replace(claim, earlier=history(claim)) for claim in claims]
 
 
 def compare_means(
@@ -166,11 +178,13 @@ def compare_means(
     paper_values: Sequence[float],
     measured_values: Sequence[float],
     decimals: int = 2,
+    at_most: float | None = None,
 ) -> Claim:
     """Paper mean vs measured mean over independent runs (see `compare_summaries`)."""
     return compare_summaries(
-        id, claim, Measured.of(paper_values), Measured.of(measured_values), decimals
-    )
+        id, claim, Measured.of(paper_values), Measured.of(measured_values), decimals,
+        at_most=at_most,
+    )  # fmt: skip
 
 
 ONE_ALLOWANCE = (
@@ -192,6 +206,7 @@ def compare_summaries(
     decimals: int = 2,
     previous_rounding: float = 0.02,
     previous_decimals: int | None = None,
+    at_most: float | None = None,
 ) -> Claim:
     """Paper mean vs measured mean, the paper given as mean, std and number of runs, its values
     printed with `decimals` decimals.
@@ -199,7 +214,9 @@ def compare_summaries(
     Rule: with SE = sqrt(s_paper^2/n_paper + s_measured^2/n_measured), reproduced when the
     unrounded measured mean is within 2 SE + half a unit of the paper's last printed decimal
     (its one rounding) of the paper's value, partially reproduced within 4 SE + `CLOSE`, else
-    not reproduced (differences below `FLOAT_NOISE` are ties). The verdict of the rule before
+    not reproduced (differences below `FLOAT_NOISE` are ties). `at_most`: the largest difference
+    the paper's words allow ("fully restores", "close to"), capping the seeds' spread: reproduced
+    within at most `at_most`, partially within at most twice it. The verdict of the rule before
     issue 29 (the mean rounded to `previous_decimals`, default `decimals`, and a further
     `previous_rounding` margin) is kept as `earlier`.
     """
@@ -207,6 +224,11 @@ def compare_summaries(
     allowance = 0.5 * 10.0**-decimals
     reproduced_within = 2 * standard_error + allowance
     partially_within = 4 * standard_error + CLOSE
+    capped = ""
+    if at_most is not None:
+        reproduced_within = min(reproduced_within, at_most)
+        partially_within = min(partially_within, 2 * at_most)
+        capped = f"; at most {at_most} and {2 * at_most}, what the paper's words allow"
     difference = abs(measured.mean - paper.mean)
     verdict = graded(difference <= reproduced_within + FLOAT_NOISE,
                      difference <= partially_within + FLOAT_NOISE)  # fmt: skip
@@ -214,7 +236,7 @@ def compare_summaries(
         f"|measured mean - paper's printed value| = {difference:.{decimals + 1}f}; reproduced if "
         f"<= 2 SE + {allowance:g} (half a unit of the paper's last decimal) = "
         f"{reproduced_within:.{decimals + 1}f}, partially if <= 4 SE + {CLOSE} = "
-        f"{partially_within:.{decimals + 1}f} (SE of the difference of means)"
+        f"{partially_within:.{decimals + 1}f} (SE of the difference of means{capped})"
     )
     places = decimals if previous_decimals is None else previous_decimals
     printed = round(abs(round(measured.mean, places) - paper.mean), places)
@@ -226,7 +248,7 @@ def compare_summaries(
     )
     return Claim(
         id, claim, round(paper.mean, 4), measured, rule, verdict,
-        Earlier(previous, previous_rule, ONE_ALLOWANCE),
+        (Earlier(previous, previous_rule, ONE_ALLOWANCE),),
     )  # fmt: skip
 
 
@@ -302,6 +324,16 @@ def direction_claim(
     return Claim(id, claim, paper, Measured.of(values), rule, verdict)
 
 
+def direction_first(claim: Claim, change: float, change_name: str) -> Claim:
+    """`claim` (a level compared with the paper's) where the paper states a change to that level:
+    not reproduced unless the measured `change` (signed so the paper's direction is positive)
+    goes the paper's way, a tie included, whatever the level's own rule says."""
+    rule = (f"direction first: {change_name} = {change:.3f}, signed so the paper's direction is "
+            f"positive, must be > 0; then {claim.rule}")  # fmt: skip
+    verdict = claim.verdict if change > FLOAT_NOISE else "not reproduced"
+    return replace(claim, rule=rule, verdict=verdict)
+
+
 def graded(reproduced: bool, partially: bool) -> str:
     """The verdict of a rule with a reproduced and a weaker, partially-reproduced condition."""
     if reproduced:
@@ -318,6 +350,21 @@ def headline(claims: Sequence[Claim]) -> str:
     """`N claims: a reproduced, b partially reproduced, c not reproduced, d uninformative`."""
     counts = summary_counts(claims)
     return f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def headlines_table(reports: Path) -> str:
+    """The README's table of verdicts, one row per committed report
+    (`<reports>/paperN/results.json`), so the README cannot drift from the reports."""
+    lines = [
+        "| report | claims | " + " | ".join(VERDICTS) + " |",
+        "|---" * (len(VERDICTS) + 2) + "|",
+    ]
+    for results in sorted(Path(reports).glob("paper*/results.json")):
+        claims = [Claim.from_json(r) for r in json.loads(results.read_text())]
+        counts = summary_counts(claims)
+        lines.append(f"| `{Path(reports).name}/{results.parent.name}/report.md` | {len(claims)} | "
+                     + " | ".join(str(counts[v]) for v in VERDICTS) + " |")  # fmt: skip
+    return "\n".join(lines)
 
 
 def verdict_line(report: Path, claims: Sequence[Claim]) -> str:
@@ -351,7 +398,7 @@ def claims_table(claims: Sequence[Claim]) -> str:
         if c.rule_verdict is not None:
             verdict += f" (the rule: {c.rule_verdict}; {escape_cell(c.uninformative_because)})"
         if c.changed:
-            verdict += f" (earlier: {c.earlier.verdict}; see Rule changes)"
+            verdict += f" (earlier: {c.earlier[0].verdict}; see Rule changes)"
         null = f" {c.null or '-'} |" if nulls else ""
         lines.append(
             f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "
@@ -361,20 +408,21 @@ def claims_table(claims: Sequence[Claim]) -> str:
 
 
 def rule_changes(claims: Sequence[Claim]) -> str:
-    """The report's section on rules and readings replaced after results existed: each reason,
-    how many claims it applies to, and every verdict it changed with the earlier rule."""
-    reasons = list(dict.fromkeys(c.earlier.reason for c in claims if c.earlier))
+    """The report's section on rules, readings and runs replaced after results existed: each
+    reason, how many claims it applies to, and every verdict it changed with the earlier rule."""
+    steps = [(c, before, after) for c in claims for before, after in c.changes()]
+    reasons = list(dict.fromkeys(before.reason for _, before, _ in steps))
     if not reasons:
         return ""
     parts = ["## Rule changes\n"]
     for number, reason in enumerate(reasons, 1):
-        applied = [c for c in claims if c.earlier and c.earlier.reason == reason]
-        changed = [c for c in applied if c.changed]
+        applied = [(c, b, a) for c, b, a in steps if b.reason == reason]
+        changed = [(c, b, a) for c, b, a in applied if b.verdict != a]
         parts.append(f"{number}. {reason[0].upper()}{reason[1:]}. It applies to {len(applied)} "
                      f"claims and changed {len(changed)} verdicts"
                      f"{':' if changed else '.'}")  # fmt: skip
-        parts += [f"   - `{c.id}`: {c.earlier.verdict} -> {c.verdict} (earlier rule: "
-                  f"{escape_cell(c.earlier.rule)})" for c in changed]  # fmt: skip
+        parts += [f"   - `{c.id}`: {b.verdict} -> {a} (earlier rule: {escape_cell(b.rule)})"
+                  for c, b, a in changed]  # fmt: skip
     return "\n".join(parts) + "\n\n"
 
 
@@ -406,7 +454,7 @@ def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
             {"id": c.id, "claim": c.claim, "paper": str(c.paper), "mean": c.measured.mean,
              "std": c.measured.std, "n": c.measured.n, "verdict": c.verdict, "rule": c.rule,
              "untrained": c.null, "rule verdict": c.rule_verdict,
-             "earlier verdict": c.earlier.verdict if c.earlier else None}
+             "earlier verdict": c.earlier[0].verdict if c.earlier else None}
             for c in claims
         ]
     )  # fmt: skip

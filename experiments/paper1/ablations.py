@@ -23,10 +23,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from experiments.report import (  # noqa: E402
+    CLOSE,
     Claim,
     Measured,
+    cannot_fail,
     compare_means,
     compare_summaries,
+    direction_claim,
     save_figure,
     threshold_claim,
 )
@@ -171,6 +174,13 @@ def substitution_claims(substitution: dict, original: dict[str, list[float]], pa
     return claims + substitution_pattern_claims(substitution, original, paper)
 
 
+RISES = ("Encoder W_ih", "Decoder W_hh")
+"""Section 5.1's components whose substitution the paper says raises the guided accuracy."""
+RISE = 0.05
+"""A rise of 5% of the original accuracy reproduces "improves" / "increases" (the paper's
+decoder W_hh: 0.82 to 0.91, 11%); any rise above a tie is partial."""
+
+
 def substitution_pattern_claims(substitution: dict, original: dict[str, list[float]],
                                 paper: dict) -> list[Claim]:  # fmt: skip
     """Section 5.1's statements on what each frozen baseline component does to a guided model,
@@ -201,6 +211,13 @@ def substitution_pattern_claims(substitution: dict, original: dict[str, list[flo
         statistic, name = (measured, "substituted / original guided mean NC accuracy")
         if sign < 0:
             statistic, name = 1 - measured, "1 - substituted / original guided mean NC accuracy"
+        if component in RISES:  # a rise: the direction first, a tie is not a rise (issue 29)
+            claims.append(direction_claim(
+                f"sec5_1.guided_with_{slug(component)}", f"Section 5.1: in a guided model, "
+                f"{statement}", round(paper_ratio, 2), values, measured - 1,
+                "substituted / original guided mean NC accuracy - 1", RISE, 1e-9,
+            ))  # fmt: skip
+            continue
         claims.append(
             threshold_claim(
                 f"sec5_1.guided_with_{slug(component)}",
@@ -249,9 +266,11 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
         ),
         compare_means(
             "sec5_2.pruned_retrained_accuracy",
-            "The pruned models after retraining, NC accuracy",
+            'The pruned models after retraining, NC accuracy ("fully restores": the seeds\' '
+            "spread widens the tolerance to at most 0.05)",
             [values["after_retraining"]],
             pruning["after"],
+            at_most=CLOSE,
         ),
         threshold_claim(
             "sec5_2.retrained_beats_full",
@@ -263,16 +282,20 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
             reproduced_at=0.0,
             partially_at=-0.1,
         ),
-        threshold_claim(
-            "sec5_2.units_kept",
-            "Units kept per layer (follows from keeping 5% of "
-            "512 units; a check of the pruning, not of the paper)",
-            values["kept_neurons"],
-            kept,
-            min(kept) == max(kept) == 26,
-            "1 if every pruned layer kept 26 units",
-            reproduced_at=1,
-            partially_at=1,
+        cannot_fail(
+            threshold_claim(
+                "sec5_2.units_kept",
+                "Units kept per layer (follows from keeping 5% of "
+                "512 units; a check of the pruning, not of the paper)",
+                values["kept_neurons"],
+                kept,
+                min(kept) == max(kept) == 26,
+                "1 if every pruned layer kept 26 units",
+                reproduced_at=1,
+                partially_at=1,
+            ),
+            "5% of 512 units is 26 by construction: the check of the pruning cannot fail on "
+            "any model (issue 29)",
         ),
     ]
 

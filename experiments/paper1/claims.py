@@ -8,9 +8,12 @@ from collections.abc import Sequence
 import torch  # noqa: E402
 
 from experiments.paper1.analyses import GATES, MATRICES, PROBES, THRESHOLDS, mean_of, per_run
-from experiments.report import (  # noqa: E402
+from experiments.report import (
+    CLOSE,
     Claim,
+    cannot_fail,
     compare_means,
+    direction_claim,  # noqa: E402
     ratio_claim,
     threshold_claim,
 )
@@ -160,6 +163,10 @@ def activation_claims(results: dict[str, list[dict]]) -> list[Claim]:
     return range_claims(results) + saturation_claims(results) + outlier_claims(results)
 
 
+WHOLE_RANGE = 1.8
+"""A unit's range over the test set that counts as tanh's whole range (-1, 1): 90% of it."""
+
+
 def range_claims(results: dict[str, list[dict]]) -> list[Claim]:
     """Section 4.1 (Figure 3): the ranges of encoder and decoder units."""
     guided = results["guided"]
@@ -179,15 +186,18 @@ def range_claims(results: dict[str, list[dict]]) -> list[Claim]:
             reproduced_at=0.05,
             partially_at=0.01,
         ),
-        threshold_claim(
+        direction_claim(
             "fig3.guided_decoder_units_cover_range",
-            "Decoder: most guided units cover the whole value range",
+            "Decoder: most guided units cover the whole value range (a unit covers it when its "
+            f"range over the test set is at least {WHOLE_RANGE} of tanh's 2)",
             "most",
-            [torch.tensor(r["ranges"]["decoder"]).median().item() for r in guided],
-            float(torch.tensor(decoder_ranges).median()),
-            "median full range of guided decoder units (tanh spans 2)",
-            reproduced_at=1.0,
-            partially_at=0.5,
+            [_share(r["ranges"]["decoder"], lambda x: x >= WHOLE_RANGE) for r in guided],
+            _share(decoder_ranges, lambda x: x >= WHOLE_RANGE) - 0.5,
+            "share of the guided decoder units (pooled over runs) covering the whole range - 0.5 "
+            "(most: more than half; until issue 29 the median range had to reach 1.0, half "
+            "of tanh's span)",
+            reproduced_at=1e-9,
+            partially_at=1e-9,
         ),
     ]
 
@@ -386,14 +396,21 @@ def probe_pattern_claims(results: dict[str, list[dict]], paper: dict, key: str) 
         compare_means(
             "sec4_1.group_units_in_top5pct",
             "Share of the guided encoder functional group's units that are among the 5% of "
-            "units with the strongest absolute weights",
+            "units with the strongest absolute weights (the seeds' spread widens the tolerance "
+            "to at most 0.05)",
             [paper["group_in_top5_share"]],
             per_run(guided, key, "table2.encoder.hidden", "in_top5"),
+            at_most=CLOSE,
         ),
-        compare_means(
-            "sec4_1.majority_baseline",
-            "Accuracy of a majority classifier for the current table (held-out samples)",
-            [paper["majority_accuracy"]],
-            per_run(guided, key, "table2.encoder.hidden", "majority"),
+        cannot_fail(
+            compare_means(
+                "sec4_1.majority_baseline",
+                "Accuracy of a majority classifier for the current table (all labels)",
+                [paper["majority_accuracy"]],
+                per_run(guided, key, "table2.encoder.hidden", "majority"),
+                decimals=3,
+            ),
+            "the eight tables are equally frequent labels, so a majority classifier scores 1/8 "
+            "on any model, trained or not: the paper's chance level, not a finding (issue 29)",
         ),
     ]

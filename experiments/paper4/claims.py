@@ -14,6 +14,7 @@ direction, outputting values near -1 or +1, units with several functions).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,10 @@ import numpy as np
 from experiments.report import (
     Claim,
     Measured,
+    cannot_fail,
     compare_summaries,
+    direction_claim,
+    direction_first,
     ratio_claim,
     threshold_claim,
 )
@@ -34,6 +38,11 @@ FUNCTIONS = ("storing", "counting", "triggering", "outputting")
 def exact(value: float) -> Measured:
     """A value the paper reports once, without spread."""
     return Measured(value, 0.0, 1, (value,))
+
+
+PRINTED = {"decimals": 3, "previous_decimals": 2}
+"""The paper prints its accuracies and gate values with 3 decimals (0.985, 0.833, 0.067); until
+issue 29 they were compared at 2."""
 
 
 def per_model(analyses: list[dict], read) -> list[float]:
@@ -60,44 +69,75 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
     claims = [
         compare_summaries("accuracy.gru", "GRU token-positioning accuracy (section 2, Gutenberg)",
                           exact(paper["accuracy"]["gru_gutenberg"]),
-                          Measured.of(accuracies["gru"])),
+                          Measured.of(accuracies["gru"]), **PRINTED),
         compare_summaries("accuracy.lstm", "LSTM token-positioning accuracy (section 2)",
-                          exact(paper["accuracy"]["lstm"]), Measured.of(accuracies["lstm"])),
+                          exact(paper["accuracy"]["lstm"]), Measured.of(accuracies["lstm"]),
+                          **PRINTED),
         compare_summaries("accuracy.two_signals",
                           "Accuracy with several (token, position) signals (section 2; here 2)",
                           exact(paper["accuracy"]["two_signals"]),
-                          Measured.of(accuracies["two_signals"])),
+                          Measured.of(accuracies["two_signals"]), **PRINTED),
         compare_summaries("accuracy.random_decoder_inputs",
                           "GRU accuracy with every decoder input a random token (section 5)",
                           exact(paper["accuracy"]["random_decoder_inputs"]),
-                          Measured.of(per_model(analyses, lambda a: a["random_inputs_accuracy"]))),
+                          Measured.of(per_model(analyses, lambda a: a["random_inputs_accuracy"])),
+                          **PRINTED),
     ]  # fmt: skip
     kept = [r / c for r, c in zip(per_model(analyses, lambda a: a["random_inputs_accuracy"]),
                                   accuracies["gru"], strict=True)]  # fmt: skip
     claims.append(threshold_claim(
         "accuracy.random_inputs_barely_matter",
         "Decoder inputs barely matter: random-input accuracy / normal accuracy (section 5; paper "
-        "98.0 / 98.1)", round(0.980 / 0.981, 3), kept, float(np.mean(kept)),
+        "98.0 / 98.5, section 2's Gutenberg accuracy, the data these models learn; until issue 29 "
+        "98.1, the lyrics')",
+        round(paper["accuracy"]["random_decoder_inputs"] / paper["accuracy"]["gru_gutenberg"], 3),
+        kept, float(np.mean(kept)),
         "mean ratio of random-input to normal accuracy", 0.98, 0.9,
     ))  # fmt: skip
     for hypothesis in HYPOTHESES:
         shares = per_model(analyses, lambda a, h=hypothesis: mean_over_tokens(
             a, lambda t: t["accuracy"][h] > paper["plausible_above"]))  # fmt: skip
-        claims.append(threshold_claim(
+        claim = threshold_claim(
             f"plausible.{hypothesis}",
             f"The {hypothesis} hypothesis is plausible (SVM accuracy > 95%) for the analysed "
             "tokens (sections 3.1, 4)", "all 50 tokens", shares, float(np.mean(shares)),
             "mean share of tokens whose SVM (balanced) training accuracy > 0.95", 0.9, 0.5,
-        ))  # fmt: skip
+        )  # fmt: skip
+        claims.append(cannot_fail(claim, TRAINING_ACCURACY) if hypothesis in SEPARABLE else claim)
     for function in FUNCTIONS:
         shares = per_model(analyses, lambda a, f=function: mean_over_tokens(
             a, lambda t: len(t[f]) / a["hidden_size"]))  # fmt: skip
-        claims.append(ratio_claim(
+        claims.append(cannot_fail(ratio_claim(
             f"share.{function}",
             f"Share of units that are {function} neurons per token (paper: "
             f"{paper['share_text'][function]})", paper["shares"][function], shares, within=1.5,
-        ))  # fmt: skip
+        ), SHARE_SET_BY_METHOD[function]))  # fmt: skip
     return claims + finding_claims(analyses) + control_claims(analyses) + added_claims(analyses)
+
+
+SEPARABLE = ("storing", "triggering")
+TRAINING_ACCURACY = (
+    "the rule reads the SVM's training accuracy, and a linear SVM on the 128 units separates the "
+    "storing and triggering hypotheses' training rows (1.000 for every token of every model), "
+    "whether or not the units hold the hypothesis; a held-out accuracy would test it (issue 29; "
+    "not measured yet)"
+)
+SHARE_SET_BY_METHOD = {
+    **{function: "the share is set by the method, not the model: RFE keeps half of the units "
+       "and the integrated-gradients filter keeps the candidates at or above the mean importance, "
+       "so every model gives about a quarter of the units (issue 29)"
+       for function in ("storing", "counting", "triggering")},
+    "outputting": "the share is set by the method, not the model: the units whose mean logit "
+    "term is positive and at least the mean absolute term are a fixed upper part of any "
+    "distribution of terms (issue 29)",
+}  # fmt: skip
+CHOSEN_ON_THE_OUTPUT = (
+    "the outputting units are chosen as the largest terms of the token's logit on rows the model "
+    "already answers, so zeroing them (or everything else) decides the answer by construction "
+    "(issue 29)"
+)
+CIRCULAR = ("finding4.outputting_zero", "finding4.others_zero", "control.outputting_zero",
+            "control.others_zero")  # fmt: skip
 
 
 def finding_claims(analyses: list[dict]) -> list[Claim]:
@@ -114,12 +154,13 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
     ))  # fmt: skip
     for name in MANIPULATIONS:
         section = "outputting" if name in paper["outputting"] else "table1_gutenberg"
-        claims.append(compare_summaries(
+        claim = compare_summaries(
             f"table1.{name}" if section == "table1_gutenberg" else f"finding4.{name}",
             MANIPULATION_TEXT[name], exact(paper[section][name]),
             Measured.of(per_model(analyses, lambda a, n=name: manipulation_accuracy(a, n))),
-            rounding=0.05,
-        ))  # fmt: skip
+            **PRINTED, previous_rounding=0.05,
+        )  # fmt: skip
+        claims.append(cannot_fail(claim, CHOSEN_ON_THE_OUTPUT) if claim.id in CIRCULAR else claim)
     rho = per_model(analyses, lambda a: -a["counting_rho"])
     claims.append(threshold_claim(
         "finding2.deeper_drop_for_larger_T",
@@ -142,12 +183,13 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
     ):
         shares = per_model(analyses, lambda a, k=key, d=direction: mean_over_tokens(
             a, lambda t: d * (t["gates"][k + "_masked"] - t["gates"][k]) > 0))  # fmt: skip
-        claims.append(threshold_claim(
+        claims.append(direction_claim(
             f"section5.{key}_when_triggering_masked",
             f"With the triggering neurons of h_(T-1) masked, {text} (section 5)",
             f"{paper['section5_token_i'][key]} -> {paper['section5_token_i'][key + '_masked']} "
-            "(token 'i')", shares, float(np.mean(shares)),
-            "mean share of tokens where it does", 0.9, 0.5,
+            "(token 'i')", shares, float(np.mean(shares)) - 0.5,
+            "mean share of tokens where it does - 0.5 (as often as not: a tie, issue 29)",
+            0.4, 1e-9,
         ))  # fmt: skip
     for key, sign, text in (
         ("update_drive_from_triggering", -1, "U_z h_(T-1) over the outputting units is negative"),
@@ -161,13 +203,22 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
             "Equation 3, Figure 5a/b)", "negative" if sign < 0 else "positive", shares,
             float(np.mean(shares)), "mean share of tokens where it is", 0.9, 0.5,
         ))  # fmt: skip
-    for key, value in paper["section5_token_i"].items():
+    token_i = paper["section5_token_i"]
+    for key, value in token_i.items():
         measured = [a["tokens"]["i"]["gates"][key] for a in analyses if "i" in a["tokens"]]
-        if measured:
-            claims.append(compare_summaries(
-                f"section5.token_i.{key}", f"Token 'i': {GATE_TEXT[key]} (section 5)",
-                exact(value), Measured.of(measured), rounding=0.05,
-            ))  # fmt: skip
+        if not measured:
+            continue
+        claim = compare_summaries(
+            f"section5.token_i.{key}", f"Token 'i': {GATE_TEXT[key]} (section 5)",
+            exact(value), Measured.of(measured), **PRINTED, previous_rounding=0.05,
+        )  # fmt: skip
+        if key.endswith("_masked"):  # the paper's change from the unmasked value, direction first
+            unmasked = [a["tokens"]["i"]["gates"][key.removesuffix("_masked")]
+                        for a in analyses if "i" in a["tokens"]]  # fmt: skip
+            sign = np.sign(value - token_i[key.removesuffix("_masked")])
+            change = float(sign * (np.mean(measured) - np.mean(unmasked)))
+            claim = direction_first(claim, change, "mean change from the unmasked value")
+        claims.append(claim)
     return claims
 
 
@@ -199,6 +250,11 @@ moves, or survives with only these units), 0 no direction (replacing units by th
 values should keep any units' token)."""
 
 
+CONTROL_GAP = 0.02
+"""The smallest accuracy gap over the control called partial evidence: 2 points, the sampling
+noise of an accuracy over a few hundred rows."""
+
+
 def control_claims(analyses: list[dict]) -> list[Claim]:
     """For every manipulation with a direction: the named units' accuracy minus the control's,
     signed so that the paper's direction is positive; reproduced when the mean over models is at
@@ -211,15 +267,17 @@ def control_claims(analyses: list[dict]) -> list[Claim]:
         gaps = per_model(analyses, lambda a, n=name, d=sign: d * (
             manipulation_accuracy(a, n) - manipulation_accuracy(a, f"control.{n}")))  # fmt: skip
         control = per_model(analyses, lambda a, n=name: manipulation_accuracy(a, f"control.{n}"))
-        claims.append(threshold_claim(
+        claim = direction_claim(
             f"control.{name}",
             f"{MANIPULATION_TEXT[name].split(':')[0]}: the named units "
             f"{'lose the token' if sign < 0 else 'have the effect'} more often than as many "
             f"random non-candidate units (control accuracy {np.mean(control):.3f})",
             "named units matter", gaps, float(np.mean(gaps)),
-            "mean over models of (named - control accuracy), signed by the paper's direction",
-            0.1, 1e-9,
-        ))  # fmt: skip
+            "mean over models of (named - control accuracy), signed by the paper's direction "
+            f"(partially from {CONTROL_GAP}: smaller gaps are within the rows' sampling noise; "
+            "until issue 29 any gap above 0)", 0.1, CONTROL_GAP,
+        )  # fmt: skip
+        claims.append(cannot_fail(claim, CHOSEN_ON_THE_OUTPUT) if claim.id in CIRCULAR else claim)
     drops = per_model(analyses, lambda a: 1 - manipulation_accuracy(a, "storing_zero"))
     claims.append(threshold_claim(
         "direction.storing_zero_drops",
@@ -275,14 +333,31 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
         "mean over models and tokens of |h_T| over the outputting units", 0.8, 0.5,
     ))  # fmt: skip
     shared = per_model(analyses, lambda a: mean_over_tokens(a, _has_multi_function_unit))
-    claims.append(threshold_claim(
+    chance = float(np.mean(per_model(analyses, lambda a: mean_over_tokens(
+        a, lambda t: _chance_of_a_shared_unit(t, a["hidden_size"])))))  # fmt: skip
+    claim = threshold_claim(
         "functions.several_at_once",
         "Neurons serve several functions at once (a unit in two or more of the four groups)",
         "some", shared, float(np.mean(shared)),
-        "mean over models of the share of tokens with a unit in two or more function groups",
+        "mean over models of the share of tokens with a unit in two or more function groups "
+        f"(four random groups of the same sizes share a unit with probability {chance:.3f})",
         0.9, 0.5,
-    ))  # fmt: skip
+    )  # fmt: skip
+    if chance >= 0.9:  # random groups would pass the rule too
+        claim = cannot_fail(claim, f"four random groups of these sizes among the units share a "
+                            f"unit with probability {chance:.3f} (issue 29)")  # fmt: skip
+    claims.append(claim)
     return claims
+
+
+def _chance_of_a_shared_unit(token: dict, units: int) -> float:
+    """The probability that the four function groups, drawn as random sets of their sizes among
+    `units`, share a unit: 1 - P(pairwise disjoint), the groups drawn one after another."""
+    disjoint, taken = 1.0, 0
+    for size in sorted(len(token[f]) for f in FUNCTIONS):
+        disjoint *= math.comb(units - taken, size) / math.comb(units, size)
+        taken += size
+    return 1.0 - disjoint
 
 
 def _positions_where_storing_matters(analysis: dict) -> float:

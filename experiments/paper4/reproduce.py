@@ -51,6 +51,28 @@ MODELS_CHANGED = (
 )
 
 
+RULES_BEFORE_ISSUE29 = EARLIER_VERDICTS.with_name("before_issue29.json")
+"""The default scale's claims of commit 64a7695's report: the same runs, the rules before issue
+29."""
+RULES_REVISED = (
+    "issue 29 (verdicts a skeptic accepts) revised these rules after their results existed "
+    "(claims of commit 64a7695's report, reports/paper4/earlier/before_issue29.json): a rule "
+    "that cannot fail is uninformative, with its reason (the function shares, the storing and "
+    "triggering SVMs' training accuracy, outputting units chosen on the output, four groups that "
+    "share a unit by chance); a direction is tested first and a tie is not a change (section 5's "
+    "masked gates, the controls, from a 2-point gap)"
+)
+
+
+def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
+    """The default scale's `claims` beside their verdicts before issue 29 and before issue 27."""
+    for path, reason, unless_recorded in ((RULES_BEFORE_ISSUE29, RULES_REVISED, True),
+                                          (EARLIER_VERDICTS, MODELS_CHANGED, False)):  # fmt: skip
+        earlier = [Claim.from_json(r) for r in json.loads(path.read_text())]
+        claims = with_earlier(claims, earlier, reason, unless_recorded)
+    return claims
+
+
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Train and measure every variant, analyse every GRU (sections 3-5), report; a shard only
     trains and measures its runs (None)."""
@@ -68,9 +90,8 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         accuracies = {name: [r["test_position_acc"] for r in runs]
                       for name, runs in by_variant.items()}  # fmt: skip
         claims = claims_of(analyses, accuracies)
-        if scale_name == "default" and EARLIER_VERDICTS.is_file():
-            earlier = [Claim.from_json(r) for r in json.loads(EARLIER_VERDICTS.read_text())]
-            claims = with_earlier(claims, earlier, MODELS_CHANGED)
+        if scale_name == "default":
+            claims = earlier_verdicts(claims)
         figures_folder = out / "figures"
         figures = {
             "training": training_figure(records, figures_folder / "training.png"),
