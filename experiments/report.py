@@ -82,6 +82,8 @@ class Claim:
     rule_verdict: str | None = None
     """The rule's verdict on the trained models, kept where `verdict` is uninformative."""
     uninformative_because: str | None = None
+    rule_since: str | None = None
+    """The commit where the rule last changed (`experiments.rule_dates`)."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -114,7 +116,8 @@ class Claim:
         earlier = tuple(Earlier(**e) for e in ([earlier] if isinstance(earlier, dict) else earlier))
         return cls(record["id"], record["claim"], record["paper"], Measured(**measured),
                    record["rule"], record["verdict"], earlier, record.get("null"),
-                   record.get("rule_verdict"), record.get("uninformative_because"))  # fmt: skip
+                   record.get("rule_verdict"), record.get("uninformative_because"),
+                   record.get("rule_since"))  # fmt: skip
 
     @property
     def changed(self) -> bool:
@@ -426,9 +429,12 @@ def rule_changes(claims: Sequence[Claim]) -> str:
     return "\n".join(parts) + "\n\n"
 
 
-def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> Path:
+def write_report(
+    folder: str | Path, claims: Sequence[Claim], markdown: str, dates: str = ""
+) -> Path:
     """Write `results.json` (the claims) and `report.md` (`markdown` plus the claims, the rule
-    changes and a summary of verdicts) into `folder`, each atomically."""
+    changes, `dates` (`rule_dates.dates_section`) and a summary of verdicts) into `folder`, each
+    atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(
@@ -441,7 +447,7 @@ def write_report(folder: str | Path, claims: Sequence[Claim], markdown: str) -> 
     title, _, body = markdown.rstrip().partition("\n")
     text = (
         f"{title}\n\n**Verdicts:** {summary}.\n{body}\n\n## Claims\n\n{claims_table(claims)}"
-        f"\n\n{rule_changes(claims)}## Summary\n\n{summary}.\n"
+        f"\n\n{rule_changes(claims)}{dates}## Summary\n\n{summary}.\n"
     )
     write_text_atomic(folder / "report.md", text)
     return folder / "report.md"

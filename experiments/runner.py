@@ -32,6 +32,7 @@ import pandas as pd
 
 from experiments.allocator import keep_freed_memory
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
+from experiments.rule_dates import ReportHistory, dated, dates_section
 from storage import RunLayout
 from storage.files import RunFolderLock, write_text_atomic
 from storage.layout import RUNS_ENV, default_run_root
@@ -428,9 +429,15 @@ def publish(
     root: Path,
     figures: dict[str, Path],
     tables: dict[str, pd.DataFrame],
+    records: Sequence[dict] = (),
 ) -> Path:
-    """The end of every reproduction: `report.md` and `results.json` in `out`, and the figures and
-    tables as the W&B run `<paper>/report`. Returns the report's path."""
-    report = write_report(out, claims, markdown)
+    """The end of every reproduction: `report.md` and `results.json` in `out`, each claim dated
+    (`rule_dates`: against the committed report's history and the runs' `records`), and the
+    figures and tables as the W&B run `<paper>/report`. Returns the report's path."""
+    history = ReportHistory.of(REPOSITORY, f"reports/{paper}/results.json")
+    claims = dated(claims, history)
+    finished = max((r["trained"]["finished"] for r in records), default=None)
+    dates = "" if finished is None else dates_section(claims, history, finished)
+    report = write_report(out, claims, markdown, dates)
     log_to_wandb(root, paper, figures, tables)
     return report

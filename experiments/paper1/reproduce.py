@@ -168,7 +168,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         + ablation_text(scale, ablation, original)
     )
     publish(out, "paper1", claims, markdown, root, figures,
-            paper1_tables(claims, analysed, ablation))  # fmt: skip
+            paper1_tables(claims, analysed, ablation), records)  # fmt: skip
     keep_beside_report("paper1", [(r["variant"], r["seed"]) for r in records], root, out)
     return claims
 

@@ -181,7 +181,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
               "figure2": frames["figure2"].reset_index(),
               "figure3": frames["figure3"].reset_index(), "seeds": frames["seeds"],
               "readings": frames["readings"]}  # fmt: skip
-    publish(out, "paper2", claims, markdown, root, figures, tables)
+    publish(out, "paper2", claims, markdown, root, figures, tables, list(records.values()))
     keep_beside_report("paper2", [(s.variant, seed) for s, seed in records], root, out)
     return claims
 

@@ -56,7 +56,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     markdown = report_text(scale_name, scale, tables, clock, records)
     markdown += playground_section(tables, scale)
     publish(out, "paper3", claims, markdown, sitting.root, figures,
-            {"claims": claims_frame(claims), **tables})  # fmt: skip
+            {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]
     keep_beside_report("paper3", runs, sitting.root, out)
     return claims

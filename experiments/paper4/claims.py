@@ -340,7 +340,7 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
         "Neurons serve several functions at once (a unit in two or more of the four groups)",
         "some", shared, float(np.mean(shared)),
         "mean over models of the share of tokens with a unit in two or more function groups "
-        f"(four random groups of the same sizes share a unit with probability {chance:.3f})",
+        f"(four random groups of the same sizes share a unit with probability p = {chance:.3f})",
         0.9, 0.5,
     )  # fmt: skip
     if chance >= 0.9:  # random groups would pass the rule too

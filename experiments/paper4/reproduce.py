@@ -111,7 +111,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     }
     markdown = report_text(scale_name, scale, tables, clock, records)
     publish(out, "paper4", claims, markdown, root, figures,
-            {"claims": claims_frame(claims), **tables})  # fmt: skip
+            {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     keep_beside_report("paper4", list(records), root, out)
     return claims
 

@@ -1,0 +1,160 @@
+"""Rules dated against the runs they judge (issue 29): every claim records the commit where its
+rule last changed (`Claim.rule_since`), and a report lists the rules newer than its runs.
+
+A rule is known by its text with the measured values left out (`rule_template`: every number
+right after "= ", the statistic and the bounds computed from the measurements; the thresholds,
+written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot. Its date is
+read from the repository's history of the report (`git log` of `reports/<paper>/results.json`):
+the oldest commit of the unbroken line of committed reports, newest first, whose claim of the
+same id had the same template; where the newest committed report's differs, or has no such
+claim, the rule is this report's (the commit the code was taken from, or "working tree" where
+that code is not committed).
+
+A rule is newer than the runs it judges when it appeared after the first committed report
+written from them (the first report committed after the last run finished): it was written or
+changed after their results existed. Those claims keep their verdicts before the change in
+`Claim.earlier` (`report.with_earlier` and the rules themselves). Without git or the report's
+history every rule is dated "unknown" and the report says so.
+
+Written by hand: git's own history is the only record of when a rule changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from experiments.report import Claim, escape_cell
+
+MEASURED_VALUE = re.compile(r"((?:^|[^<>!])= )[-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf)")
+"""A number right after "= " (not ">= ", "<= " or "!= "): a value computed from measurements."""
+WORKING_TREE = "working tree"
+UNKNOWN = "unknown"
+
+
+def rule_template(record: dict) -> str:
+    """A claim's rule (`Claim.as_json`) without its measured values: every number right after
+    "= " becomes "#"; with the reason it cannot fail, where it cannot."""
+    because = record.get("uninformative_because")
+    return MEASURED_VALUE.sub(r"\1#", record["rule"]) + (
+        f" | cannot fail: {because}" if because else ""
+    )
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    time: float
+
+
+@dataclass(frozen=True)
+class ReportHistory:
+    """The committed versions of one report's `results.json`, newest first, each with its
+    claims' (rule template, verdict) by id; `current`: the commit this report's code comes
+    from."""
+
+    versions: tuple[tuple[Commit, dict[str, tuple[str, str]]], ...]
+    current: Commit
+
+    @classmethod
+    def of(cls, repository: Path, results: str) -> ReportHistory:
+        """The history of `results` (a path inside `repository`); empty without git."""
+        log = _git(repository, "log", "--format=%h %ct", "--", results)
+        versions = []
+        for line in (log or "").splitlines():
+            commit, stamp = line.split()
+            text = _git(repository, "show", f"{commit}:{results}")
+            if text is None:
+                continue
+            templates = {c["id"]: (rule_template(c), c["verdict"]) for c in json.loads(text)}
+            versions.append((Commit(commit, float(stamp)), templates))
+        return cls(tuple(versions), _current_commit(repository))
+
+    def first_report_after(self, finished: float) -> Commit | None:
+        """The first committed report written after the runs finished at `finished`."""
+        after = [commit for commit, _ in self.versions if commit.time >= finished]
+        return min(after, key=lambda c: c.time) if after else None
+
+    def since(self, claim: Claim) -> Commit:
+        """The commit where `claim`'s rule last changed (see the module)."""
+        return self._change(claim)[0]
+
+    def before(self, claim: Claim) -> str:
+        """`claim`'s verdict in the newest committed report with another rule for it, and that
+        report's commit; or that it is new."""
+        previous = self._change(claim)[1]
+        return "(a new claim)" if previous is None else f"{previous[1]} (commit `{previous[0]}`)"
+
+    def _change(self, claim: Claim) -> tuple[Commit, tuple[str, str] | None]:
+        template, since = rule_template(claim.as_json()), self.current
+        for commit, templates in self.versions:
+            committed = templates.get(claim.id)
+            if committed is None:
+                return since, None
+            if committed[0] != template:
+                return since, (commit.id, committed[1])
+            since = commit
+        return since, None
+
+
+def _git(repository: Path, *arguments: str) -> str | None:
+    try:
+        return subprocess.run(["git", "-C", str(repository), *arguments], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _current_commit(repository: Path) -> Commit:
+    """HEAD where the code (everything outside `reports/`) is committed; else the working tree."""
+    head = _git(repository, "log", "-1", "--format=%h %ct")
+    if not head:
+        return Commit(UNKNOWN, time.time())
+    changed = _git(repository, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                   ":(exclude)reports", ":(exclude)README.md")  # fmt: skip
+    if changed:
+        return Commit(WORKING_TREE, time.time())
+    commit, stamp = head.split()
+    return Commit(commit, float(stamp))
+
+
+def dated(claims: Sequence[Claim], history: ReportHistory) -> list[Claim]:
+    """`claims`, each with the commit where its rule last changed (`rule_since`)."""
+    if not history.versions and history.current.id == UNKNOWN:
+        return [replace(claim, rule_since=UNKNOWN) for claim in claims]
+    return [replace(claim, rule_since=history.since(claim).id) for claim in claims]
+
+
+def dates_section(claims: Sequence[Claim], history: ReportHistory, finished: float) -> str:
+    """The report's section on rules newer than the runs they judge (`claims` from `dated`)."""
+    first = history.first_report_after(finished)
+    ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(finished))
+    if history.current.id == UNKNOWN and not history.versions:
+        return (
+            f"## Rules dated against the runs\n\nThe runs finished {ran}; the rules' dates "
+            "are unknown here (no git history of the report).\n\n"
+        )
+    if first is None:
+        return (
+            f"## Rules dated against the runs\n\nThe runs finished {ran}; this is the first "
+            "report of them, so no rule is newer than their results. Each claim's rule "
+            "carries the commit where it last changed (`rule_since` in results.json).\n\n"
+        )
+    times = {commit.id: commit.time for commit, _ in history.versions}
+    times[history.current.id] = history.current.time
+    newer = [c for c in claims if times.get(c.rule_since, 0.0) > first.time]
+    lines = [f"## Rules dated against the runs\n\nThe runs finished {ran}; their first report was "
+             f"commit `{first.id}`. {len(newer)} of the {len(claims)} rules are newer (written "
+             "or changed after those results existed; each claim's `rule_since` in results.json "
+             "names the commit), each with its verdict in the last committed report before the "
+             "change (the reasons are under Rule changes):\n"]  # fmt: skip
+    if newer:
+        lines += ["| id | rule since | verdict | before the change |", "|---|---|---|---|"]
+        lines += [f"| `{c.id}` | `{c.rule_since}` | {c.verdict} | "
+                  f"{escape_cell(history.before(c))} |" for c in newer]  # fmt: skip
+    return "\n".join(lines) + "\n\n"

@@ -1,0 +1,81 @@
+"""Rules dated against the runs they judge: a rule's date is the oldest committed report with
+the same rule (measured values aside), and a rule that appeared after the runs' first report is
+listed as newer, with its verdict before the change."""
+
+import json
+import subprocess
+from dataclasses import replace
+
+from experiments.report import Claim, cannot_fail, threshold_claim, with_earlier
+from experiments.rule_dates import ReportHistory, dated, dates_section, rule_template
+
+
+def git(repository, *arguments, stamp=None):
+    environment = {"GIT_AUTHOR_DATE": f"@{stamp} +0000", "GIT_COMMITTER_DATE": f"@{stamp} +0000"}
+    subprocess.run(["git", "-C", str(repository), *arguments], check=True, capture_output=True,
+                   env={**environment, "HOME": str(repository), "PATH": "/usr/bin:/bin",
+                        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+
+
+def commit_report(repository, claims, stamp):
+    results = repository / "reports" / "paperX" / "results.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps([c.as_json() for c in claims]))
+    git(repository, "add", "-A")
+    git(repository, "commit", "-qm", f"report at {stamp}", stamp=stamp)
+
+
+def claim(id, statistic, reproduced_at=0.5):
+    return threshold_claim(id, id, 1.0, [statistic], statistic, "s", reproduced_at, 0.2)
+
+
+def test_the_template_leaves_out_measured_values_and_keeps_thresholds():
+    assert rule_template(claim("a", 0.61).as_json()) == rule_template(claim("a", 0.9).as_json())
+    assert rule_template(claim("a", 0.6).as_json()) != rule_template(claim("a", 0.6, 0.7).as_json())
+    because = cannot_fail(claim("a", 0.6), "set by the method").as_json()
+    assert rule_template(because).endswith("cannot fail: set by the method")
+
+
+def test_rules_changed_after_the_runs_first_report_are_listed_with_their_earlier_verdict(
+    tmp_path,
+):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "code.py").write_text("rules = 1\n")
+    first = [claim("kept", 0.6), claim("changed", 0.6), claim("silent", 0.6)]
+    commit_report(tmp_path, first, stamp=1_000)  # an earlier report, earlier runs
+    commit_report(tmp_path, [claim("kept", 0.7), claim("changed", 0.7), claim("silent", 0.7)],
+                  stamp=2_000)  # the first report of the runs finished at 1,500  # fmt: skip
+    later = [claim("kept", 0.7), claim("changed", 0.7, reproduced_at=0.8),
+             cannot_fail(claim("silent", 0.7), "set by the method"), claim("new", 0.7)]  # fmt: skip
+    later = with_earlier(later, [claim("changed", 0.7)], "issue 29 raised the bar")
+    commit_report(tmp_path, later, stamp=3_000)
+    history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
+    assert [c.time for c, _ in history.versions] == [3_000, 2_000, 1_000]
+    assert history.first_report_after(1_500).time == 2_000
+    claims = {c.id: c for c in dated(later, history)}
+    ids = {c.time: c.id for c, _ in history.versions}
+    assert claims["kept"].rule_since == ids[1_000]  # unchanged since the first report
+    assert claims["changed"].rule_since == ids[3_000]
+    assert claims["silent"].rule_since == ids[3_000]  # its verdict's reason changed
+    section = dates_section(list(claims.values()), history, finished=1_500)
+    assert f"their first report was commit `{ids[2_000]}`. 3 of the 4 rules are newer" in section
+    assert "| `changed` |" in section and "| `kept` |" not in section
+    new, before = ids[3_000], f"reproduced (commit `{ids[2_000]}`)"
+    assert f"| `changed` | `{new}` | partially reproduced | {before} |" in section
+    assert f"| `silent` | `{new}` | uninformative | {before} |" in section
+    assert f"| `new` | `{new}` | reproduced | (a new claim) |" in section
+    assert "this is the first report of them" in dates_section(list(claims.values()), history,
+                                                               finished=5_000)  # fmt: skip
+
+
+def test_a_claim_carries_its_rule_date_through_results_json():
+    dated_claim = replace(claim("a", 0.6), rule_since="abc1234")
+    assert Claim.from_json(json.loads(json.dumps(dated_claim.as_json()))) == dated_claim
+
+
+def test_without_git_every_rule_is_undated(tmp_path):
+    history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
+    (undated,) = dated([claim("a", 0.6)], history)
+    assert undated.rule_since == "unknown"
+    assert "unknown here" in dates_section([undated], history, finished=1_000)
