@@ -1,6 +1,7 @@
 """Training batches drawn with replacement, as paper 3 trains (Appendix B: "Each step has a
 mini-batch of 256 samples randomly and uniformly selected from training data with
-replacement"); its image and toy experiments are trained the same way here.
+replacement"); its toy experiment is trained the same way here, and so are its two-digit images
+from a fixed pool of pairs (`training_batches="from_pool"`).
 
 An "epoch" is `steps_per_epoch` batches: a fit of `max_steps` steps is `max_steps /
 steps_per_epoch` epochs, which is what the recording callbacks count in.
@@ -8,7 +9,9 @@ steps_per_epoch` epochs, which is what the recording callbacks count in.
 `TrainTestDataModule` is the DataModule shared by the two-digit image (section 5.1) and toy 2-D
 (section 6) experiments: a training and a test set of `TensorRows`, trained on with replacement
 and evaluated as samples of both and as both in full. `OrderedPasses` serves a training set as
-the TensorFlow Playground does (paper 3's toy problem under the authors' reading).
+the TensorFlow Playground does (paper 3's toy problem under the authors' reading); `EpochSteps`
+numbers the steps of an epoch for a dataset that draws each step's batch afresh (paper 3's
+two-digit images, as the authors' code trains them).
 """
 
 from __future__ import annotations
@@ -86,6 +89,28 @@ class OrderedPasses(Sampler[list[int]]):
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             yield carried + list(range(start, start + self.batch_size))
             carried = []
+
+
+class EpochSteps(Sampler[int]):
+    """The training steps of one epoch, as numbers counted from the fit's first step: epoch e
+    yields `steps_per_epoch * e` up to `steps_per_epoch * (e + 1) - 1`. Lightning calls
+    `set_epoch` before every epoch, so a resumed fit continues with the steps it would have
+    reached. For a dataset whose item `step` is that step's whole batch (`batch_size=None`)."""
+
+    def __init__(self, steps_per_epoch: int):
+        if steps_per_epoch < 1:
+            raise ValueError(f"an epoch needs at least one step, got {steps_per_epoch}")
+        self.steps_per_epoch, self.epoch = steps_per_epoch, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.steps_per_epoch
+
+    def __iter__(self) -> Iterator[int]:
+        first = self.epoch * self.steps_per_epoch
+        return iter(range(first, first + self.steps_per_epoch))
 
 
 class EpochShuffle(DistributedSampler):

@@ -10,18 +10,28 @@ label Y2 (labels mod 10):
 - test, both settings, from the MNIST test images: Y2 uniform on {Y+2, ..., Y+9}.
 
 Pairs are stored as indices into the MNIST images and assembled batch by batch.
+
+Training batches are drawn afresh for every step (`training_batches="fresh"`), as the authors'
+code does (`yuanpeng16/BCDLSG` efb6c20, `mnist.py` lines 288-289: `get_training_samples(64)`
+before each update; a pair is drawn as above, lines 55-66 and 111-116, every choice uniform and
+independent of the others), or with replacement from a fixed pool of `train_pairs` training
+pairs (`"from_pool"`). Either way the model is evaluated on fixed pairs of the training
+distribution (the pool's) and of the test distribution.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
+from torch.utils.data import DataLoader, Dataset
 
 from datamodules.mnist import Mnist, load_mnist
-from datamodules.sampling import TensorRows, TrainTestDataModule
+from datamodules.sampling import EpochSteps, TensorRows, TrainTestDataModule
 
 SETTINGS = ("A", "B")
+TRAINING_BATCHES = ("fresh", "from_pool")
 
 
 class DigitPairs(TensorRows):
@@ -83,13 +93,46 @@ def draw_digit_pairs(
     )
 
 
+def step_generator(data_seed: int, step: int) -> torch.Generator:
+    """The generator of training step `step`'s fresh pairs: seeded by a hash of (data_seed,
+    step) (numpy's `SeedSequence`), so no step's stream repeats another's or those of the fixed
+    pairs (seeded `2 * data_seed` and `2 * data_seed + 1`)."""
+    if data_seed < 0 or step < 0:
+        raise ValueError(f"data_seed and step must be >= 0, got {data_seed} and {step}")
+    seed = np.random.SeedSequence([data_seed, step]).generate_state(1, dtype=np.uint64)[0]
+    return torch.Generator().manual_seed(int(seed))
+
+
+class FreshPairBatches(Dataset):
+    """Training batches drawn afresh for every step: item `step` (from 0) is a batch of
+    `batch_size` pairs of `distribution` ("A" or "B") from `images`/`labels`, drawn by
+    `step_generator(data_seed, step)` alone, so a run's batches are the same however it is
+    interrupted and resumed. A batch is a dict as `DigitPairs.rows` gives, its `index` the draw's
+    number in the run (`step * batch_size` onward)."""
+
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor, batch_size: int,
+                 distribution: Literal["A", "B"], data_seed: int):  # fmt: skip
+        self.images, self.labels = images, labels
+        self.batch_size, self.distribution, self.data_seed = batch_size, distribution, data_seed
+
+    def __getitem__(self, step: int) -> dict[str, torch.Tensor]:
+        generator = step_generator(self.data_seed, step)
+        pairs = draw_digit_pairs(self.images, self.labels, self.batch_size, self.distribution,
+                                 generator)  # fmt: skip
+        batch = pairs.rows(torch.arange(self.batch_size))
+        batch["index"] = step * self.batch_size + torch.arange(self.batch_size)
+        return batch
+
+
 class TwoDigitImagesDataModule(TrainTestDataModule):
     """The section 5.1 images; batches are dicts with `image` float [batch, 1, 28, 56] in [0, 1],
     `label` long [batch] (Y = Y1), `right_label` long [batch] (Y2) and `index` long [batch].
 
-    Splits are those of `TrainTestDataModule`: training batches drawn with replacement from the
-    `train_pairs` training pairs; `train_sample`/`test_sample` (validation) are the first
-    `eval_size` training/test pairs, `train`/`test` (test) all of them.
+    Splits are those of `TrainTestDataModule`: `train_sample`/`test_sample` (validation) are the
+    first `eval_size` of the `train_pairs` training / `test_pairs` test pairs, `train`/`test`
+    (test) all of them. Training batches are drawn afresh every step (`"fresh"`:
+    `FreshPairBatches`; the `train_pairs` are then only evaluated on) or with replacement from
+    the `train_pairs` (`"from_pool"`).
 
     Args:
         data_dir: a folder with the four MNIST IDX files; ``None``: the embedded copy (see
@@ -97,11 +140,14 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
         setting: "A" (right digit is Y or Y+1 in training) or "B" (right digit uniform).
         batch_size: training batch size (Appendix A: 64).
         steps_per_epoch: training batches per epoch.
-        train_pairs: training pairs, drawn from the MNIST training images.
+        training_batches: "fresh" (new pairs every step, as the authors' `mnist.py`) or
+            "from_pool" (drawn with replacement from the `train_pairs`).
+        train_pairs: pairs of the training distribution, drawn from the MNIST training images.
         test_pairs: test pairs, drawn from the MNIST test images.
         eval_size: pairs in each validation sample.
         data_seed: seed of the pairs (training: ``2 * data_seed``, test: ``2 * data_seed + 1``,
-            so both settings share their test pairs and their left digits) and of the draws.
+            so both settings share their test pairs and their left digits) and of the training
+            batches (fresh: `step_generator`).
         num_workers: DataLoader workers.
     """
 
@@ -114,6 +160,7 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
         setting: Literal["A", "B"] = "A",
         batch_size: int = 64,
         steps_per_epoch: int = 50,
+        training_batches: Literal["fresh", "from_pool"] = "fresh",
         train_pairs: int = 60000,
         test_pairs: int = 10000,
         eval_size: int = 1000,
@@ -122,10 +169,14 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
     ) -> None:
         if setting not in SETTINGS:
             raise ValueError(f"unknown setting {setting!r}; valid settings: 'A', 'B'")
+        if training_batches not in TRAINING_BATCHES:
+            raise ValueError(f"unknown training_batches {training_batches!r}; valid: 'fresh', "
+                             "'from_pool'")  # fmt: skip
         super().__init__(batch_size, steps_per_epoch, eval_size, data_seed, num_workers)
         self.save_hyperparameters()
         self.data_dir = data_dir
         self.setting = setting
+        self.training_batches = training_batches
         self.train_pairs = train_pairs
         self.test_pairs = test_pairs
         self.mnist: Mnist | None = None
@@ -145,3 +196,14 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
             mnist.test_images, mnist.test_labels, self.test_pairs, "test", test_generator
         )
         return train, test
+
+    def train_dataloader(self) -> DataLoader:
+        if self.training_batches == "from_pool":
+            return super().train_dataloader()
+        self.setup()
+        batches = FreshPairBatches(self.mnist.train_images, self.mnist.train_labels,
+                                   self.batch_size, self.setting, self.data_seed)  # fmt: skip
+        return DataLoader(
+            batches, batch_size=None, sampler=EpochSteps(self.steps_per_epoch),
+            num_workers=self.num_workers, collate_fn=self.collate_fn,
+        )  # fmt: skip

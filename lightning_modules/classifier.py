@@ -1,10 +1,13 @@
 """The small classifiers of paper 3 (*Gradient Descent Resists Compositionality*).
 
 - `two_digit_cnn` (section 5.1, Appendix A), on 28 x 56 images of two digits: conv 3x3x32 ReLU,
-  max-pool 2x2, conv 3x3x64 ReLU, flatten, dense 64 ReLU, dense `num_classes` (linear). Section
-  5.1 speaks of "three convolution layers and two fully-connected layers"; Appendix A lists the
-  two convolutions above, which is what is built. Trained with Adam and the multi-class hinge
-  loss ("We use hinge loss": torch's `MultiMarginLoss`, Weston & Watkins' form).
+  max-pool 2x2, conv 3x3x64 ReLU, flatten, then `hidden_sizes` dense ReLU layers (the configs:
+  two of 64, as the authors' `mnist.py` lines 131-136 at BCDLSG efb6c20) and dense `num_classes`
+  (linear, line 139). Trained with Adam and a multi-class hinge loss: "We use hinge loss" is
+  Keras's `categorical_hinge` in the authors' code (line 154; `categorical_hinge_loss`), torch's
+  `MultiMarginLoss` (Weston & Watkins' form, `multi_margin`) is kept as an option. As their
+  TensorFlow program ran, the layers can start from Keras's defaults (`init="keras"`: Glorot
+  uniform weights, zero biases) and Adam can put its epsilon where Keras does (`KerasAdam`).
 - `mlp` (section 6, Appendix C), on 2-d points: `hidden_sizes` fully connected ReLU layers (three
   of 8) and `num_classes` linear outputs, trained with plain SGD (the TensorFlow Playground's
   optimizer) and cross-entropy; or, as the TensorFlow Playground the authors ran it in
@@ -37,9 +40,9 @@ from torchmetrics.classification import MulticlassAccuracy
 from lightning_modules.recurrent import Intervenable
 from lightning_modules.splits import metric_key, metric_prefix
 
-LOSSES = ("multi_margin", "cross_entropy", "playground_square")
-OPTIMIZERS = ("adam", "sgd")
-INITS = ("torch", "playground")
+LOSSES = ("categorical_hinge", "multi_margin", "cross_entropy", "playground_square")
+OPTIMIZERS = ("adam", "keras_adam", "sgd")
+INITS = ("torch", "playground", "keras")
 IMAGE_SHAPE = (1, 28, 56)
 """Channels, height, width of a two-digit image (section 5.1)."""
 
@@ -93,6 +96,50 @@ def playground_init(network: nn.Module) -> None:
                 layer.bias.fill_(0.1)
 
 
+def keras_init(network: nn.Module) -> None:
+    """Keras's default initialisation of its `Dense` and `Conv2D` layers, which the authors'
+    `mnist.py` (lines 131-142) leaves in place: Glorot (Xavier) uniform weights, U(-a, a) with a
+    = sqrt(6 / (fan_in + fan_out)) (a convolution's fans count its 3 x 3 window, as torch's
+    `xavier_uniform_` does), and zero biases."""
+    with torch.no_grad():
+        for layer in network.modules():
+            if isinstance(layer, (nn.Linear, nn.Conv2d)):
+                nn.init.xavier_uniform_(layer.weight)
+                layer.bias.zero_()
+
+
+def categorical_hinge_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """Keras's `categorical_hinge` (the authors' `mnist.py` line 154, on the linear outputs of
+    line 139), a Crammer-Singer multi-class hinge: per row max(0, 1 + neg - pos) with pos = s_y,
+    the true class's output, and neg = max_j (1 - onehot(y)_j) s_j, averaged over the batch.
+    The mask leaves a 0 in the true class's place, so neg is max(0, max_{j != y} s_j): a row
+    whose other outputs are all negative still costs max(0, 1 - s_y). `logits` [batch,
+    classes], `labels` [batch]."""
+    true_output = logits.gather(1, labels[:, None]).squeeze(1)
+    others = logits.masked_fill(F.one_hot(labels, logits.shape[1]).bool(), 0.0)
+    return torch.clamp(1 + others.max(dim=1).values - true_output, min=0).mean()
+
+
+class KerasAdam(torch.optim.Adam):
+    """Adam as TensorFlow 2's Keras runs it (`tf.keras.optimizers.Adam`, epsilon 1e-7, the
+    authors' `mnist.py` line 152): its epsilon is added to the square root of the uncorrected
+    second moment ("epsilon hat" of Kingma & Ba, before their section 2.1), torch's to the
+    bias-corrected one. Before update t, torch's eps is set to epsilon / sqrt(1 - beta2^t),
+    which makes the two updates equal: lr sqrt(1 - beta2^t) / (1 - beta1^t) m / (sqrt(v) +
+    epsilon)."""
+
+    def __init__(self, params, lr: float, epsilon: float = 1e-7):
+        super().__init__(params, lr=lr, eps=epsilon)
+        self.keras_epsilon = epsilon
+
+    def step(self, closure=None):
+        for group in self.param_groups:
+            states = [self.state[p] for p in group["params"] if "step" in self.state[p]]
+            update = int(states[0]["step"]) + 1 if states else 1
+            group["eps"] = self.keras_epsilon / (1 - group["betas"][1] ** update) ** 0.5
+        return super().step(closure)
+
+
 def playground_square_loss(logits: Tensor, labels: Tensor) -> Tensor:
     """The playground's square loss 0.5 (o - t)^2 (`src/nn.ts` lines 94-98) of the tanh unit o
     (`logits[:, 1]`, `TwoLogits`) on the target t = 2 label - 1, averaged over the batch (the
@@ -109,10 +156,13 @@ class Classifier(Intervenable, pl.LightningModule):
         input_size: input features of the `mlp` (ignored by the CNN).
         hidden_sizes: widths of the fully connected hidden layers.
         num_classes: output classes.
-        loss: `multi_margin` (multi-class hinge, Appendix A), `cross_entropy`, or
+        loss: `categorical_hinge` (Keras's multi-class hinge, Appendix A as the authors' code
+            computes it), `multi_margin` (torch's, Weston-Watkins), `cross_entropy`, or
             `playground_square` (one tanh output unit and the square loss; two classes).
-        init: `torch` (torch's defaults) or `playground` (weights U(-0.5, 0.5), biases 0.1).
-        optimizer: `adam` (Appendix A) or `sgd` (Appendix C).
+        init: `torch` (torch's defaults), `playground` (weights U(-0.5, 0.5), biases 0.1) or
+            `keras` (Glorot uniform weights, zero biases).
+        optimizer: `adam` (Appendix A; torch's), `keras_adam` (Keras's epsilon, `KerasAdam`) or
+            `sgd` (Appendix C).
         learning_rate: the optimizer's learning rate.
         val_splits, test_splits: names of the validation / test dataloaders, in order (linked
             from the DataModule); metrics are `val/<split>/accuracy`, `test/<split>/accuracy`.
@@ -124,12 +174,14 @@ class Classifier(Intervenable, pl.LightningModule):
         input_size: int = 2,
         hidden_sizes: Sequence[int] = (8, 8, 8),
         num_classes: int = 2,
-        loss: Literal["multi_margin", "cross_entropy", "playground_square"] = "cross_entropy",
-        optimizer: Literal["adam", "sgd"] = "sgd",
+        loss: Literal[
+            "categorical_hinge", "multi_margin", "cross_entropy", "playground_square"
+        ] = "cross_entropy",
+        optimizer: Literal["adam", "keras_adam", "sgd"] = "sgd",
         learning_rate: float = 0.1,
         val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
-        init: Literal["torch", "playground"] = "torch",
+        init: Literal["torch", "playground", "keras"] = "torch",
     ):
         super().__init__()
         for name, value, valid in (("loss", loss, LOSSES), ("optimizer", optimizer, OPTIMIZERS),
@@ -143,6 +195,8 @@ class Classifier(Intervenable, pl.LightningModule):
                                      tanh_unit=loss == "playground_square")  # fmt: skip
         if init == "playground":
             playground_init(self.network)
+        elif init == "keras":
+            keras_init(self.network)
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.accuracy = nn.ModuleDict(
@@ -176,6 +230,8 @@ class Classifier(Intervenable, pl.LightningModule):
         return record
 
     def loss(self, logits: Tensor, labels: Tensor) -> Tensor:
+        if self.hparams.loss == "categorical_hinge":
+            return categorical_hinge_loss(logits, labels)
         if self.hparams.loss == "multi_margin":
             return F.multi_margin_loss(logits, labels)
         if self.hparams.loss == "playground_square":
@@ -214,4 +270,6 @@ class Classifier(Intervenable, pl.LightningModule):
     def configure_optimizers(self):
         if self.hparams.optimizer == "adam":
             return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
+        if self.hparams.optimizer == "keras_adam":
+            return KerasAdam(self.parameters(), lr=self.hparams.learning_rate)
         return torch.optim.SGD(self.parameters(), lr=self.hparams.learning_rate)

@@ -6,17 +6,29 @@ import copy
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import pytorch_lightning as pl
 import torch
+import torch.nn.functional as F
+import yaml
 from pytorch_lightning.loggers import CSVLogger
 
 from datamodules import Toy2DDataModule
 from experiments.paper3.claims import greater_claim, step1_claim
-from experiments.paper3.runs import accuracy_curves, measured_before_issue35
+from experiments.paper3.runs import (
+    accuracy_curves,
+    arguments_of,
+    configured_reading,
+    measured_before_issue35,
+    trained_by_another_reading,
+    trained_reading,
+    up_to_date,
+)
+from experiments.paper3.scales import IMAGES_AUTHORS, SCALES
 from experiments.paper3.toy import (
     GRID,
     PLAYGROUND,
@@ -28,14 +40,21 @@ from experiments.paper3.toy import (
     y1_probability,
 )
 from lightning_modules.callbacks import WeightSnapshot
-from lightning_modules.classifier import Classifier, TwoLogits, playground_square_loss
+from lightning_modules.classifier import (
+    Classifier,
+    KerasAdam,
+    TwoLogits,
+    playground_square_loss,
+)
 from lightning_modules.recurrent import Intervention
+from storage import RunLayout
 from storage.run_folder import RunFolder
 from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
-    """Appendix A's hinge loss: mean over rows of sum_{j != y} max(0, 1 - s_y + s_j) / C."""
+    """torch's multi_margin (Weston-Watkins; the images' hinge loss before issue 35): mean over
+    rows of sum_{j != y} max(0, 1 - s_y + s_j) / C."""
     model = Classifier("mlp", input_size=2, num_classes=3, loss="multi_margin")
     logits = torch.tensor([[2.0, 1.5, -1.0], [0.0, 0.0, 3.0]])
     labels = torch.tensor([0, 1])
@@ -43,13 +62,74 @@ def test_multi_margin_loss_is_the_multiclass_hinge():
     torch.testing.assert_close(model.loss(logits, labels), torch.tensor(expected / 2))
 
 
+def test_categorical_hinge_is_keras_crammer_singer():
+    """Keras's categorical_hinge (the authors' loss): per row max(0, 1 + neg - s_y), neg the
+    largest of the other outputs and the 0 the one-hot mask leaves in the true class's place;
+    averaged. Row 0: 1 + 1.5 - 2 = 0.5. Row 1: every other output is negative, so neg = 0 and
+    the loss is 1 - 0.5 = 0.5 (a textbook Crammer-Singer hinge gives 1 - 2 - 0.5 < 0: 0).
+    Torch's multi_margin_loss gives (0.5 + 0) / 3 and 0: another loss."""
+    model = Classifier("mlp", input_size=2, num_classes=3, loss="categorical_hinge")
+    logits = torch.tensor([[2.0, 1.5, -1.0], [-3.0, 0.5, -2.0]], requires_grad=True)
+    labels = torch.tensor([0, 1])
+    loss = model.loss(logits, labels)
+    torch.testing.assert_close(loss, torch.tensor(0.5))
+    torch.testing.assert_close(F.multi_margin_loss(logits, labels), torch.tensor(0.5 / 3 / 2))
+    loss.backward()  # row 0 pushes s_0 up and s_1 down, row 1 only s_1 up (the mask's 0 is fixed)
+    torch.testing.assert_close(logits.grad, torch.tensor([[-0.5, 0.5, 0.0], [0.0, -0.5, 0.0]]))
+
+
+def test_keras_initialisation_is_glorot_uniform_with_zero_biases():
+    cnn = Classifier("two_digit_cnn", hidden_sizes=[64, 64], num_classes=10, init="keras")
+    fans = {"conv0": (9, 9 * 32), "conv1": (9 * 32, 9 * 64), "hidden0": (64 * 11 * 25, 64),
+            "hidden1": (64, 64), "output": (64, 10)}  # fmt: skip
+    for name, (fan_in, fan_out) in fans.items():
+        layer = getattr(cnn.network, name)
+        limit = (6 / (fan_in + fan_out)) ** 0.5
+        largest = layer.weight.abs().max().item()
+        assert 0.9 * limit < largest <= limit, name
+        assert not layer.bias.any(), name
+    torch_default = Classifier("two_digit_cnn", hidden_sizes=[64, 64], num_classes=10)
+    torch_limit = 1 / 17600**0.5  # torch's default: U(-1 / sqrt(fan_in), 1 / sqrt(fan_in))
+    assert torch_default.network.hidden0.weight.abs().max() <= torch_limit
+    assert torch_default.network.hidden0.bias.any()
+
+
+def test_keras_adam_takes_the_keras_update():
+    """Two updates of `KerasAdam` equal TensorFlow's Adam by hand: lr_t = lr sqrt(1 - b2^t) /
+    (1 - b1^t), w -= lr_t m / (sqrt(v) + 1e-7), epsilon on the uncorrected moment; torch's Adam
+    with eps 1e-7 moves the tiny gradient's weight over twice as far."""
+    gradients = [torch.tensor([1e-6, 1e-3, -2.0], dtype=torch.float64),
+                 torch.tensor([3e-6, -1e-3, 1.0], dtype=torch.float64)]  # fmt: skip
+    lr, beta1, beta2, epsilon = 0.001, 0.9, 0.999, 1e-7
+    expected, m, v = torch.zeros(3, dtype=torch.float64), 0.0, 0.0
+    for t, gradient in enumerate(gradients, start=1):
+        m, v = beta1 * m + (1 - beta1) * gradient, beta2 * v + (1 - beta2) * gradient**2
+        expected = expected - lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t) * m / (v.sqrt() + epsilon)
+    finals = {}
+    for name, make in (("keras", lambda p: KerasAdam([p], lr=lr)),
+                       ("torch", lambda p: torch.optim.Adam([p], lr=lr, eps=epsilon))):  # fmt: skip
+        weight = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+        optimizer = make(weight)
+        for gradient in gradients:
+            weight.grad = gradient.clone()
+            optimizer.step()
+        finals[name] = weight.detach()
+    torch.testing.assert_close(finals["keras"], expected, rtol=1e-12, atol=0)
+    assert finals["torch"][0] / expected[0] > 2
+    model = Classifier("two_digit_cnn", hidden_sizes=[64, 64], num_classes=10,
+                       optimizer="keras_adam", learning_rate=lr)  # fmt: skip
+    assert isinstance(model.configure_optimizers(), KerasAdam)
+
+
 def test_cnn_and_mlp_layers_and_traces():
-    cnn = Classifier("two_digit_cnn", hidden_sizes=[64], num_classes=10)
+    cnn = Classifier("two_digit_cnn", hidden_sizes=[64, 64], num_classes=10)
     images = torch.rand(3, 1, 28, 56)
     assert cnn(images).shape == (3, 10)
     assert cnn.network.hidden0.in_features == 64 * 11 * 25  # conv 26x54, pool 13x27, conv 11x25
+    assert cnn.network.hidden1.in_features == 64 and cnn.network.output.in_features == 64
     traced = cnn.trace({"image": images})
     assert traced["hidden.0"].shape == (3, 64) and traced["prediction"].shape == (3,)
+    assert traced["hidden.1"].shape == (3, 64)
     mlp = Classifier("mlp", input_size=2, hidden_sizes=[8, 8, 8], num_classes=2)
     points = torch.randn(5, 2)
     traced = mlp.trace({"inputs": points})
@@ -218,6 +298,52 @@ def test_toy_measurements_from_before_issue35_are_taken_again():
     assert not measured_before_issue35({"boundaries": None})  # images and SCAN
 
 
+def test_image_runs_of_another_reading_are_trained_again(tmp_path):
+    """Issue 35 changed the images' config, not their command: kept measurements without the
+    config's reading, or a run folder whose saved config has another, are not reused."""
+    primary = configured_reading("two_digit_images")
+    assert primary == {
+        "model.hidden_sizes": [64, 64], "model.loss": "categorical_hinge", "model.init": "torch",
+        "model.optimizer": "adam", "model.learning_rate": 0.001, "data.batch_size": 64,
+        "data.training_batches": "fresh",
+    }  # fmt: skip
+    authors = configured_reading(IMAGES_AUTHORS)
+    assert authors == primary | {"model.init": "keras", "model.optimizer": "keras_adam"}
+    record = {"final": {"train": 0.9}, "boundaries": None}
+    assert not up_to_date(record, "two_digit_images")  # measured before issue 35
+    assert up_to_date(record | {"reading": primary}, "two_digit_images")
+    assert not up_to_date(record | {"reading": primary}, IMAGES_AUTHORS)
+    assert up_to_date(record, "scan")
+    layout = RunLayout(tmp_path)
+    assert trained_reading(layout) is None
+    assert not trained_by_another_reading(layout, IMAGES_AUTHORS)
+    before = {"model": {"init_args": {"hidden_sizes": [64], "loss": "multi_margin",
+                                      "optimizer": "adam", "learning_rate": 0.001}},
+              "data": {"init_args": {"batch_size": 64, "setting": "A"}}}  # fmt: skip
+    layout.config.write_text(yaml.safe_dump(before))
+    assert trained_reading(layout)["model.hidden_sizes"] == [64]
+    assert trained_by_another_reading(layout, "two_digit_images")
+    assert not trained_by_another_reading(layout, "scan")
+    now = copy.deepcopy(before)
+    now["model"]["init_args"] |= {"hidden_sizes": [64, 64], "loss": "categorical_hinge",
+                                  "init": "torch"}  # fmt: skip
+    now["data"]["init_args"]["training_batches"] = "fresh"
+    layout.config.write_text(yaml.safe_dump(now))
+    assert not trained_by_another_reading(layout, "two_digit_images")
+
+
+def test_authors_runs_share_one_data_seed():
+    """The authors' program varies the model's seed only (one --data_random_seed): every run of
+    the authors' reading draws its data with the scale's first seed; the primary's with its own."""
+    scale = SCALES["smoke"]
+    for seed in scale.seeds:
+        for experiment, data_seed in ((IMAGES_AUTHORS, scale.seeds[0]), ("two_digit_images", seed)):
+            arguments = arguments_of(experiment, "B", seed, scale, Path("/runs"))
+            assert arguments[arguments.index("--data.data_seed") + 1] == str(data_seed)
+            assert arguments[arguments.index("--seed_everything") + 1] == str(seed)
+    assert SCALES["default"].eval_size[IMAGES_AUTHORS] == 100  # mnist.py lines 266-267
+
+
 def test_toy_readings_grids_and_snapshot_tags():
     assert torch.equal(GRID, torch.arange(-100, 101) / 100)
     assert len(PLAYGROUND.axis) == 100 and PLAYGROUND.extent == (-6.0, 6.0, -6.0, 6.0)
@@ -295,21 +421,26 @@ def reproduction(*options) -> subprocess.CompletedProcess:
     return smoke_command(3, *options)
 
 
-VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "toy_2d_playground", "two_digit_images")
-            for s in "AB"]  # fmt: skip
+VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "toy_2d_playground", "two_digit_images",
+                                  "two_digit_images_authors") for s in "AB"]  # fmt: skip
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     tmp_path, output, claims = smoke
-    for experiment in ("scan", "two_digit_images", "toy_2d", "toy_2d_playground"):
+    for experiment in ("scan", "two_digit_images", "two_digit_images_authors", "toy_2d",
+                       "toy_2d_playground"):  # fmt: skip
         for setting in "AB":
             assert output.count(f"] {experiment}_{setting} seed=") == 2
-    assert "16 tasks, 2 at a time; 0 done before, 16 to run" in output
+    assert "20 tasks, 2 at a time; 0 done before, 20 to run" in output
     toy = ["toy.fails_on_test", "toy.depends_on_x2", "toy.step1_boundary_stable"]
     assert list(claims) == [
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
         *toy, *(f"playground.{id}" for id in toy),
+        "authors.images.faster_early", "authors.images.gap_larger",
     ]  # fmt: skip
+    for id in ("images.faster_early", "images.gap_larger"):
+        assert claims[f"authors.{id}"]["claim"] == claims[id]["claim"]
+        assert claims[f"authors.{id}"]["rule"].split(":")[0] == claims[id]["rule"].split(":")[0]
     assert claims["playground.toy.depends_on_x2"]["claim"] == claims["toy.depends_on_x2"]["claim"]
     assert "[0.3, 5.3]" in claims["playground.toy.depends_on_x2"]["rule"]
     assert "one update of 10 points" in claims["toy.step1_boundary_stable"]["rule"]
@@ -319,13 +450,17 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     figures = ("fig3a_two_digit_images", "fig3b_scan", "fig3c_toy_2d", "fig4_toy_data",
                "fig5_toy_boundary_steps", "fig6_toy_boundary_seeds", "fig3c_toy_playground",
                "fig4_toy_playground_data", "fig5_toy_playground_boundary_steps",
-               "fig6_toy_playground_boundary_seeds")  # fmt: skip
+               "fig6_toy_playground_boundary_seeds", "fig3a_two_digit_images_readings")  # fmt: skip
     for figure in figures:
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
     assert "`smoke`" in report and "regenerated from the grammar" in report
     assert "| one tanh unit o, 0.5 (o - t)^2 on t = +-1 |" in report  # the table of settings
     assert report.count("| playground | A |") == 2  # the step-1 table, both readings
+    assert "| Keras's defaults: Glorot uniform weights, zero biases |" in report  # images' settings
+    for setting in "AB":  # both readings' accuracies
+        assert report.count(f"| authors' program | {setting} |") == 1
+        assert report.count(f"| primary | {setting} |") == 1
     scan_run = tmp_path / "runs" / "paper3" / "scan_A" / "seed=0"
     assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
 
@@ -374,6 +509,16 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     grids = playground[("A", 0)]["boundaries"]["y1_probability"]
     assert list(grids) == ["0", "1", "2", "3", "4", "8"]
     assert list(playground[("A", 1)]["boundaries"]["y1_probability"]) == ["8"]
+    # the images' runs keep the reading they were trained with; the authors' share a data seed
+    images = {}
+    for experiment in ("two_digit_images", IMAGES_AUTHORS):
+        path = kept / "paper3" / f"{experiment}_B" / "seed=1" / "measurements.json"
+        images[experiment] = json.loads(path.read_text())
+    for experiment, record in images.items():
+        assert record["reading"] == configured_reading(experiment)
+        assert len(record["curves"]["updates"]) == 6 and record["boundaries"] is None
+    seeds = {e: r["command"][r["command"].index("--data.data_seed") + 1] for e, r in images.items()}
+    assert seeds == {"two_digit_images": "1", IMAGES_AUTHORS: "0"}
     assert playground[("A", 0)]["curves"]["passes"] == list(range(1, 9))
     updates = playground[("A", 0)]["curves"]["updates"]
     assert updates[1] == 2 * updates[0] and 16 <= updates[0] <= 21  # about 18 a pass
@@ -388,11 +533,11 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     shutil.rmtree(tmp_path / "runs")
     done = reproduction("--runs", kept, "--reuse-runs", "--out", tmp_path / "rebuilt")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "16 tasks, 2 at a time; 16 done before, 0 to run" in done.stdout
+    assert "20 tasks, 2 at a time; 20 done before, 0 to run" in done.stdout
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
     assert (
-        "16 of the 16 were kept from an earlier invocation"
+        "20 of the 20 were kept from an earlier invocation"
         in (tmp_path / "rebuilt" / "report.md").read_text()
     )
     assert not list(tmp_path.rglob("*.ckpt"))
@@ -407,7 +552,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
         done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
                             "--out", tmp_path / f"report{index}")  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "8 tasks, 2 at a time; 0 done before, 8 to run" in done.stdout
+        assert "10 tasks, 2 at a time; 0 done before, 10 to run" in done.stdout
         assert "--merge <each shard's run root>" in done.stdout
         assert not (tmp_path / f"report{index}").exists()
         trained = sorted(
@@ -415,4 +560,4 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
             for p in (tmp_path / f"shard{index}").rglob("measurements.json")
         )
         assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
-    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 16)
+    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 20)

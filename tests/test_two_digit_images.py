@@ -143,8 +143,60 @@ def test_pairs_are_deterministic_for_a_data_seed(fake_mnist_dir):
         first.datasets["train"].columns["left_index"],
         setting_b.datasets["train"].columns["left_index"],
     )
-    draws = [torch.cat([b["index"] for b in d.train_dataloader()]) for d in (first, again)]
+    pools = [datamodule(fake_mnist_dir, training_batches="from_pool") for _ in range(2)]
+    draws = [torch.cat([b["index"] for b in d.train_dataloader()]) for d in pools]
     assert torch.equal(*draws)
+
+
+def training_batches(data, epoch: int = 0) -> list[dict[str, torch.Tensor]]:
+    loader = data.train_dataloader()
+    loader.sampler.set_epoch(epoch)  # as Lightning does before every epoch
+    return list(loader)
+
+
+@pytest.mark.parametrize("setting", ["A", "B"])
+def test_fresh_batches_are_new_pairs_every_step_of_the_setting(fake_mnist_dir, setting):
+    """As the authors' mnist.py (lines 288-289): every step draws its own pairs from the
+    training images, the right digit as the setting says; none is a pair of the fixed pool the
+    model is evaluated on."""
+    data = datamodule(fake_mnist_dir, setting, batch_size=64, steps_per_epoch=30)
+    batches = training_batches(data)
+    assert len(batches) == 30 and all(b["image"].shape == (64, 1, 28, 56) for b in batches)
+    assert [b["index"].tolist() for b in batches[:2]] == [list(range(64)), list(range(64, 128))]
+    decoded = [decode(b["image"]) for b in batches]
+    assert not torch.equal(decoded[0]["left_id"], decoded[1]["left_id"])
+    left_ids = torch.cat([d["left_id"] for d in decoded])
+    assert left_ids.max() < 100 and len(left_ids.unique()) == 100  # training images, all of them
+    for batch, halves in zip(batches, decoded, strict=True):
+        assert torch.equal(halves["left_label"], batch["label"])
+        assert torch.equal(halves["right_label"], batch["right_label"])
+    shift = torch.cat([(b["right_label"] - b["label"]) % 10 for b in batches])
+    assert set(shift.tolist()) == ({0, 1} if setting == "A" else set(range(10)))
+    pool = data.datasets["train"].columns
+    assert not torch.equal(decoded[0]["left_id"], pool["left_index"][:64])
+
+
+def test_fresh_batches_repeat_for_a_data_seed_and_continue_over_epochs(fake_mnist_dir):
+    """The batch of step s depends on (data_seed, s) alone: the same for another module of the
+    same seed, another for another seed, and epoch 1 starts at step `steps_per_epoch` (so a fit
+    resumed at an epoch boundary draws what an uninterrupted one does)."""
+    first, again = (datamodule(fake_mnist_dir, batch_size=8, steps_per_epoch=4) for _ in "12")
+    other_seed = datamodule(fake_mnist_dir, batch_size=8, steps_per_epoch=4, data_seed=1)
+    for one, other in zip(training_batches(first), training_batches(again), strict=True):
+        assert torch.equal(one["image"], other["image"])
+        assert torch.equal(one["index"], other["index"])
+    assert not torch.equal(training_batches(first)[0]["image"],
+                           training_batches(other_seed)[0]["image"])  # fmt: skip
+    longer = training_batches(datamodule(fake_mnist_dir, batch_size=8, steps_per_epoch=8))
+    second_epoch = training_batches(first, epoch=1)
+    assert [b["index"][0].item() for b in second_epoch] == [32, 40, 48, 56]
+    for resumed, straight in zip(second_epoch, longer[4:], strict=True):
+        assert torch.equal(resumed["image"], straight["image"])
+
+
+def test_unknown_training_batches_are_refused():
+    with pytest.raises(ValueError, match="unknown training_batches 'pool'; valid: 'fresh'"):
+        TwoDigitImagesDataModule(training_batches="pool")
 
 
 def test_mnist_without_test_images_is_one_error_naming_the_files(tmp_path):

@@ -6,7 +6,8 @@ Three experiments, each in setting A (the redundant input X2 carries label infor
 training) and setting B (it does not), 5 runs each, every fit through the suite's CLI
 (`python -m experiments fit ...`):
 
-1. two-digit images (5.1, Appendix A): a CNN, the label is the left digit;
+1. two-digit images (5.1, Appendix A): a CNN, the label is the left digit; also trained as the
+   authors' TensorFlow program ran it (the second reading);
 2. SCAN add-jump (5.2, Appendix B): a seq2seq LSTM with attention;
 3. the toy 2-D problem (6, Appendix C): an MLP, with its decision boundaries over training;
    also trained as the authors ran it, in the TensorFlow Playground (the second reading).
@@ -20,6 +21,6 @@ Then `reports/paper3/{report.md, results.json, figures/, runs/}` are written and
   run's decision boundary.
 - `claims`: the claims of sections 5.1, 5.2 and 6 with the rules that decide them.
 - `report`: Figures 3-6 and the report's text, built from the measurements alone;
-  `toy_report`: the section on the toy's second reading.
+  `toy_report` and `images_report`: the sections on the toy's and the images' second readings.
 - `reproduce`: the whole reproduction.
 """

@@ -5,14 +5,16 @@ record per run); rules fixed before the runs.
 The toy's claims are decided under both of its readings (`experiments.paper3.toy`): the text's
 (ids `toy.*`, the primary verdicts) and the authors' playground (`playground.toy.*`), by the same
 rules on each reading's grid. `toy.step1_boundary_stable` (issue 35) was added to both after the
-text's other verdicts existed; they are unchanged."""
+text's other verdicts existed; they are unchanged. The two-digit images' claims are decided
+again, by the same rules, on the runs of the authors' TensorFlow program (`IMAGES_AUTHORS`, ids
+`authors.images.*`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from experiments.paper3.scales import EXPERIMENTS, PAPER, SETTINGS
+from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, PAPER, SETTINGS
 from experiments.paper3.toy import (
     PLAYGROUND,
     READINGS,
@@ -38,6 +40,8 @@ TOY_FAIL = 0.1
 accuracy."""
 TOY_DEPENDENT = 0.05
 """The toy model's Y1 depends on X2 when over 5% of the X1 columns in (0, 1] change with X2."""
+AUTHORS_PREFIX = "authors."
+"""The prefix of a claim's id decided on the runs of the authors' program (`IMAGES_AUTHORS`)."""
 
 
 # ---- the records as curves and tables --------------------------------------------------------
@@ -56,9 +60,10 @@ def batch_series(record: dict) -> pd.Series:
     return pd.Series(batches["seq_acc"], index=pd.Index(batches["updates"], name="updates"))
 
 
-def by_setting(records: Records, seeds: tuple[int, ...]) -> dict:
-    """Per (experiment, setting), one entry per seed in `seeds`' order: final accuracies
-    (`final`), accuracy curves (`curves`) and, for SCAN, training-batch accuracies
+def by_setting(records: Records, seeds: tuple[int, ...],
+               experiments: tuple[str, ...] = EXPERIMENTS) -> dict:  # fmt: skip
+    """Per (experiment, setting) of `experiments`, one entry per seed in `seeds`' order: final
+    accuracies (`final`), accuracy curves (`curves`) and, for SCAN, training-batch accuracies
     (`scan_batches`, per setting)."""
 
     def per_seed(experiment, setting, read):
@@ -66,8 +71,8 @@ def by_setting(records: Records, seeds: tuple[int, ...]) -> dict:
 
     return {
         "final": {(e, s): per_seed(e, s, lambda r: r["final"])
-                  for e in EXPERIMENTS for s in SETTINGS},
-        "curves": {(e, s): per_seed(e, s, curve_frame) for e in EXPERIMENTS for s in SETTINGS},
+                  for e in experiments for s in SETTINGS},
+        "curves": {(e, s): per_seed(e, s, curve_frame) for e in experiments for s in SETTINGS},
         "scan_batches": {s: per_seed("scan", s, batch_series) for s in SETTINGS},
     }  # fmt: skip
 
@@ -134,12 +139,12 @@ def greater_claim(id: str, a: list[float], b: list[float], statistic: str, margi
         "partially if > 0"
     )
     verdict = graded(measured.mean > threshold, measured.mean > 0)
-    return Claim(id, FINDINGS[id], "A > B (figure)", measured, rule, verdict)
+    return Claim(id, finding(id), "A > B (figure)", measured, rule, verdict)
 
 
 def finding(id: str) -> str:
     """The paper's statement a claim checks, whichever reading's prefix its id carries."""
-    return FINDINGS[id.removeprefix(PLAYGROUND.claim_prefix)]
+    return FINDINGS[id.removeprefix(PLAYGROUND.claim_prefix).removeprefix(AUTHORS_PREFIX)]
 
 
 def every_seed_claim(id: str, holds: list[bool], values: list[float], statistic: str) -> Claim:
@@ -188,6 +193,29 @@ def learning_claims(measured: dict) -> tuple[list[Claim], pd.DataFrame]:
         for s in SETTINGS
     ])  # fmt: skip
     return claims, early_frame
+
+
+def early_image_accuracy(measured: dict, experiment: str) -> dict[str, list[float]]:
+    """Per setting, each seed's mean training-sample accuracy over `EARLY_IMAGE_STEPS`."""
+    first, last = EARLY_IMAGE_STEPS
+    curves = measured["curves"]
+    return {s: [float(c["train"].loc[first:last].mean()) for c in curves[(experiment, s)]]
+            for s in SETTINGS}  # fmt: skip
+
+
+def image_claims(measured: dict, experiment: str = IMAGES_AUTHORS,
+                 prefix: str = AUTHORS_PREFIX) -> list[Claim]:  # fmt: skip
+    """Section 5.1's two claims decided on `experiment`'s runs (a reading of the images; ids
+    prefixed `prefix`) by `learning_claims`' rules."""
+    first, last = EARLY_IMAGE_STEPS
+    early = early_image_accuracy(measured, experiment)
+    gaps = {s: [f["gap"] for f in measured["final"][(experiment, s)]] for s in SETTINGS}
+    return [
+        greater_claim(f"{prefix}images.faster_early", early["A"], early["B"],
+                      f"mean training-sample accuracy over steps {first}-{last}", MARGIN["early"]),
+        greater_claim(f"{prefix}images.gap_larger", gaps["A"], gaps["B"],
+                      "train - test accuracy after the last step (all data)", MARGIN["gap"]),
+    ]  # fmt: skip
 
 
 def toy_claims(toy_frame: pd.DataFrame, reading: ToyReading = TEXT) -> list[Claim]:

@@ -10,14 +10,16 @@ from experiments.paper3.claims import (
     boundary_table,
     by_setting,
     final_table,
+    image_claims,
     learning_claims,
     step1_claim,
     toy_claims,
     toy_table,
 )
+from experiments.paper3.images_report import authors_images_section, images_figures, readings_table
 from experiments.paper3.report import paper3_figures, report_text
 from experiments.paper3.runs import measure_all
-from experiments.paper3.scales import SCALES, variant
+from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, variant
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.report import Claim, claims_frame
@@ -32,8 +34,8 @@ from experiments.runner import (
 
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Train and measure both settings of every experiment (their curves and the toy's
-    boundaries; the toy under both readings), report; a shard only trains and measures its runs
-    (None)."""
+    boundaries; the toy and the images under both readings), report; a shard only trains and
+    measures its runs (None)."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
     with clock.stage("training and measuring"):
@@ -41,20 +43,24 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     if not sitting.shard.whole:
         return None
     with clock.stage("report"):
-        measured = by_setting(records, scale.seeds)
+        measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
         claims, early_frame = learning_claims(measured)
         toy_frames = {reading: toy_table(records, scale.seeds, reading) for reading in READINGS}
         boundaries = boundary_table(records, scale.seeds)
         for reading in READINGS:
             claims += toy_claims(toy_frames[reading], reading)
             claims.append(step1_claim(boundaries, reading))
+        claims += image_claims(measured)
         figures = paper3_figures(measured, records, scale, out / "figures")
         figures |= playground_figures(records, scale, out / "figures")
+        figures |= images_figures(measured, out / "figures")
     tables = {"final_accuracy": final_table(measured), "early_training": early_frame,
               "toy_2d": toy_frames[TEXT], "toy_2d_playground": toy_frames[PLAYGROUND],
-              "toy_boundary_over_training": boundaries}  # fmt: skip
+              "toy_boundary_over_training": boundaries,
+              "two_digit_images_readings": readings_table(measured)}  # fmt: skip
     markdown = report_text(scale_name, scale, tables, clock, records)
     markdown += playground_section(tables, scale)
+    markdown += authors_images_section(tables, scale)
     publish(out, "paper3", claims, markdown, sitting.root, figures,
             {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]

@@ -13,7 +13,10 @@ levels (`toy.encoded_grid`: 201 x 201 values, about 54 kB a grid; the playground
 after the
 last step for Figure 6, and after every step of Figure 5 for the run that figure draws
 (`figure5_run`) alone. A toy run measured before its boundary over training was (issue 35) is
-measured again from its folder (trained again only where its folder is gone).
+measured again from its folder (trained again only where its folder is gone). An image run keeps
+the settings of its config that define its reading (`READING_KEYS`, which issue 35 changed with
+the command unchanged): a run or measurements whose settings differ from the config's are
+trained again.
 
 With `--reuse-runs` a run whose measurements were taken from the same command is never trained or
 measured again, so the report can be rebuilt from the measurement files alone: the reproduction
@@ -28,8 +31,18 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+import yaml
 
-from experiments.paper3.scales import ACCURACY, CONFIGS, PLAYGROUND_TOY, SETTINGS, Scale, variant
+from experiments.paper3.scales import (
+    ACCURACY,
+    CONFIGS,
+    IMAGES_AUTHORS,
+    ONE_DATA_SEED,
+    PLAYGROUND_TOY,
+    SETTINGS,
+    Scale,
+    variant,
+)
 from experiments.paper3.toy import (
     READINGS,
     ToyReading,
@@ -42,7 +55,7 @@ from experiments.runner import Sitting, fit, portable, run_all, write_measuremen
 from storage import RunLayout
 from storage.run_folder import RunFolder
 
-TRAINING_ORDER = ("scan", "two_digit_images", "toy_2d", PLAYGROUND_TOY)
+TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY)
 """The experiments in the order their runs are trained: longest first, so the pool stays busy."""
 
 
@@ -55,8 +68,10 @@ def run_keys(scale: Scale) -> list[tuple[str, str, int]]:
 def arguments_of(experiment: str, setting: str, seed: int, scale: Scale, root: Path) -> list[str]:
     """The `python -m experiments fit` arguments of one run. Runs differ in the model's seed and
     in the data's (the sampled pairs, the training draws and, for SCAN setting B, the action
-    words). The playground's toy counts its steps in epochs (passes)."""
+    words), but those of `ONE_DATA_SEED` all draw their data with the scale's first seed. The
+    playground's toy counts its steps in epochs (passes)."""
     length = "--trainer.max_epochs" if experiment == PLAYGROUND_TOY else "--trainer.max_steps"
+    data_seed = scale.seeds[0] if experiment in ONE_DATA_SEED else seed
     return [
         "--config", str(CONFIGS / f"{experiment}.yaml"),
         "--seed_everything", str(seed),
@@ -65,7 +80,7 @@ def arguments_of(experiment: str, setting: str, seed: int, scale: Scale, root: P
         length, str(scale.steps[experiment]),
         "--trainer.enable_progress_bar", "false",
         "--data.setting", setting,
-        "--data.data_seed", str(seed),
+        "--data.data_seed", str(data_seed),
         "--data.eval_size", str(scale.eval_size[experiment]),
         *(("--trainer.val_check_interval", str(scale.scan_eval_interval))
           if experiment == "scan" else ()),
@@ -137,6 +152,45 @@ def measured_before_issue35(record: dict) -> bool:
     return boundaries is not None and "quadrant_y1_share" not in boundaries
 
 
+# ---- an image run's reading (issue 35) -------------------------------------------------------
+IMAGE_EXPERIMENTS = ("two_digit_images", IMAGES_AUTHORS)
+READING_KEYS = {"model": ("hidden_sizes", "loss", "init", "optimizer", "learning_rate"),
+                "data": ("batch_size", "training_batches")}  # fmt: skip
+"""The settings of an image run's config that define its reading, none given on its command."""
+
+
+def reading_settings(config: dict) -> dict:
+    """The `READING_KEYS` of a LightningCLI config (its `model`/`data` `init_args`)."""
+    return {f"{part}.{key}": config[part]["init_args"].get(key)
+            for part, keys in READING_KEYS.items() for key in keys}  # fmt: skip
+
+
+def configured_reading(experiment: str) -> dict:
+    return reading_settings(yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text()))
+
+
+def trained_reading(layout: RunLayout) -> dict | None:
+    """The reading the run in `layout` was trained with (its saved config), None without one."""
+    if not layout.config.is_file():
+        return None
+    return reading_settings(yaml.safe_load(layout.config.read_text()))
+
+
+def trained_by_another_reading(layout: RunLayout, experiment: str) -> bool:
+    """An image run folder whose saved config has other `READING_KEYS` than its config file."""
+    if experiment not in IMAGE_EXPERIMENTS:
+        return False
+    return trained_reading(layout) not in (None, configured_reading(experiment))
+
+
+def up_to_date(record: dict, experiment: str) -> bool:
+    """Kept measurements that need no new measuring: a toy run's with its boundary over
+    training, an image run's with its config's reading."""
+    if experiment in IMAGE_EXPERIMENTS:
+        return record.get("reading") == configured_reading(experiment)
+    return not measured_before_issue35(record)
+
+
 # ---- one run's measurements ------------------------------------------------------------------
 def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, scale: Scale) -> dict:
     """Everything the report reads of one trained run (the module's docstring says what)."""
@@ -166,12 +220,14 @@ def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sit
     layout = RunLayout.of(root, "paper3", variant(experiment, setting), seed)
     arguments = arguments_of(experiment, setting, seed, scale, root)
     kept = sitting.kept(layout, arguments)
-    if kept is not None and not measured_before_issue35(kept):
+    if kept is not None and up_to_date(kept, experiment):
         return kept
-    trained = fit(layout.path, arguments, sitting.reuse)
+    reuse = sitting.reuse and not trained_by_another_reading(layout, experiment)
+    trained = fit(layout.path, arguments, reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     measured = measurements_of(RunFolder(layout.path), experiment, setting, seed, scale)
-    record = {"command": portable(arguments, root), **measured}
+    reading = {"reading": trained_reading(layout)} if experiment in IMAGE_EXPERIMENTS else {}
+    record = {"command": portable(arguments, root), **measured, **reading}
     return {**write_measurements(layout, record), "kept": not trained}
 
 
@@ -185,7 +241,7 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     def done_before(key) -> bool:
         layout = RunLayout.of(sitting.root, "paper3", variant(*key[:2]), key[2])
         kept = sitting.kept(layout, arguments_of(*key, scale, sitting.root))
-        return kept is not None and not measured_before_issue35(kept)
+        return kept is not None and up_to_date(kept, key[0])
 
     def describe(key, record) -> str:
         final = record["final"]

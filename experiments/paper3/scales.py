@@ -7,7 +7,10 @@ sizes, optimizers) is the paper's at every scale but `smoke`.
 
 Beside the paper's three experiments (`EXPERIMENTS`) the toy is also trained as the authors ran
 it, in the TensorFlow Playground (`PLAYGROUND_TOY`, `experiments.paper3.toy`); its steps are
-playground steps (passes over the training points, epochs of the fit).
+playground steps (passes over the training points, epochs of the fit). The two-digit images are
+also trained as the authors' TensorFlow program ran them (`IMAGES_AUTHORS`), evaluated on the
+program's 100-pair samples at every scale but `smoke`, all its runs on one data seed
+(`ONE_DATA_SEED`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper3.json").
 EXPERIMENTS = ("two_digit_images", "scan", "toy_2d")
 PLAYGROUND_TOY = "toy_2d_playground"
 """The toy under the authors' reading: a second reading of `toy_2d`, not a fourth experiment."""
+IMAGES_AUTHORS = "two_digit_images_authors"
+"""The two-digit images as the authors' `mnist.py` ran them: a second reading of
+`two_digit_images` (`experiments/configs/paper3/two_digit_images_authors.yaml`)."""
+ONE_DATA_SEED = (IMAGES_AUTHORS,)
+"""Experiments whose runs all draw their data with the scale's first seed, the model's seed
+varying alone, as the authors' `mnist.py` runs (one `--data_random_seed`, line 255)."""
 SETTINGS = ("A", "B")
 ACCURACY = {"two_digit_images": "accuracy", "scan": "seq_acc", "toy_2d": "accuracy",
-            PLAYGROUND_TOY: "accuracy"}  # fmt: skip
+            PLAYGROUND_TOY: "accuracy",
+            IMAGES_AUTHORS: "accuracy"}  # fmt: skip
 """The accuracy metric of each experiment (SCAN: sentence accuracy, as the paper)."""
 TOY_STEPS = (0, 1, 2, 3, 4, 8, 64, 1024)
 """Figure 5's panels: the paper shows steps 0, 1, 2, ... and the end of training."""
@@ -47,34 +57,43 @@ class Scale:
         return sorted({n for n in TOY_STEPS if n <= last} | {last})
 
 
-PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024, PLAYGROUND_TOY: 1024}
+PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024, PLAYGROUND_TOY: 1024,
+               IMAGES_AUTHORS: 200}  # fmt: skip
+AUTHORS_EVAL_SIZE = 100
+"""The authors' `mnist.py` evaluates on 100 training-distribution and 100 test pairs (lines
+266-267)."""
 SCALES = {
     "paper": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
+        eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000, PLAYGROUND_TOY: 1000,
+                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE},
         scan_eval_interval=1,
         overrides={},
     ),
     "default": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
+        eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000, PLAYGROUND_TOY: 1000,
+                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE},
         scan_eval_interval=10,
         overrides={},
     ),
     "smoke": Scale(
         seeds=(0, 1),
-        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8},
-        eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100, PLAYGROUND_TOY: 100},
+        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8,
+               IMAGES_AUTHORS: 6},
+        eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100, PLAYGROUND_TOY: 100,
+                   IMAGES_AUTHORS: 40},
         scan_eval_interval=2,
         overrides={
             "two_digit_images": ("--data.train_pairs", "400", "--data.test_pairs", "200"),
             "scan": ("--data.steps_per_epoch", "3"),
             "toy_2d": ("--data.steps_per_epoch", "8"),
+            IMAGES_AUTHORS: ("--data.train_pairs", "400", "--data.test_pairs", "200"),
         },
     ),
-}
+}  # fmt: skip
 
 
 def variant(experiment: str, setting: str) -> str:
