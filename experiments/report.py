@@ -143,6 +143,13 @@ def against_null(claim: Claim, on_untrained: Claim) -> Claim:
     return cannot_fail(judged, f"the untrained models pass the same rule ({on_untrained.rule})")
 
 
+def judged_against_untrained(claims: Sequence[Claim], untrained: Sequence[Claim]) -> list[Claim]:
+    """Every claim of `claims` beside the same claim on the untrained models (`against_null`),
+    where `untrained` has it."""
+    by_id = {claim.id: claim for claim in untrained}
+    return [against_null(c, by_id[c.id]) if c.id in by_id else c for c in claims]
+
+
 def cannot_fail(claim: Claim, why: str) -> Claim:
     """`claim` as uninformative: its rule cannot fail (`why`: by construction, or on the untrained
     models); the rule's own verdict is kept in `rule_verdict`."""

@@ -162,7 +162,8 @@ def settings_table() -> str:
     return "### Settings and their sources\n\n" + markdown_table(rows, index=False)
 
 
-VERDICT_MARK = {"reproduced": "yes", "partially reproduced": "partly", "not reproduced": "no"}
+VERDICT_MARK = {"reproduced": "yes", "partially reproduced": "partly", "not reproduced": "no",
+                "uninformative": "uninformative"}  # fmt: skip
 
 
 def readings_frame(claims) -> pd.DataFrame:

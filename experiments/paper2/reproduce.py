@@ -48,6 +48,7 @@ from experiments.paper2.report import (
 from experiments.paper2.runs import TEXT, measure_all, snapshots
 from experiments.paper2.scales import (
     SCALES,
+    UNTRAINED,
     Scale,
     Setting,
     epoch_tag,
@@ -55,7 +56,7 @@ from experiments.paper2.scales import (
     figure3_settings,
     generators,
 )
-from experiments.report import Claim, claims_frame, with_earlier
+from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
 from experiments.runner import (
     Sitting,
     Stopwatch,
@@ -142,6 +143,21 @@ def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
     return claims
 
 
+def untrained_claims(measured: dict[str, dict], scale: Scale) -> list[Claim]:
+    """Every claim decided on the same runs' untrained weights (`UNTRAINED`, issue 29's null
+    model): each snapshot of a run replaced by its untrained one, so a curve is flat at its
+    start. None where a run was measured without them."""
+    if not all(UNTRAINED in result for runs in measured.values() for result in runs.values()):
+        return []
+    untrained = {reading: {key: {tag: result[UNTRAINED] for tag in result}
+                           for key, result in runs.items()}
+                 for reading, runs in measured.items()}  # fmt: skip
+    text_runs = {k: v for k, v in untrained[TEXT].items() if k[0].generator == "text"}
+    errors = [result[UNTRAINED].error for runs in measured.values() for result in runs.values()]
+    return (claims_of(figure_values(text_runs, scale), scale) + [error_claim(errors)]
+            + second_readings(untrained, scale))  # fmt: skip
+
+
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Train every setting of Figures 1-3 once per seed, decompose their rules over training as
     each is trained, report from the runs' measurements alone; a shard only trains and measures
@@ -162,12 +178,14 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         errors = [snapshot.error for reading in measured.values() for result in reading.values()
                   for snapshot in result.values()]  # fmt: skip
         primary = claims_of(values, scale) + [error_claim(errors)]
+        null = untrained_claims(measured, scale)
         geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
                           for key, result in text_runs.items()}  # fmt: skip
         averaged = claims_of(figure_values(geometric_runs, scale), scale)
-        claims = with_earlier(primary + second_readings(measured, scale),
-                              [Claim.from_json(r) for r in json.loads(EARLIER.read_text())],
-                              EARLIER_REASON)  # fmt: skip
+        claims = with_earlier(
+            judged_against_untrained(primary + second_readings(measured, scale), null),
+            [Claim.from_json(r) for r in json.loads(EARLIER.read_text())], EARLIER_REASON,
+        )  # fmt: skip
         figures = paper2_figures(values, measured, scale, out / "figures")
         frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
         predictability = set(figure3_settings(scale).values())
