@@ -29,7 +29,15 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from experiments.paper3.scales import ACCURACY, CONFIGS, PLAYGROUND_TOY, SETTINGS, Scale, variant
+from experiments.paper3.scales import (
+    ACCURACY,
+    CONFIGS,
+    PLAYGROUND_TOY,
+    SCAN_AUTHORS,
+    SETTINGS,
+    Scale,
+    variant,
+)
 from experiments.paper3.toy import (
     READINGS,
     ToyReading,
@@ -42,8 +50,9 @@ from experiments.runner import Sitting, fit, portable, run_all, write_measuremen
 from storage import RunLayout
 from storage.run_folder import RunFolder
 
-TRAINING_ORDER = ("scan", "two_digit_images", "toy_2d", PLAYGROUND_TOY)
-"""The experiments in the order their runs are trained: longest first, so the pool stays busy."""
+TRAINING_ORDER = ("scan", "two_digit_images", "toy_2d", PLAYGROUND_TOY, SCAN_AUTHORS)
+"""The experiments in the order their runs are trained: longest first, so the pool stays busy
+(SCAN's authors' reading, 50 steps, last)."""
 
 
 def run_keys(scale: Scale) -> list[tuple[str, str, int]]:
@@ -141,7 +150,7 @@ def measured_before_issue35(record: dict) -> bool:
 def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, scale: Scale) -> dict:
     """Everything the report reads of one trained run (the module's docstring says what)."""
     curves = accuracy_curves(run, experiment)
-    batches = batch_accuracy(run) if experiment == "scan" else None
+    batches = batch_accuracy(run) if experiment in ("scan", SCAN_AUTHORS) else None
     toy = experiment in (reading.experiment for reading in READINGS)
     return {
         "experiment": experiment,

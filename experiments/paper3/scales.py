@@ -7,7 +7,9 @@ sizes, optimizers) is the paper's at every scale but `smoke`.
 
 Beside the paper's three experiments (`EXPERIMENTS`) the toy is also trained as the authors ran
 it, in the TensorFlow Playground (`PLAYGROUND_TOY`, `experiments.paper3.toy`); its steps are
-playground steps (passes over the training points, epochs of the fit).
+playground steps (passes over the training points, epochs of the fit). SCAN is also trained as
+the authors' scripts ran it (`SCAN_AUTHORS`, `experiments.paper3.scan_authors`): 50 steps,
+evaluated after every one on 100 rows of each split at every scale but `smoke`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper3.json").
 EXPERIMENTS = ("two_digit_images", "scan", "toy_2d")
 PLAYGROUND_TOY = "toy_2d_playground"
 """The toy under the authors' reading: a second reading of `toy_2d`, not a fourth experiment."""
+SCAN_AUTHORS = "scan_authors"
+"""SCAN under the authors' reading (their scripts): a second reading of `scan`."""
 SETTINGS = ("A", "B")
 ACCURACY = {"two_digit_images": "accuracy", "scan": "seq_acc", "toy_2d": "accuracy",
-            PLAYGROUND_TOY: "accuracy"}  # fmt: skip
+            PLAYGROUND_TOY: "accuracy",
+            SCAN_AUTHORS: "seq_acc"}  # fmt: skip
 """The accuracy metric of each experiment (SCAN: sentence accuracy, as the paper)."""
 TOY_STEPS = (0, 1, 2, 3, 4, 8, 64, 1024)
 """Figure 5's panels: the paper shows steps 0, 1, 2, ... and the end of training."""
@@ -47,30 +52,55 @@ class Scale:
         return sorted({n for n in TOY_STEPS if n <= last} | {last})
 
 
-PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024, PLAYGROUND_TOY: 1024}
+PAPER_STEPS = {
+    "two_digit_images": 200,
+    "scan": 2000,
+    "toy_2d": 1024,
+    PLAYGROUND_TOY: 1024,
+    SCAN_AUTHORS: 50,
+}  # the authors' scripts: --epochs 50 (a step each)
 SCALES = {
     "paper": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
+        eval_size={
+            "two_digit_images": 1000,
+            "scan": 1000,
+            "toy_2d": 1000,
+            PLAYGROUND_TOY: 1000,
+            SCAN_AUTHORS: 100,
+        },
         scan_eval_interval=1,
         overrides={},
     ),
     "default": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
-        eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000, PLAYGROUND_TOY: 1000},
+        eval_size={
+            "two_digit_images": 250,
+            "scan": 500,
+            "toy_2d": 1000,
+            PLAYGROUND_TOY: 1000,
+            SCAN_AUTHORS: 100,
+        },
         scan_eval_interval=10,
         overrides={},
     ),
     "smoke": Scale(
         seeds=(0, 1),
-        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8},
-        eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100, PLAYGROUND_TOY: 100},
+        steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8, SCAN_AUTHORS: 6},
+        eval_size={
+            "two_digit_images": 40,
+            "scan": 40,
+            "toy_2d": 100,
+            PLAYGROUND_TOY: 100,
+            SCAN_AUTHORS: 20,
+        },
         scan_eval_interval=2,
         overrides={
             "two_digit_images": ("--data.train_pairs", "400", "--data.test_pairs", "200"),
             "scan": ("--data.steps_per_epoch", "3"),
+            SCAN_AUTHORS: ("--data.steps_per_epoch", "3"),
             "toy_2d": ("--data.steps_per_epoch", "8"),
         },
     ),
