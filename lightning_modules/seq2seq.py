@@ -254,11 +254,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             nn.Linear(readout_size, decoder_size, bias=False) if input_feeding else None
         )
         self.output = nn.Linear(decoder_size if input_feeding else readout_size, target_vocab_size)
-        if init_range is not None:
-            for parameter in self.parameters():
-                nn.init.uniform_(parameter, -init_range, init_range)
-        if init == "tensorflow":
-            tensorflow_initialise(self)
+        self._initialise()
         self._edits = self._removal_edits(removed_units or {}, cell, encoder_size, decoder_size)
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
@@ -274,6 +270,14 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 for s in splits
             }
         )
+
+    def _initialise(self) -> None:
+        """`init_range`'s uniform start or `init`'s; else the layers keep torch's defaults."""
+        if self.hparams.init_range is not None:
+            for parameter in self.parameters():
+                nn.init.uniform_(parameter, -self.hparams.init_range, self.hparams.init_range)
+        if self.hparams.init == "tensorflow":
+            tensorflow_initialise(self)
 
     def _check_arguments(self) -> None:
         """One clear error for a bad choice or combination of the constructor's arguments."""
@@ -344,9 +348,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         source_mask = source != PAD
         keys = self.attention.prepare_keys(encoder_outputs) if self.attention is not None else None
         token = source.new_full((source.shape[0],), SOS)
-        fed = None  # input feeding: the attentional vector fed to the next step, 0 at the first
-        if self.attention_layer is not None:
-            fed = encoder_outputs.new_zeros(source.shape[0], self.decoder.hidden_size)
+        fed = self._first_fed(encoder_outputs)
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
             if random_inputs is not None:
@@ -396,6 +398,13 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 self.full_focus(torch.cat([context, embedded], -1))
             ), weights
         return torch.cat([embedded, context], -1), weights
+
+    def _first_fed(self, encoder_outputs: Tensor) -> Tensor | None:
+        """Input feeding's attentional vector before the first step: 0 (TensorFlow's
+        `AttentionWrapper.zero_state`); None without input feeding."""
+        if self.attention_layer is None:
+            return None
+        return encoder_outputs.new_zeros(encoder_outputs.shape[0], self.decoder.hidden_size)
 
     def _readout(self, hidden, weights, keys, encoder_outputs, source_mask):
         """What the output layer reads after a decoder step, and the step's attention weights:

@@ -77,6 +77,12 @@ SCAN_SETTINGS = [
     ("output classes", "-", "9: padding, start, end and the 6 actions", "7: the end "
      "(padding id 0) and the 6 actions; the suite keeps its 9", "`data_generator.py` lines "
      "196-201, 218-224; `main.py` line 64"),
+    ("other script flags", "-", "-", "none of --switch_temperature, --attention_temperature, "
+     "--content_noise_coe, --sample_wise_content_noise, --masked_attention, "
+     "--single_representation is read by the seq2seq model (attention is masked to the source "
+     "length regardless); --random_random seeds NumPy and TensorFlow from the seed's random "
+     "draws", ".sh lines 17-18, 27-31; `main.py` lines 12-17, 99-145; `s2s_model.py` lines "
+     "22-25, 166-168"),
 ]  # fmt: skip
 """SCAN's settings under both readings, each with its source (issue 35): the text (section 5.2,
 Appendix B), the primary reading (`scan.yaml`: the text, and the code where the text is silent)
