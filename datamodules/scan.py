@@ -17,6 +17,8 @@ without "jump" plus 1,467 copies of ``jump -> I_JUMP`` (14,670 rows, as in SCAN'
 
 Paper 3 trains two settings: A, the split as is, and B, where the training commands use the
 action words uniformly at random (see :func:`randomize_actions`); both are tested on ``test``.
+The authors' code builds its setting B otherwise: it trains on the deduplicated union of the
+training and test rows (see :func:`union_of_splits`), so every test row is trained on.
 """
 
 import os
@@ -179,6 +181,21 @@ def randomize_actions(pairs: list[Pair], seed: int) -> list[Pair]:
     return randomized
 
 
+def union_of_splits(split: dict[str, list[Pair]]) -> list[Pair]:
+    """Setting B as the authors' code builds it (``--data_name uniform_scan``,
+    ``UniformSCANGanerator`` in yuanpeng16/BCDLSG efb6c20 ``data_generator.py`` lines 174-189):
+    the training rows then the test rows, each command kept once, at its first row. On
+    addprim_jump that is every command of the grammar once (20,910 rows), the 7,706 test
+    commands included, and "jump" alone once instead of 1,467 times."""
+    seen: set[str] = set()
+    union = []
+    for command, actions in split["train"] + split["test"]:
+        if command not in seen:
+            seen.add(command)
+            union.append((command, actions))
+    return union
+
+
 class ScanDataModule(TrainTestDataModule):
     """SCAN ``addprim_jump`` as padded batches, the layout of
     :class:`~datamodules.lookup_tables.LookupTableDataModule` without its attention/table keys:
@@ -196,11 +213,17 @@ class ScanDataModule(TrainTestDataModule):
     Args:
         data_dir: the SCAN repository's ``add_prim_split`` folder; ``None`` regenerates the split
             from the grammar.
-        setting: "A", the split as is, or "B", training commands with random action words
-            (:func:`randomize_actions`); the test split is the same in both.
+        setting: "A", the split as is, or "B" (as ``setting_b`` builds it); the test split is
+            the same in both.
+        setting_b: what setting B trains on: ``random_actions``, the training commands with
+            random action words (the text, :func:`randomize_actions`), or ``union``, the
+            deduplicated union of the training and test rows (the authors' code,
+            :func:`union_of_splits`: the test rows are trained on).
         batch_size: rows per batch.
         steps_per_epoch: training batches per epoch.
         eval_size: rows of each validation sample; ``None`` (or more than a split has): all.
+        eval_replacement: draw the validation samples' rows with replacement (the authors'
+            code: ``random.choices(rows, k=100)``, ``main.py`` lines 20-29), else without.
         data_seed: seed of setting B's words, the validation samples and the training draws.
         num_workers: DataLoader workers.
     """
@@ -212,18 +235,26 @@ class ScanDataModule(TrainTestDataModule):
         self,
         data_dir: str | None = None,
         setting: Literal["A", "B"] = "A",
+        setting_b: Literal["random_actions", "union"] = "random_actions",
         batch_size: int = 256,
         steps_per_epoch: int = 100,
         eval_size: int | None = 1000,
         data_seed: int = 0,
         num_workers: int = 0,
+        eval_replacement: bool = False,
     ) -> None:
         if setting not in ("A", "B"):
             raise ValueError(f"unknown SCAN setting {setting!r}; valid settings: A, B")
+        if setting_b not in ("random_actions", "union"):
+            raise ValueError(f"unknown setting_b {setting_b!r}; valid: random_actions, union")
+        if eval_replacement and eval_size is None:
+            raise ValueError("eval_replacement draws eval_size rows: give eval_size a number")
         super().__init__(batch_size, steps_per_epoch, eval_size, data_seed, num_workers)
         self.save_hyperparameters()
         self.data_dir = data_dir
         self.setting = setting
+        self.setting_b = setting_b
+        self.eval_replacement = eval_replacement
         self.source_vocab = ["<pad>", "<eos>", *INPUT_WORDS]
         self.target_vocab = ["<pad>", "<sos>", "<eos>", *ACTIONS]
         self.splits: dict[str, list[Pair]] | None = None
@@ -232,6 +263,11 @@ class ScanDataModule(TrainTestDataModule):
             if data_dir is not None
             else "SCAN addprim_jump regenerated from the grammar (Lake & Baroni 2018)"
         )
+        if setting == "B" and setting_b == "union":
+            self.data_source += (
+                "; setting B trained on the deduplicated union of the training and test rows "
+                "(the authors' uniform_scan): every test row is in training"
+            )
 
     @property
     def source_vocab_size(self) -> int:
@@ -250,11 +286,15 @@ class ScanDataModule(TrainTestDataModule):
             return
         split = addprim_jump_split() if self.data_dir is None else read_scan_split(self.data_dir)
         train = split["train"]
-        if self.setting == "B":
+        if self.setting == "B" and self.setting_b == "union":
+            train = union_of_splits(split)
+        elif self.setting == "B":
             train = randomize_actions(train, self.data_seed)
         rng = random.Random(self.data_seed)
 
         def sample(pairs: list[Pair]) -> list[Pair]:
+            if self.eval_replacement:
+                return [pairs[i] for i in sorted(rng.choices(range(len(pairs)), k=self.eval_size))]
             if self.eval_size is None or self.eval_size >= len(pairs):
                 return list(pairs)
             return [pairs[i] for i in sorted(rng.sample(range(len(pairs)), self.eval_size))]

@@ -8,7 +8,9 @@ Hupkes et al. (2019) added (section 2.3):
 
 The same class serves paper 3 (SCAN, Appendix B: LSTM, bidirectional encoder, the encoder's first
 and last states concatenated as the decoder's initial state, Adam with exponential learning-rate
-decay) and paper 4 (GRU, no attention, the encoder's last state passed to the decoder).
+decay; its authors' code adds Luong attention with input feeding, TensorFlow's initialisation and
+a loss summed over each sequence) and paper 4 (GRU, no attention, the encoder's last state passed
+to the decoder).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from lightning_modules.recurrent import (
     removal_edits,
 )
 from lightning_modules.splits import metric_key, metric_prefix
+from lightning_modules.tensorflow_init import tensorflow_initialise
 
 PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
@@ -45,7 +48,7 @@ def sequence_losses(
     logits: Tensor,
     attention: Tensor | None,
     batch: dict[str, Tensor],
-    over_steps: Literal["mean", "sum"] = "mean",
+    over_steps: Literal["mean", "sum", "per_sequence"] = "mean",
 ) -> dict[str, Tensor]:
     """`token_loss`: cross-entropy of `logits` `[batch, time, vocab]` against `batch["target"]`;
     `attention_loss` (when there is attention and an `attention_target`): Baan et al. section
@@ -54,7 +57,10 @@ def sequence_losses(
     `over_steps="mean"`: each is the mean over the non-padding decoder steps of the batch (the
     paper's 1/T). `"sum"`: each step's mean over the batch, summed over the steps, as
     i-machine-think's `machine` computes both losses (`loss.py`, the attention loss's per-step
-    NLL added up over the decoder's steps); at batch size 1 that is T times the mean."""
+    NLL added up over the decoder's steps); at batch size 1 that is T times the mean.
+    `"per_sequence"`: each row's losses summed over its steps, averaged over the rows, as paper 3's
+    TensorFlow code computes its loss (`reduce_sum(loss * mask / batch_size)`, BCDLSG efb6c20
+    `s2s_model.py` lines 234-236)."""
     token = F.cross_entropy(
         logits.flatten(0, 1), batch["target"].flatten(), ignore_index=PAD, reduction="none"
     ).view(batch["target"].shape)
@@ -71,6 +77,8 @@ def _over_steps(losses: Tensor, valid: Tensor, over_steps: str) -> Tensor:
     losses = losses * valid
     if over_steps == "mean":
         return losses.sum() / valid.sum()
+    if over_steps == "per_sequence":
+        return losses.sum() / losses.shape[0]
     return (losses.sum(0) / valid.sum(0).clamp_min(1)).sum()
 
 
@@ -78,18 +86,23 @@ class Attention(nn.Module):
     """Attention weights of a query over keys.
 
     `dot`: score_i = q . k_i (Luong et al. 2015).
+    `general`: score_i = q . (W k_i), W without bias (Luong et al. 2015's "general"):
+    TensorFlow's `LuongAttention` (its `memory_layer`, unscaled), which paper 3's code uses
+    (BCDLSG efb6c20 `s2s_model.py` lines 166-168).
     `mlp`: score_i = v . relu(W [k_i; q] + b), the additive attention of Bahdanau et al. (2015)
     as i-machine-think's `machine` implements it (ReLU where Bahdanau has tanh), which is the
     code paper 1's models were trained with.
     """
 
-    def __init__(self, method: Literal["dot", "mlp"], query_size: int, key_size: int):
+    def __init__(self, method: Literal["dot", "general", "mlp"], query_size: int, key_size: int):
         super().__init__()
         self.method = method
         if method == "mlp":  # W [k; q] + b split as (W_k k + b) + W_q q: keys projected once
             self.key_projection = nn.Linear(key_size, key_size)
             self.query_projection = nn.Linear(query_size, key_size, bias=False)
             self.score = nn.Linear(key_size, 1, bias=False)
+        elif method == "general":
+            self.key_projection = nn.Linear(key_size, query_size, bias=False)
         elif method == "dot":
             if query_size != key_size:
                 raise ValueError(
@@ -97,16 +110,18 @@ class Attention(nn.Module):
                     "sizes: use attention 'mlp' or matching sizes."
                 )
         else:
-            raise ValueError(f"Unknown attention {method!r}: use 'none', 'dot' or 'mlp'.")
+            raise ValueError(
+                f"Unknown attention {method!r}: use 'none', 'dot', 'general' or 'mlp'."
+            )
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
         """Per-sequence part of the scores, computed once: `[batch, source_time, k]`."""
-        return self.key_projection(keys) if self.method == "mlp" else keys
+        return keys if self.method == "dot" else self.key_projection(keys)
 
     def forward(self, query: Tensor, prepared_keys: Tensor, key_mask: Tensor) -> Tensor:
         """`query` `[batch, q]`, `prepared_keys` from `prepare_keys`, `key_mask`
         `[batch, source_time]` (True where a key exists) -> weights `[batch, source_time]`."""
-        if self.method == "dot":
+        if self.method in ("dot", "general"):
             scores = torch.einsum("bq,bsq->bs", query, prepared_keys)
         else:
             hidden = torch.relu(prepared_keys + self.query_projection(query).unsqueeze(1))
@@ -121,18 +136,25 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         source_vocab_size, target_vocab_size: vocabulary sizes (linked from the DataModule).
         cell: recurrent cell of encoder and decoder.
         embedding_size, hidden_size: sizes of the embeddings and of each encoder direction.
-        attention: `none`, `dot` or `mlp`.
+        attention: `none`, `dot`, `general` or `mlp` (see `Attention`).
         attention_placement: `pre_rnn` attends with the previous decoder state and feeds the
             context into the decoder step with the input embedding (i-machine-think's `pre-rnn`,
             which paper 1 used); `post_rnn` attends with the new state and feeds
-            `[state; context]` to the output layer.
+            `[state; context]` to the output layer; `input_feeding` attends with the new state,
+            the output layer reads Luong et al.'s (2015) attentional vector
+            `a_t = W_c [state; context]` (decoder-sized) and the next step's input is
+            `[embedding; a_t]` (`a` starts at 0): TensorFlow's `AttentionWrapper` with
+            `attention_layer_size` the decoder size, as paper 3's code uses it (BCDLSG efb6c20
+            `s2s_model.py` lines 169-171), so W_c has no bias and no tanh.
         full_focus: with `pre_rnn`, the decoder input is `context * relu(W [context; embedding])`
             instead of `[embedding; context]` (i-machine-think's `--full_focus`, used for both
             models of paper 1); needs `decoder_embedding_size` equal to the decoder size.
         decoder_embedding_size: size of the decoder's embedding (None: `embedding_size`);
             i-machine-think gives the decoder embeddings of the hidden size.
         init_range: if set, every parameter starts uniform in [-init_range, init_range]
-            (i-machine-think: 0.08); else torch's defaults.
+            (i-machine-think: 0.08); else torch's defaults, or `init`'s.
+        init: `torch` (its defaults) or `tensorflow`: TensorFlow 1's, which paper 3's code got
+            (`lightning_modules.tensorflow_init`; LSTM only).
         bidirectional: bidirectional encoder (the decoder is as wide as both directions).
         bridge: `last` passes the encoder's final state (directions concatenated) to the decoder;
             `zeros` starts the decoder from zeros; `first_last` concatenates the encoder's states
@@ -144,6 +166,9 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             `learning_rate_decay_steps` training steps, continuously (TensorFlow's
             `exponential_decay`, paper 3 Appendix B: 0.96 every 100 steps); 1 = constant.
         learning_rate_decay_steps: see `learning_rate_decay`.
+        learning_rate_staircase: decay in whole steps of the factor instead, after every
+            `learning_rate_decay_steps` steps (`exponential_decay(..., staircase=True)`, as paper
+            3's code, BCDLSG efb6c20 `s2s_model.py` lines 37-40; torch's `StepLR`).
         teacher_forcing_ratio: share of training steps fed the gold previous token; the rest are
             fed the model's own previous greedy output. At 0 the loss is paper 4's objective
             (section 2), `-sum_t log Pr(y_t | y_hat_(t-1), h_(t-1))` with
@@ -156,7 +181,8 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             `teacher_forcing_ratio` 0 (paper 4's early stopping watches it).
         loss_over_steps: `mean` averages the token and attention losses over the decoder steps
             (paper 1's 1/T); `sum` adds the steps' losses up, as i-machine-think's code did for
-            paper 1's models (see `sequence_losses`).
+            paper 1's models; `per_sequence` sums each row's and averages over the rows, as
+            paper 3's code (see `sequence_losses`).
         val_splits: names of the validation dataloaders, in order (linked from the DataModule).
             Metrics of the split `val` are logged as `val/<metric>`, of any other as
             `val/<split>/<metric>`.
@@ -173,39 +199,29 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         cell: Literal["gru", "lstm"] = "gru",
         embedding_size: int = 16,
         hidden_size: int = 512,
-        attention: Literal["none", "dot", "mlp"] = "mlp",
-        attention_placement: Literal["pre_rnn", "post_rnn"] = "pre_rnn",
+        attention: Literal["none", "dot", "general", "mlp"] = "mlp",
+        attention_placement: Literal["pre_rnn", "post_rnn", "input_feeding"] = "pre_rnn",
         full_focus: bool = False,
         decoder_embedding_size: int | None = None,
         init_range: float | None = None,
+        init: Literal["torch", "tensorflow"] = "torch",
         bidirectional: bool = False,
         bridge: Literal["last", "zeros", "first_last"] = "last",
         attention_guidance_weight: float = 0.0,
         learning_rate: float = 1e-3,
         learning_rate_decay: float = 1.0,
         learning_rate_decay_steps: int = 100,
+        learning_rate_staircase: bool = False,
         teacher_forcing_ratio: float = 1.0,
         validation_loss: Literal["teacher_forced", "own_outputs"] = "teacher_forced",
-        loss_over_steps: Literal["mean", "sum"] = "mean",
+        loss_over_steps: Literal["mean", "sum", "per_sequence"] = "mean",
         val_splits: Sequence[str] = ("val",),
         test_splits: Sequence[str] = ("test",),
         removed_units: dict[str, list[int]] | None = None,
     ):
         super().__init__()
-        if bridge not in ("last", "zeros", "first_last"):
-            raise ValueError(f"Unknown bridge {bridge!r}: use 'last', 'zeros' or 'first_last'.")
-        if attention_placement not in ("pre_rnn", "post_rnn"):
-            raise ValueError(f"Unknown attention_placement {attention_placement!r}.")
-        if validation_loss not in ("teacher_forced", "own_outputs"):
-            raise ValueError(
-                f"Unknown validation_loss {validation_loss!r}: use 'teacher_forced' or "
-                "'own_outputs'."
-            )
-        if loss_over_steps not in ("mean", "sum"):
-            raise ValueError(f"Unknown loss_over_steps {loss_over_steps!r}: use 'mean' or 'sum'.")
-        if attention_guidance_weight and attention == "none":
-            raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
         self.save_hyperparameters()
+        self._check_arguments()
         self.val_splits = tuple(val_splits)
         self.test_splits = tuple(test_splits)
         directions = 2 if bidirectional else 1
@@ -213,6 +229,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         decoder_size = encoder_size * (2 if bridge == "first_last" else 1)
         decoder_embedding_size = decoder_embedding_size or embedding_size
         pre_rnn = attention != "none" and attention_placement == "pre_rnn"
+        input_feeding = attention != "none" and attention_placement == "input_feeding"
         if full_focus and not (pre_rnn and decoder_embedding_size == decoder_size):
             raise ValueError(
                 "full_focus needs pre_rnn attention and decoder_embedding_size equal to the "
@@ -221,6 +238,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         decoder_input_size = decoder_embedding_size
         if pre_rnn and not full_focus:
             decoder_input_size += encoder_size
+        decoder_input_size += decoder_size if input_feeding else 0
         self.encoder_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=PAD)
         self.decoder_embedding = nn.Embedding(
             target_vocab_size, decoder_embedding_size, padding_idx=PAD
@@ -232,10 +250,11 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         )
         self.full_focus = nn.Linear(2 * decoder_size, decoder_size) if full_focus else None
         readout_size = decoder_size + (encoder_size if attention != "none" and not pre_rnn else 0)
-        self.output = nn.Linear(readout_size, target_vocab_size)
-        if init_range is not None:
-            for parameter in self.parameters():
-                nn.init.uniform_(parameter, -init_range, init_range)
+        self.attention_layer = (  # Luong's W_c: [state; context] -> the attentional vector
+            nn.Linear(readout_size, decoder_size, bias=False) if input_feeding else None
+        )
+        self.output = nn.Linear(decoder_size if input_feeding else readout_size, target_vocab_size)
+        self._initialise()
         self._edits = self._removal_edits(removed_units or {}, cell, encoder_size, decoder_size)
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
@@ -251,6 +270,36 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 for s in splits
             }
         )
+
+    def _initialise(self) -> None:
+        """`init_range`'s uniform start or `init`'s; else the layers keep torch's defaults."""
+        if self.hparams.init_range is not None:
+            for parameter in self.parameters():
+                nn.init.uniform_(parameter, -self.hparams.init_range, self.hparams.init_range)
+        if self.hparams.init == "tensorflow":
+            tensorflow_initialise(self)
+
+    def _check_arguments(self) -> None:
+        """One clear error for a bad choice or combination of the constructor's arguments."""
+        choices = {
+            "bridge": ("last", "zeros", "first_last"),
+            "attention_placement": ("pre_rnn", "post_rnn", "input_feeding"),
+            "validation_loss": ("teacher_forced", "own_outputs"),
+            "loss_over_steps": ("mean", "sum", "per_sequence"),
+            "init": ("torch", "tensorflow"),
+        }
+        for name, valid in choices.items():
+            if self.hparams[name] not in valid:
+                raise ValueError(
+                    f"Unknown {name} {self.hparams[name]!r}: use " + ", ".join(map(repr, valid))
+                )
+        hp = self.hparams
+        if hp.attention_guidance_weight and hp.attention == "none":
+            raise ValueError("attention_guidance_weight > 0 needs an attention mechanism.")
+        if hp.attention_placement == "input_feeding" and hp.attention == "none":
+            raise ValueError("attention_placement 'input_feeding' needs an attention mechanism.")
+        if hp.init == "tensorflow" and (hp.init_range is not None or hp.cell != "lstm"):
+            raise ValueError("init 'tensorflow' is for LSTMs and replaces init_range: drop one.")
 
     # ---- the network -------------------------------------------------------------------------
     def forward(
@@ -299,6 +348,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         source_mask = source != PAD
         keys = self.attention.prepare_keys(encoder_outputs) if self.attention is not None else None
         token = source.new_full((source.shape[0],), SOS)
+        fed = self._first_fed(encoder_outputs)
         logits, attentions, decoder_sites = [], [], []
         for step in range(steps):
             if random_inputs is not None:
@@ -307,12 +357,11 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                     token.device
                 )
             embedded, weights = self._decoder_input(token, state, keys, encoder_outputs,
-                                                    source_mask)  # fmt: skip
+                                                    source_mask, fed)  # fmt: skip
             state, sites = self.decoder.step(embedded, state, step, decoder_edits)
-            readout = sites["hidden"]
-            if self.attention is not None and weights is None:
-                weights = self.attention(readout, keys, source_mask)
-                readout = torch.cat([readout, self._context(weights, encoder_outputs)], -1)
+            readout, weights = self._readout(sites["hidden"], weights, keys, encoder_outputs,
+                                             source_mask)  # fmt: skip
+            fed = readout if fed is not None else None
             step_logits = self.output(readout)
             logits.append(step_logits)
             attentions.append(weights)
@@ -332,11 +381,14 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 record["attention"] = attention
         return torch.stack(logits, 1), attention
 
-    def _decoder_input(self, token, state, keys, encoder_outputs, source_mask):
+    def _decoder_input(self, token, state, keys, encoder_outputs, source_mask, fed=None):
         """The decoder's input at one step, `[batch, input]`, and the attention weights computed
         before the step (pre-rnn attention) or None: the embedded `token`, with pre-rnn attention
-        joined to its context (concatenated, or gated by the full-focus layer)."""
+        joined to its context (concatenated, or gated by the full-focus layer), with input
+        feeding joined to the previous step's attentional vector `fed`."""
         embedded = self.decoder_embedding(token)
+        if fed is not None:
+            return torch.cat([embedded, fed], -1), None
         if self.attention is None or self.hparams.attention_placement != "pre_rnn":
             return embedded, None
         weights = self.attention(self._hidden_of(state), keys, source_mask)
@@ -346,6 +398,26 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                 self.full_focus(torch.cat([context, embedded], -1))
             ), weights
         return torch.cat([embedded, context], -1), weights
+
+    def _first_fed(self, encoder_outputs: Tensor) -> Tensor | None:
+        """Input feeding's attentional vector before the first step: 0 (TensorFlow's
+        `AttentionWrapper.zero_state`); None without input feeding."""
+        if self.attention_layer is None:
+            return None
+        return encoder_outputs.new_zeros(encoder_outputs.shape[0], self.decoder.hidden_size)
+
+    def _readout(self, hidden, weights, keys, encoder_outputs, source_mask):
+        """What the output layer reads after a decoder step, and the step's attention weights:
+        the new state `hidden` (no attention, or pre-rnn attention, whose `weights` are given);
+        with post-rnn attention `[hidden; context]`, attending with `hidden`; with input feeding
+        Luong's attentional vector `W_c [hidden; context]`."""
+        if self.attention is None or weights is not None:
+            return hidden, weights
+        weights = self.attention(hidden, keys, source_mask)
+        readout = torch.cat([hidden, self._context(weights, encoder_outputs)], -1)
+        if self.attention_layer is not None:
+            readout = self.attention_layer(readout)
+        return readout, weights
 
     def _fusable(self, target, steps, teacher_forcing_ratio, record, edits, random_inputs) -> bool:
         """Whether the decoder's inputs are all known in advance and nothing inside it is
@@ -504,9 +576,13 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         trainable = [p for p in self.parameters() if p.requires_grad]
         # torch's fused Adam kernel: 5x faster than the default on CPU at batch size 1.
         optimizer = torch.optim.Adam(trainable, lr=self.hparams.learning_rate, fused=True)
-        if self.hparams.learning_rate_decay == 1.0:
+        decay, every = self.hparams.learning_rate_decay, self.hparams.learning_rate_decay_steps
+        if decay == 1.0:
             return optimizer
-        per_step = self.hparams.learning_rate_decay ** (1 / self.hparams.learning_rate_decay_steps)
-        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=per_step)
+        if self.hparams.learning_rate_staircase:
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=every, gamma=decay)
+        else:
+            per_step = decay ** (1 / every)
+            scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=per_step)
         schedule = {"scheduler": scheduler, "interval": "step"}
         return {"optimizer": optimizer, "lr_scheduler": schedule}

@@ -18,7 +18,7 @@ import yaml
 from pytorch_lightning.loggers import CSVLogger
 
 from datamodules import Toy2DDataModule
-from experiments.paper3.claims import greater_claim, step1_claim
+from experiments.paper3.claims import FINDINGS, greater_claim, step1_claim
 from experiments.paper3.runs import (
     accuracy_curves,
     arguments_of,
@@ -28,7 +28,8 @@ from experiments.paper3.runs import (
     trained_reading,
     up_to_date,
 )
-from experiments.paper3.scales import IMAGES_AUTHORS, SCALES
+from experiments.paper3.scales import CONFIGS, IMAGES_AUTHORS, SCALES
+from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
 from experiments.paper3.toy import (
     GRID,
     PLAYGROUND,
@@ -298,38 +299,38 @@ def test_toy_measurements_from_before_issue35_are_taken_again():
     assert not measured_before_issue35({"boundaries": None})  # images and SCAN
 
 
-def test_image_runs_of_another_reading_are_trained_again(tmp_path):
-    """Issue 35 changed the images' config, not their command: kept measurements without the
-    config's reading, or a run folder whose saved config has another, are not reused."""
-    primary = configured_reading("two_digit_images")
-    assert primary == {
-        "model.hidden_sizes": [64, 64], "model.loss": "categorical_hinge", "model.init": "torch",
-        "model.optimizer": "adam", "model.learning_rate": 0.001, "data.batch_size": 64,
-        "data.training_batches": "fresh",
-    }  # fmt: skip
-    authors = configured_reading(IMAGES_AUTHORS)
-    assert authors == primary | {"model.init": "keras", "model.optimizer": "keras_adam"}
+def test_runs_of_another_reading_are_trained_again(tmp_path):
+    """Issue 35 changed the images' and SCAN's configs, not their commands: kept measurements
+    without the config file's settings of today, or a run folder whose saved config has others,
+    are not reused. The settings are those the config file gives and the command does not."""
+    scale = SCALES["smoke"]
+    images = arguments_of("two_digit_images", "A", 0, scale, tmp_path)
+    primary = configured_reading("two_digit_images", images)
+    assert (
+        primary["model.hidden_sizes"] == [64, 64] and primary["model.loss"] == "categorical_hinge"
+    )
+    assert primary["data.training_batches"] == "fresh" and "data.setting" not in primary
+    authors_arguments = arguments_of(IMAGES_AUTHORS, "A", 0, scale, tmp_path)
+    authors = configured_reading(IMAGES_AUTHORS, authors_arguments)
+    assert (authors["model.init"], authors["model.optimizer"]) == ("keras", "keras_adam")
+    scan = configured_reading("scan", arguments_of("scan", "A", 0, scale, tmp_path))
+    assert scan["model.attention"] == "general" and scan["trainer.gradient_clip_val"] == 1.0
     record = {"final": {"train": 0.9}, "boundaries": None}
-    assert not up_to_date(record, "two_digit_images")  # measured before issue 35
-    assert up_to_date(record | {"reading": primary}, "two_digit_images")
-    assert not up_to_date(record | {"reading": primary}, IMAGES_AUTHORS)
-    assert up_to_date(record, "scan")
+    assert not up_to_date(record, "two_digit_images", images)  # measured before issue 35
+    assert up_to_date(record | {"reading": primary}, "two_digit_images", images)
+    assert not up_to_date(record | {"reading": primary}, IMAGES_AUTHORS, authors_arguments)
     layout = RunLayout(tmp_path)
-    assert trained_reading(layout) is None
-    assert not trained_by_another_reading(layout, IMAGES_AUTHORS)
-    before = {"model": {"init_args": {"hidden_sizes": [64], "loss": "multi_margin",
-                                      "optimizer": "adam", "learning_rate": 0.001}},
-              "data": {"init_args": {"batch_size": 64, "setting": "A"}}}  # fmt: skip
+    assert trained_reading(layout, images, primary) is None
+    assert not trained_by_another_reading(layout, "two_digit_images", images)
+    now = yaml.safe_load((CONFIGS / "two_digit_images.yaml").read_text())
+    now["data"]["init_args"] |= {"setting": "A", "data_seed": 0}  # the command's, resolved
+    before = copy.deepcopy(now)
+    before["model"]["init_args"] |= {"hidden_sizes": [64], "loss": "multi_margin"}
     layout.config.write_text(yaml.safe_dump(before))
-    assert trained_reading(layout)["model.hidden_sizes"] == [64]
-    assert trained_by_another_reading(layout, "two_digit_images")
-    assert not trained_by_another_reading(layout, "scan")
-    now = copy.deepcopy(before)
-    now["model"]["init_args"] |= {"hidden_sizes": [64, 64], "loss": "categorical_hinge",
-                                  "init": "torch"}  # fmt: skip
-    now["data"]["init_args"]["training_batches"] = "fresh"
+    assert trained_reading(layout, images, primary)["model.hidden_sizes"] == [64]
+    assert trained_by_another_reading(layout, "two_digit_images", images)
     layout.config.write_text(yaml.safe_dump(now))
-    assert not trained_by_another_reading(layout, "two_digit_images")
+    assert not trained_by_another_reading(layout, "two_digit_images", images)
 
 
 def test_authors_runs_share_one_data_seed():
@@ -409,6 +410,38 @@ def test_greater_claim_rule():
     assert noisy.verdict == "partially reproduced"  # mean difference 0.2 < 2 SE
 
 
+def scan_authors_record(train_curve: list[float], final_gap: float) -> dict:
+    """A `scan_authors` run's measurements with the given training-sample curve (updates 1, 2,
+    ...) and final train - test gap."""
+    updates = list(range(1, len(train_curve) + 1))
+    return {"curves": {"updates": updates, "train": train_curve, "test": [0.0] * len(updates)},
+            "batch_accuracy": {"updates": updates, "seq_acc": [0.0] * len(updates)},
+            "final": {"train": 0.5 + final_gap / 2, "test": 0.5 - final_gap / 2,
+                      "gap": final_gap}}  # fmt: skip
+
+
+def test_authors_scan_claims_read_the_training_sample_over_updates_10_to_25():
+    """Section 5.2's rules on the authors' reading: the early statistic is the training-sample
+    curve's mean over updates 10-25 (0.5 for A: 1 on 10-17, 0 on 18-25; 0.1 for B), the gap the
+    final one; ids `authors.scan.*`, the paper's statements, the union noted in the rules."""
+    a_curve = [0.9] * 9 + [1.0] * 8 + [0.0] * 8 + [0.9] * 25  # 50 updates
+    records = {("scan_authors", "A", seed): scan_authors_record(a_curve, 0.6) for seed in (0, 1)}
+    records |= {("scan_authors", "B", seed): scan_authors_record([0.1] * 50, 0.3 + 0.1 * seed)
+                for seed in (0, 1)}  # fmt: skip
+    measured = authors_measured(records, (0, 1))
+    assert measured["early"] == {"A": [0.5, 0.5], "B": [pytest.approx(0.1)] * 2}
+    early, gap = authors_scan_claims(measured)
+    assert (early.id, gap.id) == ("authors.scan.faster_early", "authors.scan.gap_larger")
+    assert early.measured.mean == pytest.approx(0.4) and early.verdict == "reproduced"
+    assert gap.measured.values == pytest.approx((0.3, 0.2)) and gap.verdict == "reproduced"
+    assert early.claim == FINDINGS["scan.faster_early"]
+    assert "after updates 10-25" in early.rule and "all 7,706 test rows" in gap.rule
+    tables = authors_tables(measured)
+    assert tables["scan_authors_early_training"]["mean"].tolist() == pytest.approx(
+        [0.5, 0.1, 0.0, 0.0])  # fmt: skip
+    assert tables["scan_authors_final_accuracy"]["gap mean"].tolist() == pytest.approx([0.6, 0.35])
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """One smoke reproduction, shared by the tests: its folder, output and claims."""
@@ -421,26 +454,31 @@ def reproduction(*options) -> subprocess.CompletedProcess:
     return smoke_command(3, *options)
 
 
-VARIANTS = [f"{e}_{s}" for e in ("scan", "toy_2d", "toy_2d_playground", "two_digit_images",
-                                  "two_digit_images_authors") for s in "AB"]  # fmt: skip
+VARIANTS = [f"{e}_{s}" for e in ("scan", "scan_authors", "toy_2d", "toy_2d_playground",
+                                  "two_digit_images", "two_digit_images_authors")
+            for s in "AB"]  # fmt: skip
 
 
 def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     tmp_path, output, claims = smoke
     for experiment in ("scan", "two_digit_images", "two_digit_images_authors", "toy_2d",
-                       "toy_2d_playground"):  # fmt: skip
+                       "toy_2d_playground", "scan_authors"):  # fmt: skip
         for setting in "AB":
             assert output.count(f"] {experiment}_{setting} seed=") == 2
-    assert "20 tasks, 2 at a time; 0 done before, 20 to run" in output
+    assert "24 tasks, 2 at a time; 0 done before, 24 to run" in output
     toy = ["toy.fails_on_test", "toy.depends_on_x2", "toy.step1_boundary_stable"]
     assert list(claims) == [
         "images.faster_early", "images.gap_larger", "scan.faster_early", "scan.gap_larger",
         *toy, *(f"playground.{id}" for id in toy),
         "authors.images.faster_early", "authors.images.gap_larger",
+        "authors.scan.faster_early", "authors.scan.gap_larger",
     ]  # fmt: skip
     for id in ("images.faster_early", "images.gap_larger"):
         assert claims[f"authors.{id}"]["claim"] == claims[id]["claim"]
         assert claims[f"authors.{id}"]["rule"].split(":")[0] == claims[id]["rule"].split(":")[0]
+    assert claims["authors.scan.gap_larger"]["claim"] == claims["scan.gap_larger"]["claim"]
+    assert "all 7,706 test rows were in its training data" in claims[
+        "authors.scan.gap_larger"]["rule"]  # fmt: skip
     assert claims["playground.toy.depends_on_x2"]["claim"] == claims["toy.depends_on_x2"]["claim"]
     assert "[0.3, 5.3]" in claims["playground.toy.depends_on_x2"]["rule"]
     assert "one update of 10 points" in claims["toy.step1_boundary_stable"]["rule"]
@@ -450,7 +488,8 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     figures = ("fig3a_two_digit_images", "fig3b_scan", "fig3c_toy_2d", "fig4_toy_data",
                "fig5_toy_boundary_steps", "fig6_toy_boundary_seeds", "fig3c_toy_playground",
                "fig4_toy_playground_data", "fig5_toy_playground_boundary_steps",
-               "fig6_toy_playground_boundary_seeds", "fig3a_two_digit_images_readings")  # fmt: skip
+               "fig6_toy_playground_boundary_seeds", "fig3a_two_digit_images_readings",
+               "fig3b_scan_authors")  # fmt: skip
     for figure in figures:
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
@@ -461,6 +500,8 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     for setting in "AB":  # both readings' accuracies
         assert report.count(f"| authors' program | {setting} |") == 1
         assert report.count(f"| primary | {setting} |") == 1
+    assert "| gradient clipping | not stated | code: global norm 1.0 |" in report  # SCAN's table
+    assert "| B | union of train and test |" in report
     scan_run = tmp_path / "runs" / "paper3" / "scan_A" / "seed=0"
     assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
 
@@ -483,6 +524,11 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
         "--data.steps_per_epoch", "3",
     ]  # fmt: skip
     assert len(scan["batch_accuracy"]["seq_acc"]) == 6 and scan["boundaries"] is None
+    authors = json.loads((kept / "paper3" / "scan_authors_B" / "seed=1" /
+                          "measurements.json").read_text())  # fmt: skip
+    assert authors["command"][:2] == ["--config", "experiments/configs/paper3/scan_authors.yaml"]
+    assert authors["curves"]["updates"] == [1, 2, 3, 4, 5, 6]  # evaluated after every step
+    assert "every test row is in training" in authors["data_source"]
     run = RunFolder(tmp_path / "runs" / "paper3" / "scan_B" / "seed=1")
     assert scan["final"]["test"] == run.test_accuracy("test", "seq_acc")
     # the toy's grids: every step of Figure 5 for setting A's first seed, the last elsewhere
@@ -515,7 +561,7 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
         path = kept / "paper3" / f"{experiment}_B" / "seed=1" / "measurements.json"
         images[experiment] = json.loads(path.read_text())
     for experiment, record in images.items():
-        assert record["reading"] == configured_reading(experiment)
+        assert record["reading"] == configured_reading(experiment, record["command"])
         assert len(record["curves"]["updates"]) == 6 and record["boundaries"] is None
     seeds = {e: r["command"][r["command"].index("--data.data_seed") + 1] for e, r in images.items()}
     assert seeds == {"two_digit_images": "1", IMAGES_AUTHORS: "0"}
@@ -533,11 +579,11 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     shutil.rmtree(tmp_path / "runs")
     done = reproduction("--runs", kept, "--reuse-runs", "--out", tmp_path / "rebuilt")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "20 tasks, 2 at a time; 20 done before, 0 to run" in done.stdout
+    assert "24 tasks, 2 at a time; 24 done before, 0 to run" in done.stdout
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
     assert (
-        "20 of the 20 were kept from an earlier invocation"
+        "24 of the 24 were kept from an earlier invocation"
         in (tmp_path / "rebuilt" / "report.md").read_text()
     )
     assert not list(tmp_path.rglob("*.ckpt"))
@@ -552,7 +598,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
         done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
                             "--out", tmp_path / f"report{index}")  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "10 tasks, 2 at a time; 0 done before, 10 to run" in done.stdout
+        assert "12 tasks, 2 at a time; 0 done before, 12 to run" in done.stdout
         assert "--merge <each shard's run root>" in done.stdout
         assert not (tmp_path / f"report{index}").exists()
         trained = sorted(
@@ -560,4 +606,4 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
             for p in (tmp_path / f"shard{index}").rglob("measurements.json")
         )
         assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
-    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 20)
+    assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 24)

@@ -1,3 +1,5 @@
+import random
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ from datamodules.scan import (
     interpret,
     randomize_actions,
     read_scan_split,
+    union_of_splits,
 )
 from tests.data_files import write_scan_split
 
@@ -191,3 +194,46 @@ def test_setting_b_datamodule_shares_vocab_and_test_split(datamodule):
     assert b.target_vocab == datamodule.target_vocab
     assert b.splits["test"] == datamodule.splits["test"]
     assert b.splits["train"] == randomize_actions(datamodule.splits["train"], 0)
+
+
+def test_union_of_splits_is_every_command_once(split):
+    """The authors' setting B (uniform_scan): the training rows then the test rows, each command
+    once at its first row: the whole grammar, every test row included, "jump" once."""
+    union = union_of_splits(split)
+    commands = [command for command, _ in union]
+    assert len(union) == len(set(commands)) == 20_910
+    assert set(split["test"]) <= set(union)
+    assert set(split["train"]) <= set(union) and commands.count("jump") == 1
+    assert union[:13_203] == [pair for pair in split["train"] if pair[0] != "jump"][:13_203]
+    assert union[-7_706:] == split["test"]
+    assert all(interpret(command) == actions for command, actions in union)
+
+
+def test_authors_setting_b_datamodule_trains_on_the_union(datamodule):
+    b = ScanDataModule(setting="B", setting_b="union", batch_size=8, steps_per_epoch=3,
+                       eval_size=20, data_seed=0)  # fmt: skip
+    b.setup()
+    assert b.splits["train"] == union_of_splits(addprim_jump_split())
+    assert b.splits["test"] == datamodule.splits["test"]
+    assert "every test row is in training" in b.data_source
+    a = ScanDataModule(setting="A", setting_b="union", batch_size=8, eval_size=20, data_seed=0)
+    a.setup()  # setting_b changes setting B only
+    assert a.splits["train"] == datamodule.splits["train"]
+    assert "test row" not in a.data_source
+    with pytest.raises(ValueError, match="unknown setting_b 'test'"):
+        ScanDataModule(setting="B", setting_b="test")
+
+
+def test_eval_samples_with_replacement_are_the_authors_draw(split):
+    """main.py's choose(): random.choices(rows, k=100), seeded by the run: here `data_seed`'s
+    Random draws the training sample, then the test sample."""
+    data = ScanDataModule(eval_size=100, eval_replacement=True, data_seed=3)
+    data.setup()
+    rng = random.Random(3)
+    train = sorted(rng.choices(range(14_670), k=100))
+    test = sorted(rng.choices(range(7_706), k=100))
+    assert data.splits["train_sample"] == [split["train"][i] for i in train]
+    assert data.splits["test_sample"] == [split["test"][i] for i in test]
+    assert len(set(train)) < 100  # with replacement: a row drawn twice (seed 3)
+    with pytest.raises(ValueError, match="eval_replacement draws eval_size rows"):
+        ScanDataModule(eval_size=None, eval_replacement=True)

@@ -1,5 +1,7 @@
 """The seq2seq model: attentive-guidance loss, trace sites, scoped interventions."""
 
+import math
+
 import pytest
 import torch
 
@@ -285,3 +287,203 @@ def test_validation_loss_is_the_cross_entropy_of_the_named_decoder_inputs(valida
     torch.testing.assert_close(logged["val/loss"], expected)
     with pytest.raises(ValueError, match="Unknown validation_loss 'greedy'"):
         Seq2Seq(11, 13, attention="none", validation_loss="greedy")
+
+
+# ---- paper 3's authors' code: Luong attention, input feeding, TensorFlow's defaults ----------
+def test_general_attention_scores_a_hand_example():
+    """score_i = q . (W k_i) with W = diag(1, 2): q = (1, 1) over k = (1, 0), (0, 1) and a padded
+    key gives scores 1, 2, -inf, so weights 1 / (1 + e), e / (1 + e), 0."""
+    attention = Attention("general", query_size=2, key_size=2)
+    with torch.no_grad():
+        attention.key_projection.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+    assert attention.key_projection.bias is None
+    keys = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [5.0, 5.0]]])
+    weights = attention(torch.tensor([[1.0, 1.0]]), attention.prepare_keys(keys),
+                        torch.tensor([[True, True, False]]))  # fmt: skip
+    e = torch.e
+    torch.testing.assert_close(weights, torch.tensor([[1 / (1 + e), e / (1 + e), 0.0]]))
+
+
+def luong_by_hand(model, source, lengths, target):
+    """The decoder of `attention general, attention_placement input_feeding` written out with
+    torch's own LSTM cell: a_0 = 0; x_t = [embedding(y_(t-1)); a_(t-1)]; h_t = LSTM(x_t);
+    alpha_t = softmax(h_t . W k_s over the source); a_t = W_c [h_t; sum_s alpha_ts k_s]; logits
+    = output(a_t). The encoder's final states (both directions) start the decoder."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from lightning_modules.seq2seq import SOS
+
+    encoder = torch.nn.LSTM(model.encoder.input_size, model.encoder.hidden_size, batch_first=True,
+                            bidirectional=True).double()  # fmt: skip
+    encoder.load_state_dict(model.encoder.state_dict())
+    packed = pack_padded_sequence(model.encoder_embedding(source), lengths, batch_first=True,
+                                  enforce_sorted=False)  # fmt: skip
+    outputs, (h, c) = encoder(packed)
+    keys, _ = torch.nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True)
+    state = (torch.cat([h[0], h[1]], -1), torch.cat([c[0], c[1]], -1))
+    cell = torch.nn.LSTMCell(model.decoder.input_size, model.decoder.hidden_size).double()
+    cell.load_state_dict({k[:-3]: v for k, v in model.decoder.state_dict().items()})
+    projected = keys @ model.attention.key_projection.weight.T
+    fed, token, logits = torch.zeros_like(state[0]), torch.full_like(lengths, SOS), []
+    for step in range(target.shape[1]):
+        state = cell(torch.cat([model.decoder_embedding(token), fed], -1), state)
+        scores = torch.einsum("bu,bsu->bs", state[0], projected)
+        scores = scores.masked_fill(torch.arange(keys.shape[1]) >= lengths[:, None], -torch.inf)
+        context = torch.einsum("bs,bsu->bu", scores.softmax(-1), keys)
+        fed = torch.cat([state[0], context], -1) @ model.attention_layer.weight.T
+        logits.append(model.output(fed))
+        token = target[:, step]
+    return torch.stack(logits, 1)
+
+
+def test_luong_input_feeding_decoder_equals_a_hand_loop():
+    """Paper 3's code (TensorFlow's LuongAttention in an AttentionWrapper with an attention layer
+    of the decoder's size): the decoder's input widens by the attentional vector, the output
+    layer reads that vector, and the logits equal `luong_by_hand`'s."""
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, cell="lstm", embedding_size=5, decoder_embedding_size=3,
+                    hidden_size=4, bidirectional=True, bridge="last", attention="general",
+                    attention_placement="input_feeding").double()  # fmt: skip
+    assert model.decoder.input_size == 3 + 8 and model.decoder.hidden_size == 8
+    assert model.attention_layer.in_features == 8 + 8 and model.attention_layer.bias is None
+    assert model.output.in_features == 8
+    source, lengths, target = tiny_pairs(11, 13)
+    logits, attention = model(source, lengths, target, teacher_forcing_ratio=1.0)
+    torch.testing.assert_close(logits, luong_by_hand(model, source, lengths, target),
+                               rtol=1e-10, atol=1e-12)  # fmt: skip
+    assert (attention[lengths == 1][..., 1:] == 0).all()  # padding never attended
+    post = Seq2Seq(11, 13, cell="lstm", embedding_size=5, decoder_embedding_size=3,
+                   hidden_size=4, bidirectional=True, attention="general",
+                   attention_placement="post_rnn")  # fmt: skip
+    assert post.decoder.input_size == 3 and post.attention_layer is None
+    with pytest.raises(ValueError, match="'input_feeding' needs an attention"):
+        Seq2Seq(11, 13, attention="none", attention_placement="input_feeding")
+
+
+def test_teacher_forced_and_greedy_sentence_accuracy_agree_with_input_feeding():
+    """A sentence is right under teacher forcing exactly when greedy decoding gets it right: gold
+    = the greedy output for rows 0-2 (right under both), one token changed at step 2 for rows
+    3-5 (wrong under both), though the fed attentional vector carries the past."""
+    from lightning_modules.seq2seq import sequence_correct
+
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, cell="lstm", embedding_size=5, hidden_size=4, bidirectional=True,
+                    bridge="last", attention="general", attention_placement="input_feeding",
+                    init="tensorflow").double()  # fmt: skip
+    source, lengths, _ = tiny_pairs(11, 13)
+    greedy, _ = model(source, lengths, steps=4)
+    gold = greedy.argmax(-1)
+    gold[3:, 2] = (gold[3:, 2] + 1 - 3) % 10 + 3  # another real token
+    forced, _ = model(source, lengths, gold, teacher_forcing_ratio=1.0)
+    greedy_right = sequence_correct(greedy.argmax(-1), gold)
+    assert greedy_right.tolist() == [True] * 3 + [False] * 3
+    assert torch.equal(sequence_correct(forced.argmax(-1), gold), greedy_right)
+
+
+def test_per_sequence_loss_sums_each_rows_steps_and_averages_the_rows():
+    """Paper 3's code: reduce_sum(CE * mask / batch). Uniform logits over V classes cost log V a
+    token: rows of 2 and 3 tokens give (2 + 3) log V / 2; the token mean is log V."""
+    logits = torch.zeros(2, 3, 7)
+    batch = {"target": torch.tensor([[4, 5, 0], [4, 5, 6]])}
+    per_sequence = sequence_losses(logits, None, batch, "per_sequence")["token_loss"]
+    torch.testing.assert_close(per_sequence, torch.tensor(2.5 * math.log(7)))
+    mean = sequence_losses(logits, None, batch, "mean")["token_loss"]
+    torch.testing.assert_close(mean, torch.tensor(math.log(7)))
+
+
+def test_staircase_decay_multiplies_by_the_factor_after_every_decay_steps():
+    """exponential_decay(0.01, step, 100, 0.96, staircase=True): 0.01 through step 99, 0.0096
+    from step 100 to 199, 0.01 * 0.96^2 at step 200."""
+    model = Seq2Seq(11, 13, learning_rate=0.01, learning_rate_decay=0.96,
+                    learning_rate_staircase=True)  # fmt: skip
+    configured = model.configure_optimizers()
+    optimizer, scheduler = configured["optimizer"], configured["lr_scheduler"]["scheduler"]
+    rates = []
+    for _ in range(201):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert rates[99] == pytest.approx(0.01) and rates[100] == pytest.approx(0.0096)
+    assert rates[199] == pytest.approx(0.0096) and rates[200] == pytest.approx(0.01 * 0.96**2)
+
+
+def test_tensorflow_initialisation():
+    """TensorFlow 1's defaults: embeddings U(-1, 1) (padding row 0), each LSTM direction Glorot-
+    uniform over its joint kernel [input + hidden, 4 hidden] with zero biases and the forget
+    bias 1, dense kernels Glorot-uniform with zero biases."""
+    from lightning_modules.recurrent import gate_blocks
+
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, cell="lstm", embedding_size=32, decoder_embedding_size=8,
+                    hidden_size=32, bidirectional=True, attention="general",
+                    attention_placement="input_feeding", init="tensorflow")  # fmt: skip
+    embedding = model.encoder_embedding.weight
+    assert not embedding[0].any() and embedding.abs().max() <= 1 and embedding.abs().max() > 0.9
+    for layer, inputs in ((model.encoder, 32), (model.decoder, 8 + 64)):
+        hidden = layer.hidden_size
+        bound = math.sqrt(6 / (inputs + hidden + 4 * hidden))
+        for name, parameter in layer.named_parameters():
+            if name.startswith("weight"):
+                assert bound * 0.95 < parameter.abs().max() <= bound, name
+            elif name.startswith("bias_hh"):
+                assert not parameter.any(), name
+            else:
+                blocks = gate_blocks(parameter, "lstm")
+                assert (blocks.pop("forget_gate") == 1).all(), name
+                assert not any(block.any() for block in blocks.values()), name
+    for linear in (model.attention.key_projection, model.attention_layer, model.output):
+        fan_out, fan_in = linear.weight.shape
+        bound = math.sqrt(6 / (fan_in + fan_out))
+        assert bound * 0.9 < linear.weight.abs().max() <= bound
+    assert not model.output.bias.any()
+    with pytest.raises(ValueError, match="init 'tensorflow' is for LSTMs"):
+        Seq2Seq(11, 13, cell="gru", init="tensorflow")
+    with pytest.raises(ValueError, match="replaces init_range"):
+        Seq2Seq(11, 13, cell="lstm", init="tensorflow", init_range=0.08)
+    with pytest.raises(ValueError, match="Unknown init 'keras'"):
+        Seq2Seq(11, 13, cell="lstm", init="keras")
+
+
+def test_trainer_clips_the_global_gradient_norm_at_one(tmp_path):
+    """Paper 3's code clips the global gradient norm at 1.0 (tf.clip_by_global_norm); the suite
+    uses Lightning's `gradient_clip_val` with `gradient_clip_algorithm: norm`, as both SCAN
+    configs do: the update sees gradients of global norm 1 where the summed loss's were larger."""
+    import pytorch_lightning as pl
+    import yaml
+
+    from datamodules import ScanDataModule
+    from experiments.paper3.scales import CONFIGS
+
+    for config in ("scan.yaml", "scan_authors.yaml"):
+        trainer = yaml.safe_load((CONFIGS / config).read_text())["trainer"]
+        assert (trainer["gradient_clip_val"], trainer["gradient_clip_algorithm"]) == (1.0, "norm")
+    data = ScanDataModule(batch_size=16, steps_per_epoch=1, eval_size=8)
+    torch.manual_seed(0)
+    model = Seq2Seq(data.source_vocab_size, data.target_vocab_size, cell="lstm", hidden_size=8,
+                    bidirectional=True, attention="general", attention_placement="input_feeding",
+                    loss_over_steps="per_sequence", val_splits=data.val_splits,
+                    test_splits=data.test_splits)  # fmt: skip
+    norms = {}
+
+    def global_norm():
+        grads = [p.grad.flatten() for p in model.parameters() if p.grad is not None]
+        return torch.cat(grads).norm()
+
+    class Recording(torch.optim.SGD):
+        """Notes the gradients' norm after Lightning's closure (backward, then clipping)."""
+
+        def step(self, closure=None):
+            loss = closure()
+            norms["clipped"] = global_norm()
+            super().step()
+            return loss
+
+    model.on_before_optimizer_step = lambda optimizer: norms.setdefault("before", global_norm())
+    model.configure_optimizers = lambda: Recording(model.parameters(), lr=0.0)
+    trainer = pl.Trainer(max_steps=1, gradient_clip_val=1.0, gradient_clip_algorithm="norm",
+                         limit_val_batches=0, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         default_root_dir=tmp_path)  # fmt: skip
+    trainer.fit(model, datamodule=data)
+    assert norms["before"] > 1.5
+    assert norms["clipped"].item() == pytest.approx(1.0, abs=1e-5)

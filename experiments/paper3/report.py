@@ -244,12 +244,13 @@ READINGS = """## How the paper's terse descriptions were read
   accuracy is measured on fixed pairs of the training distribution. The authors' TensorFlow
   program as it ran is the second reading (below).
 - **SCAN:** the decoder (64) starts from the bidirectional encoder's states (2 x 16) at the first
-  and last source positions, concatenated (hidden and cell); attention is additive (MLP, ReLU
-  as in i-machine-think) after the decoder step, its context joining the state in the output
-  layer; the learning rate decays continuously (TensorFlow's `exponential_decay`). Setting B
-  redraws every action word (walk, look, run, jump) of every training command uniformly at
-  random and recomputes the actions, so words and actions still correspond; its test set is the
-  original one.
+  and last source positions, concatenated (hidden and cell). Where the text is silent the
+  authors' code decides (issue 35; sources in the table of SCAN's settings below): Luong
+  attention ("general" score) with input feeding, an 8-dimensional decoder embedding, the
+  learning rate decayed in whole steps (staircase), the global gradient norm clipped at 1.0 and
+  the loss summed over each sequence, averaged over the batch. Setting B redraws every action
+  word (walk, look, run, jump) of every training command uniformly at random and recomputes the
+  actions, so words and actions still correspond; its test set is the original one.
 - **Toy:** two output units are the logits of Y1 (Figure 4 is "for Y1 output"), cross-entropy,
   plain SGD; 3,000 training points. Setting B (not shown in the paper) draws Y2 independently of
   Y1, so X2 carries no information about Y1.

@@ -20,6 +20,8 @@ from experiments.paper3.images_report import authors_images_section, images_figu
 from experiments.paper3.report import paper3_figures, report_text
 from experiments.paper3.runs import measure_all
 from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, variant
+from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
+from experiments.paper3.scan_report import scan_authors_figures, scan_authors_section
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.report import Claim, claims_frame
@@ -34,8 +36,8 @@ from experiments.runner import (
 
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Train and measure both settings of every experiment (their curves and the toy's
-    boundaries; the toy and the images under both readings), report; a shard only trains and
-    measures its runs (None)."""
+    boundaries; the toy, the images and SCAN under both readings), report; a shard only trains
+    and measures its runs (None)."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
     with clock.stage("training and measuring"):
@@ -54,13 +56,18 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         figures = paper3_figures(measured, records, scale, out / "figures")
         figures |= playground_figures(records, scale, out / "figures")
         figures |= images_figures(measured, out / "figures")
+        scan_authors = authors_measured(records, scale.seeds)
+        claims += authors_scan_claims(scan_authors)
+        figures |= scan_authors_figures(records, scale, out / "figures")
     tables = {"final_accuracy": final_table(measured), "early_training": early_frame,
               "toy_2d": toy_frames[TEXT], "toy_2d_playground": toy_frames[PLAYGROUND],
               "toy_boundary_over_training": boundaries,
               "two_digit_images_readings": readings_table(measured)}  # fmt: skip
+    tables |= authors_tables(scan_authors)
     markdown = report_text(scale_name, scale, tables, clock, records)
     markdown += playground_section(tables, scale)
     markdown += authors_images_section(tables, scale)
+    markdown += scan_authors_section(tables, scale)
     publish(out, "paper3", claims, markdown, sitting.root, figures,
             {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]

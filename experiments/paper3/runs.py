@@ -13,10 +13,10 @@ levels (`toy.encoded_grid`: 201 x 201 values, about 54 kB a grid; the playground
 after the
 last step for Figure 6, and after every step of Figure 5 for the run that figure draws
 (`figure5_run`) alone. A toy run measured before its boundary over training was (issue 35) is
-measured again from its folder (trained again only where its folder is gone). An image run keeps
-the settings of its config that define its reading (`READING_KEYS`, which issue 35 changed with
-the command unchanged): a run or measurements whose settings differ from the config's are
-trained again.
+measured again from its folder (trained again only where its folder is gone). Every run keeps
+the settings its config file gives and its command does not (`reading`; issue 35 changed some
+with the commands unchanged): a run or measurements whose settings differ from the config
+file's are trained again.
 
 With `--reuse-runs` a run whose measurements were taken from the same command is never trained or
 measured again, so the report can be rebuilt from the measurement files alone: the reproduction
@@ -39,6 +39,7 @@ from experiments.paper3.scales import (
     IMAGES_AUTHORS,
     ONE_DATA_SEED,
     PLAYGROUND_TOY,
+    SCAN_AUTHORS,
     SETTINGS,
     Scale,
     variant,
@@ -55,8 +56,10 @@ from experiments.runner import Sitting, fit, portable, run_all, write_measuremen
 from storage import RunLayout
 from storage.run_folder import RunFolder
 
-TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY)
-"""The experiments in the order their runs are trained: longest first, so the pool stays busy."""
+TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY,
+                  SCAN_AUTHORS)  # fmt: skip
+"""The experiments in the order their runs are trained: longest first, so the pool stays busy
+(SCAN's authors' reading, 50 steps, last)."""
 
 
 def run_keys(scale: Scale) -> list[tuple[str, str, int]]:
@@ -152,42 +155,53 @@ def measured_before_issue35(record: dict) -> bool:
     return boundaries is not None and "quadrant_y1_share" not in boundaries
 
 
-# ---- an image run's reading (issue 35) -------------------------------------------------------
-IMAGE_EXPERIMENTS = ("two_digit_images", IMAGES_AUTHORS)
-READING_KEYS = {"model": ("hidden_sizes", "loss", "init", "optimizer", "learning_rate"),
-                "data": ("batch_size", "training_batches")}  # fmt: skip
-"""The settings of an image run's config that define its reading, none given on its command."""
+# ---- a run's reading: the settings its config file gives (issue 35) -------------------------
+SECTIONS = ("model", "data")
 
 
-def reading_settings(config: dict) -> dict:
-    """The `READING_KEYS` of a LightningCLI config (its `model`/`data` `init_args`)."""
-    return {f"{part}.{key}": config[part]["init_args"].get(key)
-            for part, keys in READING_KEYS.items() for key in keys}  # fmt: skip
+def reading_settings(config: dict, arguments: list[str]) -> dict:
+    """Every `model`/`data` `init_args` setting of a LightningCLI `config` that the run's
+    command (`arguments`) does not set itself: the settings that issue 35 changed in the config
+    files (the images' layers and loss, SCAN's attention and clipping) with the command
+    unchanged. `trainer` settings that change a reading (SCAN's clipping) are kept too."""
+    overridden = {a.removeprefix("--").replace(".init_args.", ".") for a in arguments
+                  if a.startswith("--")}  # fmt: skip
+    settings = {
+        f"{part}.{key}": value
+        for part in SECTIONS
+        for key, value in ((config.get(part) or {}).get("init_args") or {}).items()
+    }
+    settings |= {f"trainer.{key}": config.get("trainer", {}).get(key)
+                 for key in ("gradient_clip_val", "gradient_clip_algorithm")}  # fmt: skip
+    return {key: value for key, value in settings.items() if key not in overridden}
 
 
-def configured_reading(experiment: str) -> dict:
-    return reading_settings(yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text()))
+def configured_reading(experiment: str, arguments: list[str]) -> dict:
+    """`reading_settings` of the experiment's config file."""
+    config = yaml.safe_load((CONFIGS / f"{experiment}.yaml").read_text())
+    return reading_settings(config, arguments)
 
 
-def trained_reading(layout: RunLayout) -> dict | None:
-    """The reading the run in `layout` was trained with (its saved config), None without one."""
+def trained_reading(layout: RunLayout, arguments: list[str], configured: dict) -> dict | None:
+    """The same settings as the run in `layout` was trained with (its saved config, which holds
+    every setting resolved), None without one."""
     if not layout.config.is_file():
         return None
-    return reading_settings(yaml.safe_load(layout.config.read_text()))
+    saved = reading_settings(yaml.safe_load(layout.config.read_text()), arguments)
+    return {key: saved.get(key) for key in configured}
 
 
-def trained_by_another_reading(layout: RunLayout, experiment: str) -> bool:
-    """An image run folder whose saved config has other `READING_KEYS` than its config file."""
-    if experiment not in IMAGE_EXPERIMENTS:
+def trained_by_another_reading(layout: RunLayout, experiment: str, arguments: list[str]) -> bool:
+    """A run folder whose saved config has other settings than its config file gives now."""
+    configured = configured_reading(experiment, arguments)
+    return trained_reading(layout, arguments, configured) not in (None, configured)
+
+
+def up_to_date(record: dict, experiment: str, arguments: list[str]) -> bool:
+    """Kept measurements that need no new measuring: taken with the config file's settings of
+    today (`reading`) and, for a toy run, with its boundary over training."""
+    if record.get("reading") != configured_reading(experiment, arguments):
         return False
-    return trained_reading(layout) not in (None, configured_reading(experiment))
-
-
-def up_to_date(record: dict, experiment: str) -> bool:
-    """Kept measurements that need no new measuring: a toy run's with its boundary over
-    training, an image run's with its config's reading."""
-    if experiment in IMAGE_EXPERIMENTS:
-        return record.get("reading") == configured_reading(experiment)
     return not measured_before_issue35(record)
 
 
@@ -195,7 +209,7 @@ def up_to_date(record: dict, experiment: str) -> bool:
 def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, scale: Scale) -> dict:
     """Everything the report reads of one trained run (the module's docstring says what)."""
     curves = accuracy_curves(run, experiment)
-    batches = batch_accuracy(run) if experiment == "scan" else None
+    batches = batch_accuracy(run) if experiment in ("scan", SCAN_AUTHORS) else None
     toy = experiment in (reading.experiment for reading in READINGS)
     return {
         "experiment": experiment,
@@ -220,14 +234,15 @@ def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sit
     layout = RunLayout.of(root, "paper3", variant(experiment, setting), seed)
     arguments = arguments_of(experiment, setting, seed, scale, root)
     kept = sitting.kept(layout, arguments)
-    if kept is not None and up_to_date(kept, experiment):
+    if kept is not None and up_to_date(kept, experiment, arguments):
         return kept
-    reuse = sitting.reuse and not trained_by_another_reading(layout, experiment)
+    reuse = sitting.reuse and not trained_by_another_reading(layout, experiment, arguments)
     trained = fit(layout.path, arguments, reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     measured = measurements_of(RunFolder(layout.path), experiment, setting, seed, scale)
-    reading = {"reading": trained_reading(layout)} if experiment in IMAGE_EXPERIMENTS else {}
-    record = {"command": portable(arguments, root), **measured, **reading}
+    configured = configured_reading(experiment, arguments)
+    reading = trained_reading(layout, arguments, configured)
+    record = {"command": portable(arguments, root), **measured, "reading": reading}
     return {**write_measurements(layout, record), "kept": not trained}
 
 
@@ -240,8 +255,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
 
     def done_before(key) -> bool:
         layout = RunLayout.of(sitting.root, "paper3", variant(*key[:2]), key[2])
-        kept = sitting.kept(layout, arguments_of(*key, scale, sitting.root))
-        return kept is not None and up_to_date(kept, key[0])
+        arguments = arguments_of(*key, scale, sitting.root)
+        kept = sitting.kept(layout, arguments)
+        return kept is not None and up_to_date(kept, key[0], arguments)
 
     def describe(key, record) -> str:
         final = record["final"]

@@ -10,7 +10,9 @@ it, in the TensorFlow Playground (`PLAYGROUND_TOY`, `experiments.paper3.toy`); i
 playground steps (passes over the training points, epochs of the fit). The two-digit images are
 also trained as the authors' TensorFlow program ran them (`IMAGES_AUTHORS`), evaluated on the
 program's 100-pair samples at every scale but `smoke`, all its runs on one data seed
-(`ONE_DATA_SEED`).
+(`ONE_DATA_SEED`). SCAN is also trained as the authors' scripts ran it (`SCAN_AUTHORS`,
+`experiments.paper3.scan_authors`): 50 steps, evaluated after every one on 100 rows of each split
+at every scale but `smoke`.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ PLAYGROUND_TOY = "toy_2d_playground"
 IMAGES_AUTHORS = "two_digit_images_authors"
 """The two-digit images as the authors' `mnist.py` ran them: a second reading of
 `two_digit_images` (`experiments/configs/paper3/two_digit_images_authors.yaml`)."""
+SCAN_AUTHORS = "scan_authors"
+"""SCAN under the authors' reading (their scripts): a second reading of `scan`."""
 ONE_DATA_SEED = (IMAGES_AUTHORS,)
 """Experiments whose runs all draw their data with the scale's first seed, the model's seed
 varying alone, as the authors' `mnist.py` runs (one `--data_random_seed`, line 255)."""
 SETTINGS = ("A", "B")
 ACCURACY = {"two_digit_images": "accuracy", "scan": "seq_acc", "toy_2d": "accuracy",
             PLAYGROUND_TOY: "accuracy",
-            IMAGES_AUTHORS: "accuracy"}  # fmt: skip
+            IMAGES_AUTHORS: "accuracy", SCAN_AUTHORS: "seq_acc"}  # fmt: skip
 """The accuracy metric of each experiment (SCAN: sentence accuracy, as the paper)."""
 TOY_STEPS = (0, 1, 2, 3, 4, 8, 64, 1024)
 """Figure 5's panels: the paper shows steps 0, 1, 2, ... and the end of training."""
@@ -58,16 +62,17 @@ class Scale:
 
 
 PAPER_STEPS = {"two_digit_images": 200, "scan": 2000, "toy_2d": 1024, PLAYGROUND_TOY: 1024,
-               IMAGES_AUTHORS: 200}  # fmt: skip
+               IMAGES_AUTHORS: 200, SCAN_AUTHORS: 50}  # fmt: skip
+"""SCAN's authors' scripts: --epochs 50, a step each."""
 AUTHORS_EVAL_SIZE = 100
 """The authors' `mnist.py` evaluates on 100 training-distribution and 100 test pairs (lines
-266-267)."""
+266-267), their SCAN `main.py` on 100 rows of each split (lines 20-29)."""
 SCALES = {
     "paper": Scale(
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
         eval_size={"two_digit_images": 1000, "scan": 1000, "toy_2d": 1000, PLAYGROUND_TOY: 1000,
-                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE},
+                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE, SCAN_AUTHORS: AUTHORS_EVAL_SIZE},
         scan_eval_interval=1,
         overrides={},
     ),
@@ -75,20 +80,21 @@ SCALES = {
         seeds=(0, 1, 2, 3, 4),
         steps=PAPER_STEPS,
         eval_size={"two_digit_images": 250, "scan": 500, "toy_2d": 1000, PLAYGROUND_TOY: 1000,
-                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE},
+                   IMAGES_AUTHORS: AUTHORS_EVAL_SIZE, SCAN_AUTHORS: AUTHORS_EVAL_SIZE},
         scan_eval_interval=10,
         overrides={},
     ),
     "smoke": Scale(
         seeds=(0, 1),
         steps={"two_digit_images": 6, "scan": 6, "toy_2d": 16, PLAYGROUND_TOY: 8,
-               IMAGES_AUTHORS: 6},
+               IMAGES_AUTHORS: 6, SCAN_AUTHORS: 6},
         eval_size={"two_digit_images": 40, "scan": 40, "toy_2d": 100, PLAYGROUND_TOY: 100,
-                   IMAGES_AUTHORS: 40},
+                   IMAGES_AUTHORS: 40, SCAN_AUTHORS: 20},
         scan_eval_interval=2,
         overrides={
             "two_digit_images": ("--data.train_pairs", "400", "--data.test_pairs", "200"),
             "scan": ("--data.steps_per_epoch", "3"),
+            SCAN_AUTHORS: ("--data.steps_per_epoch", "3"),
             "toy_2d": ("--data.steps_per_epoch", "8"),
             IMAGES_AUTHORS: ("--data.train_pairs", "400", "--data.test_pairs", "200"),
         },
