@@ -1,7 +1,8 @@
 """LSTM language model of paper 2 ("Do LSTMs Learn Compositionally?", section 3).
 
 An embedding layer, one LSTM layer and a softmax output layer, all 200 wide in the paper,
-trained by plain SGD (learning rate 1 throughout, no momentum or weight decay) with gradient
+trained by plain SGD (learning rate 1 throughout, no momentum or weight decay, which the paper
+found to slow rule learning; both can be set to test that) with gradient
 norms clipped at 0.25 (the trainer's `gradient_clip_val`). Training reads the corpus in BPTT
 windows and carries the LSTM state from one window to the next, detached (truncated
 backpropagation through time, as the PyTorch word-language-model example the paper's settings
@@ -31,6 +32,7 @@ class LanguageModel(Intervenable, pl.LightningModule):
         learning_rate: SGD's learning rate (paper 2: 1, constant).
         init_range: embedding and output weights start uniform in [-init_range, init_range],
             the output bias at 0 (the word-language-model example's 0.1).
+        momentum, weight_decay: SGD's (paper 2: 0, "they slow rule learning").
     """
 
     def __init__(
@@ -41,6 +43,8 @@ class LanguageModel(Intervenable, pl.LightningModule):
         dropout: float = 0.0,
         learning_rate: float = 1.0,
         init_range: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
     ):
         super().__init__()
         self.save_hyperparameters()
@@ -118,7 +122,8 @@ class LanguageModel(Intervenable, pl.LightningModule):
         self._log_perplexity("test/test")
 
     def configure_optimizers(self):
-        """Plain SGD, constant learning rate (paper 2, section 3)."""
+        """SGD with a constant learning rate, plain by default (paper 2, section 3)."""
         return torch.optim.SGD(
-            [p for p in self.parameters() if p.requires_grad], lr=self.hparams.learning_rate
-        )
+            [p for p in self.parameters() if p.requires_grad], lr=self.hparams.learning_rate,
+            momentum=self.hparams.momentum, weight_decay=self.hparams.weight_decay,
+        )  # fmt: skip

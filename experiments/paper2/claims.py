@@ -10,7 +10,7 @@ from pathlib import Path
 
 from experiments.paper2.readings import Estimate, Snapshot
 from experiments.paper2.scales import Scale
-from experiments.report import Claim, Measured, graded
+from experiments.report import Claim, Measured, direction_claim, graded
 
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper2.json").read_text())
 FINDINGS: dict[str, str] = PAPER["findings"]
@@ -203,6 +203,31 @@ def figure3_claims(
                     "at each k", "predictable_late",
                     late_flags, late, what.format(f"the last {quarter} epochs", "below minus")),
     ]  # fmt: skip
+
+
+OPTIMIZER_NAMES = {"momentum": "momentum 0.9", "weight_decay": "weight decay 1e-4"}
+
+
+def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimate]) -> Claim:
+    """Section 3: "We found momentum and weight decay to slow rule learning" (issue 29). Figure
+    2's cell trained with `optimizer` against plain SGD: the epoch at which P(omega | alpha and
+    the whole conduit) first reaches `LEARNED` (never: one past the last), later with it. A tie
+    (both at the same epoch, or neither learning) is not a slowdown."""
+    epochs = len(plain)
+
+    def learned_at(curve: list[Estimate]) -> int:
+        return next((e + 1 for e, p in enumerate(curve) if p.mean >= LEARNED), epochs + 1)
+
+    delay = learned_at(variant) - learned_at(plain)
+    name = OPTIMIZER_NAMES[optimizer]
+    return direction_claim(
+        f"training.{optimizer}_slows_rules",
+        f"with {name}, Figure 2's rules are learned later than with plain SGD",
+        FINDINGS["optimizers_slow"], [p.mean for p in variant], float(delay),
+        f"epoch P(omega | alpha and the whole conduit) first reaches {LEARNED} with {name} - "
+        f"without (never: {epochs + 1}; plain SGD: {learned_at(plain)})",
+        reproduced_at=max(2, epochs // 10), partially_at=1,
+    )  # fmt: skip
 
 
 def error_claim(errors: list[float]) -> Claim:

@@ -28,6 +28,7 @@ from experiments.paper2.claims import (
     figure2_claims,
     figure2_training_claim,
     figure3_claims,
+    optimizer_claim,
 )
 from experiments.paper2.figures import figure1, figure2, figure2_training, figure3
 from experiments.paper2.readings import (
@@ -53,8 +54,10 @@ from experiments.paper2.scales import (
     Setting,
     epoch_tag,
     figure1_settings,
+    figure2_cell,
     figure3_settings,
     generators,
+    optimizer_settings,
 )
 from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
 from experiments.runner import (
@@ -101,6 +104,13 @@ def figure_values(
             s.rules: [[analysed[s][tag].phrase[p] for p in ends] for tag in curve_tags]
             for s in second
         }
+    plain, whole = figure2_cell(scale), f"prefix={longest}"
+    if plain in analysed and generator == "text":
+        values["optimizers"] = {
+            optimizer: [[analysed[run][tag].phrase[whole] for tag in curve_tags]
+                        for run in (plain, setting)]
+            for optimizer, setting in optimizer_settings(scale).items() if setting in analysed
+        }  # fmt: skip
     if all(s in analysed for s in figure3_settings(scale, generator).values()):
         values["figure3"] = {key: [analysed[s][tag].phrase["open"] for tag in curve_tags]
                              for key, s in figure3_settings(scale, generator).items()}  # fmt: skip
@@ -116,6 +126,8 @@ def claims_of(values: dict, scale: Scale) -> list[Claim]:
         claims += figure2_claims(values["figure2"][most], most)
         longest = max(scale.conduit_lengths)
         claims.append(figure2_training_claim(values["figure2_training"][most], longest, most))
+    for optimizer, (plain, variant) in values.get("optimizers", {}).items():
+        claims.append(optimizer_claim(optimizer, plain, variant))
     if "figure3" in values:
         claims += [c for m in scale.conduit_copies for c in figure3_claims(values["figure3"],
                                                                            scale, m)]  # fmt: skip

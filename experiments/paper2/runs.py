@@ -23,7 +23,7 @@ A run's measurements (no weights) are everything the report reads of it:
 Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 3
 run holds 50 snapshots of 2 estimates by 4 readings (about 40 kB), a Figure 2 run 50 of 3 and 2
 of 12 by 3 readings (about 50 kB), another Figure 1 run 2 of 12 by 3 (about 7 kB): about 2 MB
-for the default scale's 54 runs (estimated from records of that shape).
+for the default scale's 60 runs (estimated from records of that shape).
 
 With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
 snapshot the scale reads) is never trained or measured again, so the report can be rebuilt from
@@ -165,7 +165,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dic
         return kept_record(*key, scale, sitting) is not None
 
     def describe(key, record) -> str:
-        opened = record["readings"][TEXT][epoch_tag(scale.epochs)]["phrase"]["open"]["mean"]
+        phrases = record["readings"][TEXT][epoch_tag(scale.epochs)]["phrase"]
+        phrase = "open" if "open" in phrases else "prefix=0"  # alpha alone, under either name
+        opened = phrases[phrase]["mean"]
         return f"{key[0].variant} seed={key[1]}: P(omega | alpha) {opened:.4f} at the end"
 
     return run_all(tasks, sitting.jobs, describe, done_before,
