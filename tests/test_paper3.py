@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -18,28 +17,24 @@ import yaml
 from pytorch_lightning.loggers import CSVLogger
 
 from datamodules import Toy2DDataModule
-from experiments.paper3.claims import FINDINGS, greater_claim, step1_claim
 from experiments.paper3.runs import (
     accuracy_curves,
     arguments_of,
     configured_reading,
-    measured_before_issue35,
     trained_by_another_reading,
     trained_reading,
     up_to_date,
 )
 from experiments.paper3.scales import CONFIGS, IMAGES_AUTHORS, SCALES
-from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
 from experiments.paper3.toy import (
     GRID,
     PLAYGROUND,
     TEXT,
-    boundary_over_training,
     decoded_grid,
-    step1_holds,
     x2_dependence,
     y1_probability,
 )
+from experiments.report import RULE_VERDICTS
 from lightning_modules.callbacks import WeightSnapshot
 from lightning_modules.classifier import (
     Classifier,
@@ -292,13 +287,6 @@ def test_one_playground_step_is_one_ordered_pass_updating_every_10_points(tmp_pa
     assert {"epoch=init", "epoch=0", "epoch=1"} <= set(run.checkpoint_tags())
 
 
-def test_toy_measurements_from_before_issue35_are_taken_again():
-    """A kept toy record without the boundary over training is measured again; others are kept."""
-    assert measured_before_issue35({"boundaries": {"x2_dependence": 0.1, "y1_probability": {}}})
-    assert not measured_before_issue35({"boundaries": {"quadrant_y1_share": {"1": 0.5}}})
-    assert not measured_before_issue35({"boundaries": None})  # images and SCAN
-
-
 def test_runs_of_another_reading_are_trained_again(tmp_path):
     """Issue 35 changed the images' and SCAN's configs, not their commands: kept measurements
     without the config file's settings of today, or a run folder whose saved config has others,
@@ -315,10 +303,12 @@ def test_runs_of_another_reading_are_trained_again(tmp_path):
     assert (authors["model.init"], authors["model.optimizer"]) == ("keras", "keras_adam")
     scan = configured_reading("scan", arguments_of("scan", "A", 0, scale, tmp_path))
     assert scan["model.attention"] == "general" and scan["trainer.gradient_clip_val"] == 1.0
-    record = {"final": {"train": 0.9}, "boundaries": None}
+    record = {"final": {"train": 0.9}, "boundaries": None, "untrained": {}, "data_sizes": {}}
     assert not up_to_date(record, "two_digit_images", images)  # measured before issue 35
     assert up_to_date(record | {"reading": primary}, "two_digit_images", images)
     assert not up_to_date(record | {"reading": primary}, IMAGES_AUTHORS, authors_arguments)
+    before_issue29 = {k: v for k, v in record.items() if k != "untrained"} | {"reading": primary}
+    assert not up_to_date(before_issue29, "two_digit_images", images)  # measured again
     layout = RunLayout(tmp_path)
     assert trained_reading(layout, images, primary) is None
     assert not trained_by_another_reading(layout, "two_digit_images", images)
@@ -361,87 +351,6 @@ def test_toy_readings_grids_and_snapshot_tags():
     assert x2_dependence(beyond_data.float(), PLAYGROUND) == 0.0
 
 
-def test_boundary_over_training_and_the_step1_rule():
-    """A boundary through the quadrant's diagonal after step 1 that stays: the rule holds; one
-    that leaves the quadrant at a later step, or never enters it: it does not."""
-    x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
-    compositional = (x1 > 0).float()
-    diagonal = ((x1 > 0) & (x2 < x1)).float()
-    measured = boundary_over_training({0: compositional, 1: diagonal, 2: diagonal}, TEXT)
-    assert measured["quadrant_y1_share"]["0"] == 1.0
-    assert measured["quadrant_y1_share"]["1"] == pytest.approx(0.5, abs=0.01)
-    assert measured["changed_after_step1"] == 0.0
-    assert step1_holds(measured["quadrant_y1_share"], measured["changed_after_step1"])
-    leaves = boundary_over_training({1: diagonal, 2: diagonal, 16: compositional}, TEXT)
-    assert leaves["changed_after_step1"] == pytest.approx(0.5, abs=0.01)
-    assert not step1_holds(leaves["quadrant_y1_share"], leaves["changed_after_step1"])
-    outside = boundary_over_training({1: compositional, 2: compositional}, TEXT)
-    assert not step1_holds(outside["quadrant_y1_share"], outside["changed_after_step1"])
-    holds = [True, True, False, False, False]
-    frame = pd.DataFrame({"reading": "playground", "setting": "A", "seed": range(5),
-                          "step 1": 0.5, "step-1 rule holds": holds})  # fmt: skip
-    claim = step1_claim(frame, PLAYGROUND)
-    assert claim.id == "playground.toy.step1_boundary_stable"
-    assert claim.verdict == "partially reproduced"  # 2 of 5 < half
-    frame["step-1 rule holds"] = [True, True, True, False, False]
-    assert step1_claim(frame, PLAYGROUND).verdict == "reproduced"
-    frame["step-1 rule holds"] = False
-    assert step1_claim(frame, PLAYGROUND).verdict == "not reproduced"
-
-
-def test_x2_dependence_of_known_boundaries():
-    x2, x1 = torch.meshgrid(GRID, GRID, indexing="ij")
-    assert x2_dependence((x1 > 0).float()) == 0.0  # Y1 read from X1 alone: compositional
-    assert x2_dependence(((x1 > 0) & (x2 < 0)).float()) == 1.0  # every column flips at X2 = 0
-    half = (x1 > 0.5) | ((x1 > 0) & (x2 < 0))  # columns x1 in (0, 0.5] flip, the rest do not
-    assert x2_dependence(half.float()) == pytest.approx(0.5)
-
-
-def test_greater_claim_rule():
-    assert greater_claim("images.gap_larger", [0.4] * 5, [0.1] * 5, "gap", 0.05).verdict == (
-        "reproduced"
-    )
-    slight = greater_claim("images.gap_larger", [0.12, 0.13, 0.11], [0.1] * 3, "gap", 0.05)
-    assert slight.verdict == "partially reproduced"
-    assert greater_claim("images.gap_larger", [0.1] * 3, [0.2] * 3, "gap", 0.05).verdict == (
-        "not reproduced"
-    )
-    noisy = greater_claim("scan.gap_larger", [0.9, 0.1, 0.9, 0.1], [0.3] * 4, "gap", 0.05)
-    assert noisy.verdict == "partially reproduced"  # mean difference 0.2 < 2 SE
-
-
-def scan_authors_record(train_curve: list[float], final_gap: float) -> dict:
-    """A `scan_authors` run's measurements with the given training-sample curve (updates 1, 2,
-    ...) and final train - test gap."""
-    updates = list(range(1, len(train_curve) + 1))
-    return {"curves": {"updates": updates, "train": train_curve, "test": [0.0] * len(updates)},
-            "batch_accuracy": {"updates": updates, "seq_acc": [0.0] * len(updates)},
-            "final": {"train": 0.5 + final_gap / 2, "test": 0.5 - final_gap / 2,
-                      "gap": final_gap}}  # fmt: skip
-
-
-def test_authors_scan_claims_read_the_training_sample_over_updates_10_to_25():
-    """Section 5.2's rules on the authors' reading: the early statistic is the training-sample
-    curve's mean over updates 10-25 (0.5 for A: 1 on 10-17, 0 on 18-25; 0.1 for B), the gap the
-    final one; ids `authors.scan.*`, the paper's statements, the union noted in the rules."""
-    a_curve = [0.9] * 9 + [1.0] * 8 + [0.0] * 8 + [0.9] * 25  # 50 updates
-    records = {("scan_authors", "A", seed): scan_authors_record(a_curve, 0.6) for seed in (0, 1)}
-    records |= {("scan_authors", "B", seed): scan_authors_record([0.1] * 50, 0.3 + 0.1 * seed)
-                for seed in (0, 1)}  # fmt: skip
-    measured = authors_measured(records, (0, 1))
-    assert measured["early"] == {"A": [0.5, 0.5], "B": [pytest.approx(0.1)] * 2}
-    early, gap = authors_scan_claims(measured)
-    assert (early.id, gap.id) == ("authors.scan.faster_early", "authors.scan.gap_larger")
-    assert early.measured.mean == pytest.approx(0.4) and early.verdict == "reproduced"
-    assert gap.measured.values == pytest.approx((0.3, 0.2)) and gap.verdict == "reproduced"
-    assert early.claim == FINDINGS["scan.faster_early"]
-    assert "after updates 10-25" in early.rule and "all 7,706 test rows" in gap.rule
-    tables = authors_tables(measured)
-    assert tables["scan_authors_early_training"]["mean"].tolist() == pytest.approx(
-        [0.5, 0.1, 0.0, 0.0])  # fmt: skip
-    assert tables["scan_authors_final_accuracy"]["gap mean"].tolist() == pytest.approx([0.6, 0.35])
-
-
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """One smoke reproduction, shared by the tests: its folder, output and claims."""
@@ -472,7 +381,19 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
         *toy, *(f"playground.{id}" for id in toy),
         "authors.images.faster_early", "authors.images.gap_larger",
         "authors.scan.faster_early", "authors.scan.gap_larger",
+        "scan.train_size", "scan.test_size",
     ]  # fmt: skip
+    # every claim of a model is also judged on the untrained weights (issue 29's null model);
+    # SCAN's split sizes are the data's: the paper's numbers, and no null verdict
+    assert all("null" in claim for claim in claims.values())
+    assert all(claims[id]["null"] in RULE_VERDICTS for id in list(claims)[:-2])
+    for split, rows in (("train", 14670), ("test", 7706)):
+        size = claims[f"scan.{split}_size"]
+        assert (size["verdict"], size["null"], size["measured"]["values"]) == (
+            "reproduced", None, [rows] * 4)  # fmt: skip
+    for id in ("toy.depends_on_x2", "playground.toy.fails_on_test"):  # A against its control
+        assert claims[id]["rule"].startswith("direction first: mean per-seed difference A - B")
+        assert "setting A's" in claims[id]["earlier"][0]["rule"]
     for id in ("images.faster_early", "images.gap_larger"):
         assert claims[f"authors.{id}"]["claim"] == claims[id]["claim"]
         assert claims[f"authors.{id}"]["rule"].split(":")[0] == claims[id]["rule"].split(":")[0]
@@ -506,10 +427,9 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     assert (scan_run / "traces" / "test_sample" / "best.safetensors").is_file()
 
 
-def test_measurements_beside_the_report_rebuild_it_alone(smoke):
+def test_measurements_beside_the_report_hold_what_it_reads(smoke):
     """Every run's measurements are copied beside the report, with the command that trained it
-    (without the run root), its final accuracies and, for the toy, the grids the figures draw;
-    from them alone the same `results.json` is rebuilt, nothing trained."""
+    (without the run root), its final accuracies and, for the toy, the grids the figures draw."""
     tmp_path, _, _ = smoke
     kept = tmp_path / "report" / "runs"
     measurements = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("measurements.json"))
@@ -545,6 +465,11 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     assert kept_grid.shape == (201, 201)
     np.testing.assert_allclose(kept_grid, full.numpy(), atol=0.5 / 255 + 1e-7, rtol=0)
     assert toy[("A", 1)]["boundaries"]["x2_dependence"] == x2_dependence(full)
+    # the untrained weights (issue 29's null model): step 0's boundary, and accuracies on all data
+    step0 = y1_probability(toy_run.model("last"), toy_run.state_dict("step=0"))
+    assert toy[("A", 1)]["untrained"]["x2_dependence"] == x2_dependence(step0)
+    assert set(scan["untrained"]) == {"samples", "final"}
+    assert scan["data_sizes"] == {"train": 14670, "test": 7706}
     shares = toy[("A", 1)]["boundaries"]["quadrant_y1_share"]  # every run: Figure 5's steps
     assert list(shares) == ["0", "1", "2", "3", "4", "8", "16"]
     # the playground's runs: its steps are passes, its grid the playground's
@@ -575,7 +500,14 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
     np.testing.assert_allclose(decoded_grid(grids["8"]), last.numpy(), atol=0.5 / 255 + 1e-7,
                                rtol=0)  # fmt: skip
     assert playground[("A", 0)]["boundaries"]["x2_dependence"] == x2_dependence(last, PLAYGROUND)
-    # rebuilt from a run root holding nothing but the measurement files
+
+
+def test_measurements_beside_the_report_rebuild_it_alone(smoke):
+    """From the measurements beside the report alone (a run root holding nothing else) the same
+    `results.json` is rebuilt, nothing trained. It deletes the smoke's runs: the tests that read
+    them come before it."""
+    tmp_path, _, _ = smoke
+    kept = tmp_path / "report" / "runs"
     shutil.rmtree(tmp_path / "runs")
     done = reproduction("--runs", kept, "--reuse-runs", "--out", tmp_path / "rebuilt")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -7,9 +7,16 @@ The toy's claims are decided under both of its readings (`experiments.paper3.toy
 rules on each reading's grid. `toy.step1_boundary_stable` (issue 35) was added to both after the
 text's other verdicts existed; they are unchanged. The two-digit images' claims are decided
 again, by the same rules, on the runs of the authors' TensorFlow program (`IMAGES_AUTHORS`, ids
-`authors.images.*`)."""
+`authors.images.*`).
+
+Issue 29: the toy's two claims compare setting A with its control, setting B, seed by seed, the
+direction first (`control_claim`; the rule they replaced stays beside each verdict, `Earlier`),
+and SCAN's split sizes are claims (`split_size_claims`). Every claim of a model is also judged on
+the runs' untrained weights (`experiments.paper3.untrained`)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -24,7 +31,15 @@ from experiments.paper3.toy import (
     ToyReading,
     step1_holds,
 )
-from experiments.report import Claim, Measured, graded, threshold_claim
+from experiments.report import (
+    FLOAT_NOISE,
+    Claim,
+    Earlier,
+    Measured,
+    direction_first,
+    graded,
+    threshold_claim,
+)
 
 Records = dict[tuple[str, str, int], dict]
 """Every run's measurements (`experiments.paper3.runs.measure`), by (experiment, setting, seed)."""
@@ -36,10 +51,13 @@ EARLY_SCAN_STEPS = (10, 25)
 MARGIN = {"early": 0.02, "gap": 0.05}
 """Smallest difference of accuracies called "faster" (2 points) or a "larger gap" (5 points)."""
 TOY_FAIL = 0.1
-"""The toy model fails on (1, 1) when its test accuracy is over 10 points below its training
-accuracy."""
+"""The toy model fails on (1, 1) when its test accuracy falls over 10 points further below its
+training accuracy than its control's (setting B's run of the same seed) does."""
 TOY_DEPENDENT = 0.05
-"""The toy model's Y1 depends on X2 when over 5% of the X1 columns in (0, 1] change with X2."""
+"""The toy model's Y1 depends on X2 when over 5% more of the X1 columns in (0, 1] change with X2
+than in its control's (setting B's run of the same seed)."""
+SCAN_SIZES: dict[str, int] = PAPER["scan_split_sizes"]
+"""Appendix B: "The task contains 14,670 training and 7,706 test samples"."""
 AUTHORS_PREFIX = "authors."
 """The prefix of a claim's id decided on the runs of the authors' program (`IMAGES_AUTHORS`)."""
 
@@ -218,27 +236,88 @@ def image_claims(measured: dict, experiment: str = IMAGES_AUTHORS,
     ]  # fmt: skip
 
 
+TOY_CONTROL = (
+    "issue 29: until then setting A's runs were read alone (a seed held where its X2 dependence "
+    "was over 0.05, or its test accuracy on (1, 1) over 0.1 below its training accuracy), "
+    "thresholds that setting B, the control, can pass too (the default scale's seed 2: X2 "
+    "dependence 0.06); now a seed holds where A exceeds B's run of the same seed by more than "
+    "the threshold, and first of all the mean difference A - B must be above 0 (a tie with the "
+    "control is no difference)"
+)
+
+
+def control_claim(id: str, a: list[float], b: list[float], margin: float, statistic: str,
+                  replaced: Claim) -> Claim:  # fmt: skip
+    """A finding the paper states for every seed of setting A, checked against the control,
+    setting B (X2 carries no information about Y1), run by run: a seed holds where A's
+    `statistic` exceeds that of B's run of the same seed by more than `margin` (a difference of
+    exactly the margin, or a tie, is none). Direction first (`direction_first`): the mean
+    per-seed difference A - B must be above 0; then reproduced if every seed holds, partially if
+    one does. `replaced`: the same finding under the rule this one replaced (A alone against the
+    margin), kept as the claim's `Earlier` (`TOY_CONTROL`)."""
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    holds = [difference > margin + FLOAT_NOISE for difference in differences]
+    claim = every_seed_claim(id, holds, differences,
+                             f"A's {statistic} - B's (the same seed) > {margin}")  # fmt: skip
+    claim = direction_first(claim, float(np.mean(differences)),
+                            f"mean per-seed difference A - B of the {statistic}")  # fmt: skip
+    return replace(claim, earlier=(Earlier(replaced.verdict, replaced.rule, TOY_CONTROL),))
+
+
 def toy_claims(toy_frame: pd.DataFrame, reading: ToyReading = TEXT) -> list[Claim]:
-    """Section 6: in setting A every seed fails on (1, 1) and depends on X2 (ids prefixed by
-    the reading's `claim_prefix`; the text's X1 columns (0, 1] over X2 in [-1, 1], the
-    playground's [0.3, 5.3] over [-5.3, 5.3])."""
-    toy_a = toy_frame[toy_frame.setting == "A"]
-    fails = (toy_a["test (1,1) accuracy"] < toy_a["train accuracy"] - TOY_FAIL).tolist()
-    dependent = (toy_a["X2 dependence"] > TOY_DEPENDENT).tolist()
+    """Section 6: in setting A every seed fails on (1, 1) and depends on X2, against the control
+    B (`control_claim`; ids prefixed by the reading's `claim_prefix`; the text's X1 columns
+    (0, 1] over X2 in [-1, 1], the playground's [0.3, 5.3] over [-5.3, 5.3]). The statistics:
+    how far the test accuracy on (1, 1) falls below the training accuracy (the shortfall), and
+    the X2 dependence."""
+    runs = {s: toy_frame[toy_frame.setting == s].sort_values("seed") for s in SETTINGS}
+    if runs["A"]["seed"].tolist() != runs["B"]["seed"].tolist():
+        raise ValueError("the toy's settings A and B need runs of the same seeds")
+    shortfall = {s: (runs[s]["train accuracy"] - runs[s]["test (1,1) accuracy"]).tolist()
+                 for s in SETTINGS}  # fmt: skip
+    dependence = {s: runs[s]["X2 dependence"].tolist() for s in SETTINGS}
     columns = "(0, 1]" if reading is TEXT else f"[{reading.positive_from}, {reading.data_edge}]"
     over = "" if reading is TEXT else f" over X2 in [-{reading.data_edge}, {reading.data_edge}]"
+    dependence_name = (f"X2 dependence (share of X1 columns in {columns} whose predicted Y1 "
+                       f"changes with X2{over})")  # fmt: skip
+    fails_id = f"{reading.claim_prefix}toy.fails_on_test"
+    depends_id = f"{reading.claim_prefix}toy.depends_on_x2"
+    fails_before = every_seed_claim(
+        fails_id,
+        (runs["A"]["test (1,1) accuracy"] < runs["A"]["train accuracy"] - TOY_FAIL).tolist(),
+        runs["A"]["test (1,1) accuracy"].tolist(),
+        f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
+    )  # fmt: skip
+    depends_before = every_seed_claim(
+        depends_id, [d > TOY_DEPENDENT for d in dependence["A"]], dependence["A"],
+        f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in {columns} whose "
+        f"predicted Y1 changes with X2{over})",
+    )  # fmt: skip
     return [
-        every_seed_claim(
-            f"{reading.claim_prefix}toy.fails_on_test", fails,
-            toy_a["test (1,1) accuracy"].tolist(),
-            f"setting A's test accuracy on (1, 1) < its training accuracy - {TOY_FAIL}",
-        ),
-        every_seed_claim(
-            f"{reading.claim_prefix}toy.depends_on_x2", dependent, toy_a["X2 dependence"].tolist(),
-            f"setting A's X2 dependence > {TOY_DEPENDENT} (share of X1 columns in {columns} "
-            f"whose predicted Y1 changes with X2{over})",
-        ),
+        control_claim(fails_id, shortfall["A"], shortfall["B"], TOY_FAIL,
+                      "shortfall of the test accuracy on (1, 1) below the training accuracy",
+                      fails_before),
+        control_claim(depends_id, dependence["A"], dependence["B"], TOY_DEPENDENT,
+                      dependence_name, depends_before),
     ]  # fmt: skip
+
+
+def split_size_claims(records: Records, seeds: tuple[int, ...]) -> list[Claim]:
+    """Appendix B's SCAN split sizes (`SCAN_SIZES`), counted in every `scan` run's data (both
+    settings; setting B redraws the training commands' words, not their number): reproduced if
+    every run has exactly the paper's rows, else not. The counts are the data's, which no model
+    touches: the untrained weights cannot be judged apart from the trained (no null verdict)."""
+    claims = []
+    for split, paper in SCAN_SIZES.items():
+        counts = [records[("scan", s, seed)]["data_sizes"][split]
+                  for s in SETTINGS for seed in seeds]  # fmt: skip
+        exact = all(count == paper for count in counts)
+        rule = (f"rows of all {split} data in each run of scan (settings A and B, "
+                f"{len(counts)} runs): {', '.join(f'{c:,}' for c in sorted(set(counts)))}; "
+                f"reproduced if every run has exactly {paper:,}, else not reproduced")  # fmt: skip
+        claims.append(Claim(f"scan.{split}_size", finding(f"scan.{split}_size"), f"{paper:,}",
+                            Measured.of(counts), rule, graded(exact, False)))  # fmt: skip
+    return claims
 
 
 STEP1_MAJORITY = 0.5

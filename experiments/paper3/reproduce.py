@@ -10,20 +10,18 @@ from experiments.paper3.claims import (
     boundary_table,
     by_setting,
     final_table,
-    image_claims,
     learning_claims,
-    step1_claim,
-    toy_claims,
     toy_table,
 )
 from experiments.paper3.images_report import authors_images_section, images_figures, readings_table
 from experiments.paper3.report import paper3_figures, report_text
 from experiments.paper3.runs import measure_all
 from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, variant
-from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
+from experiments.paper3.scan_authors import authors_measured, authors_tables
 from experiments.paper3.scan_report import scan_authors_figures, scan_authors_section
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
+from experiments.paper3.untrained import NULL_SECTION, judged_claims
 from experiments.report import Claim, claims_frame
 from experiments.runner import (
     Sitting,
@@ -35,9 +33,10 @@ from experiments.runner import (
 
 
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
-    """Train and measure both settings of every experiment (their curves and the toy's
-    boundaries; the toy, the images and SCAN under both readings), report; a shard only trains
-    and measures its runs (None)."""
+    """Train and measure both settings of every experiment (their curves, the toy's boundaries
+    and their untrained weights; the toy, the images and SCAN under both readings), report,
+    every claim of a model also judged on the untrained weights; a shard only trains and
+    measures its runs (None)."""
     scale = SCALES[scale_name]
     clock = Stopwatch()
     with clock.stage("training and measuring"):
@@ -45,19 +44,15 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     if not sitting.shard.whole:
         return None
     with clock.stage("report"):
+        claims = judged_claims(records, scale.seeds)
         measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
-        claims, early_frame = learning_claims(measured)
+        early_frame = learning_claims(measured)[1]
         toy_frames = {reading: toy_table(records, scale.seeds, reading) for reading in READINGS}
         boundaries = boundary_table(records, scale.seeds)
-        for reading in READINGS:
-            claims += toy_claims(toy_frames[reading], reading)
-            claims.append(step1_claim(boundaries, reading))
-        claims += image_claims(measured)
         figures = paper3_figures(measured, records, scale, out / "figures")
         figures |= playground_figures(records, scale, out / "figures")
         figures |= images_figures(measured, out / "figures")
         scan_authors = authors_measured(records, scale.seeds)
-        claims += authors_scan_claims(scan_authors)
         figures |= scan_authors_figures(records, scale, out / "figures")
     tables = {"final_accuracy": final_table(measured), "early_training": early_frame,
               "toy_2d": toy_frames[TEXT], "toy_2d_playground": toy_frames[PLAYGROUND],
@@ -68,6 +63,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     markdown += playground_section(tables, scale)
     markdown += authors_images_section(tables, scale)
     markdown += scan_authors_section(tables, scale)
+    markdown += NULL_SECTION
     publish(out, "paper3", claims, markdown, sitting.root, figures,
             {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]

@@ -10,13 +10,15 @@ A toy run (under either reading, `experiments.paper3.toy`) keeps the X2 dependen
 prediction and its boundary over training (the claims' statistics, measured on the full-precision
 grids after each of Figure 5's steps) and only the P(Y1 = 1) grids the figures draw, as 8-bit
 levels (`toy.encoded_grid`: 201 x 201 values, about 54 kB a grid; the playground's 100 x 100):
-after the
-last step for Figure 6, and after every step of Figure 5 for the run that figure draws
-(`figure5_run`) alone. A toy run measured before its boundary over training was (issue 35) is
-measured again from its folder (trained again only where its folder is gone). Every run keeps
-the settings its config file gives and its command does not (`reading`; issue 35 changed some
-with the commands unchanged): a run or measurements whose settings differ from the config
-file's are trained again.
+after the last step for Figure 6, and after every step of Figure 5 for the run that figure draws
+(`figure5_run`) alone. Every run also keeps its data's sizes (rows of all training and test data)
+and what its untrained weights (`epoch=init`, issue 29's null model) give: their accuracies on the
+samples and on all data and, for a toy run, their X2 dependence (`untrained_accuracies`). A toy run
+measured before its boundary over training was (issue 35), or any run measured before its untrained
+weights were (issue 29), is measured again from its folder (trained again only where its folder is
+gone). Every run keeps the settings its config file gives and its command does not (`reading`;
+issue 35 changed some with the commands unchanged): a run or measurements whose settings differ
+from the config file's are trained again.
 
 With `--reuse-runs` a run whose measurements were taken from the same command is never trained or
 measured again, so the report can be rebuilt from the measurement files alone: the reproduction
@@ -30,6 +32,7 @@ import functools
 from pathlib import Path
 
 import pandas as pd
+import pytorch_lightning as pl
 import torch
 import yaml
 
@@ -121,6 +124,33 @@ def final_accuracies(run: RunFolder, experiment: str) -> dict[str, float]:
     return {"train": train, "test": test, "gap": train - test}
 
 
+# ---- the untrained weights: issue 29's null model --------------------------------------------
+UNTRAINED = "epoch=init"
+"""The weights before the first update (`WeightSnapshot`, every run)."""
+
+
+def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
+    """The run's untrained weights (`UNTRAINED`) evaluated as its trained ones are, on the same
+    data (`data`, the run's DataModule, set up): accuracy on the training and test samples
+    (`samples`: the curves' value before the first update, which training never logs) and on
+    all training and test data (`final`, as `final_accuracies`)."""
+    metric = ACCURACY[experiment]
+    model = run.model("last")
+    model.load_state_dict(run.state_dict(UNTRAINED))
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    logged = {}
+    for results in (trainer.validate(model, datamodule=data, verbose=False),
+                    trainer.test(model, datamodule=data, verbose=False)):  # fmt: skip
+        for result in results:
+            logged |= result
+    train, test = (logged[f"test/{split}/{metric}"] for split in ("train", "test"))
+    return {
+        "samples": {split: logged[f"val/{split}_sample/{metric}"] for split in ("train", "test")},
+        "final": {"train": train, "test": test, "gap": train - test},
+    }
+
+
 # ---- the toy problem's decision boundary (section 6) -----------------------------------------
 def figure5_run(scale: Scale) -> tuple[str, int]:
     """The toy run Figure 5 draws after each step: setting A's first seed."""
@@ -149,10 +179,22 @@ def boundaries(run: RunFolder, reading: ToyReading, setting: str, seed: int, sca
     }  # fmt: skip
 
 
+def untrained_x2_dependence(run: RunFolder, reading: ToyReading) -> float:
+    """The X2 dependence (`x2_dependence`) of the toy run's untrained weights (step 0)."""
+    state = run.state_dict(reading.snapshot_tag(0))
+    return x2_dependence(y1_probability(run.model("last"), state, reading), reading)
+
+
 def measured_before_issue35(record: dict) -> bool:
     """A toy run's measurements from before its boundary over training was kept."""
     boundaries = record.get("boundaries")
     return boundaries is not None and "quadrant_y1_share" not in boundaries
+
+
+def measured_before_issue29(record: dict) -> bool:
+    """Measurements from before the untrained weights (`untrained`) and the data's sizes
+    (`data_sizes`) were measured: measured again from the run's folder, not trained again."""
+    return "untrained" not in record or "data_sizes" not in record
 
 
 # ---- a run's reading: the settings its config file gives (issue 35) -------------------------
@@ -199,10 +241,11 @@ def trained_by_another_reading(layout: RunLayout, experiment: str, arguments: li
 
 def up_to_date(record: dict, experiment: str, arguments: list[str]) -> bool:
     """Kept measurements that need no new measuring: taken with the config file's settings of
-    today (`reading`) and, for a toy run, with its boundary over training."""
+    today (`reading`), with the untrained weights' accuracies and the data's sizes and, for a
+    toy run, with its boundary over training."""
     if record.get("reading") != configured_reading(experiment, arguments):
         return False
-    return not measured_before_issue35(record)
+    return not (measured_before_issue35(record) or measured_before_issue29(record))
 
 
 # ---- one run's measurements ------------------------------------------------------------------
@@ -211,12 +254,18 @@ def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, sc
     curves = accuracy_curves(run, experiment)
     batches = batch_accuracy(run) if experiment in ("scan", SCAN_AUTHORS) else None
     toy = experiment in (reading.experiment for reading in READINGS)
+    data = run.datamodule("last")
+    untrained = untrained_accuracies(run, data, experiment)
+    if toy:
+        untrained["x2_dependence"] = untrained_x2_dependence(run, reading_of(experiment))
     return {
         "experiment": experiment,
         "setting": setting,
         "seed": seed,
-        "data_source": run.datamodule("last").data_source,
+        "data_source": data.data_source,
+        "data_sizes": {split: len(data.datasets[split]) for split in ("train", "test")},
         "final": final_accuracies(run, experiment),
+        "untrained": untrained,
         "curves": {"updates": curves.index.tolist(), "train": curves["train"].tolist(),
                    "test": curves["test"].tolist()}
                   | ({"passes": curves["passes"].tolist()} if experiment == PLAYGROUND_TOY else {}),

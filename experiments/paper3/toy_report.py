@@ -158,9 +158,10 @@ stays the primary one. What differs, with the source of each setting:
 
 Per run: accuracy on the training points and on the upper-right test points after the last
 playground step, and the X2 dependence of its Y1 prediction (share of the X1 columns in [0.3,
-5.3] whose predicted Y1 changes as X2 moves over [-5.3, 5.3]). A run fails on the test when its
-test accuracy is over {TOY_FAIL} below its training accuracy; it depends on X2 above
-{TOY_DEPENDENT}.
+5.3] whose predicted Y1 changes as X2 moves over [-5.3, 5.3]). A setting-A run fails on the test
+when its test accuracy falls over {TOY_FAIL} further below its training accuracy than that of
+setting B's run of the same seed (the control) does; it depends on X2 when its X2 dependence is
+over {TOY_DEPENDENT} above the control's.
 
 {markdown_table(tables["toy_2d_playground"], 3, index=False)}
 
