@@ -522,20 +522,23 @@ def test_measurements_beside_the_report_rebuild_it_alone(smoke):
 
 
 def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path):
-    """`--shard 1/2` and `--shard 2/2` in two run roots train each run once (every other run of
-    the fixed list: here the seed-0 runs, then the seed-1 runs) and write no report; `--merge` of
-    both writes the one-machine report, and without one of them stops naming a missing run."""
+    """`--shard 1/2` trains every other run of the fixed list (here the seed-0 runs) and writes
+    no report; with the other shard's run root (the seed-1 runs' measurements of the one-machine
+    reproduction, copied, to keep the suite short) `--merge` of both writes the one-machine
+    report, and without one of them stops naming a missing run."""
     single, _, _ = smoke
-    for index in (1, 2):
-        done = reproduction("--shard", f"{index}/2", "--runs", tmp_path / f"shard{index}",
-                            "--out", tmp_path / f"report{index}")  # fmt: skip
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "12 tasks, 2 at a time; 0 done before, 12 to run" in done.stdout
-        assert "--merge <each shard's run root>" in done.stdout
-        assert not (tmp_path / f"report{index}").exists()
-        trained = sorted(
-            p.parent.relative_to(tmp_path / f"shard{index}").as_posix()
-            for p in (tmp_path / f"shard{index}").rglob("measurements.json")
-        )
-        assert trained == [f"paper3/{v}/seed={index - 1}" for v in VARIANTS]
+    done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--out",
+                        tmp_path / "report1")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "12 tasks, 2 at a time; 0 done before, 12 to run" in done.stdout
+    assert "--merge <each shard's run root>" in done.stdout
+    assert not (tmp_path / "report1").exists()
+    trained = sorted(p.parent.relative_to(tmp_path / "shard1").as_posix()
+                     for p in (tmp_path / "shard1").rglob("measurements.json"))  # fmt: skip
+    assert trained == [f"paper3/{v}/seed=0" for v in VARIANTS]
+    for run in VARIANTS:
+        kept = single / "report" / "runs" / "paper3" / run / "seed=1" / "measurements.json"
+        target = tmp_path / "shard2" / "paper3" / run / "seed=1" / "measurements.json"
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(kept, target)
     assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 24)
