@@ -73,25 +73,37 @@ class RunFolder:
     def state_dict(self, tag: str = "best") -> dict[str, Tensor]:
         """Weights by parameter name: a checkpoint tag, or a snapshot tag (`epoch=init`,
         `epoch=<e>`, `step=<n>`)."""
-        if tag.startswith(("epoch=", "step=")):
+        if is_snapshot(tag):
             return self._safetensors(self.weights_path(tag), "WeightSnapshot")
         return self.checkpoint(tag)["state_dict"]
 
+    def settings_tag(self, tag: str = "best") -> str:
+        """The checkpoint whose settings (hyperparameters, classes) build the model and DataModule
+        of `tag`: `tag` itself, or for a weight snapshot (weights only) the run's `last`
+        checkpoint, else its `best`: one run, one set of settings."""
+        if not is_snapshot(tag):
+            return tag
+        return next((t for t in ("last", "best") if self.checkpoint_path(t).is_file()), "last")
+
     def model(self, tag: str = "best") -> LightningModule:
-        """The run's model with the checkpoint's weights, in evaluation mode (its class from the
-        checkpoint's `_class_path`; runs from before the CLI recorded it are `Seq2Seq`)."""
-        checkpoint = self.checkpoint(tag)
-        settings = checkpoint["hyper_parameters"]
+        """The run's model with the weights of checkpoint or weight snapshot `tag` (`epoch=init`:
+        the untrained model), in evaluation mode; its class and settings from the checkpoint
+        `settings_tag(tag)` (its `_class_path`; runs from before the CLI recorded it are
+        `Seq2Seq`)."""
+        source = self.settings_tag(tag)
+        settings = self.checkpoint(source)["hyper_parameters"]
         model_class = self._trusted_class(
-            settings, self.model_class_path(tag), LightningModule, tag
+            settings, self.model_class_path(source), LightningModule, source
         )
         accepted = inspect.signature(model_class).parameters  # the CLI may store linked extras
         model = model_class(**{k: v for k, v in settings.items() if k in accepted})
-        model.load_state_dict(checkpoint["state_dict"])
+        model.load_state_dict(self.state_dict(tag))
         return model.eval()
 
     def datamodule(self, tag: str = "best"):
-        """The run's DataModule, rebuilt from the checkpoint's settings and set up."""
+        """The run's DataModule, rebuilt from the settings of checkpoint `settings_tag(tag)` and
+        set up."""
+        tag = self.settings_tag(tag)
         settings = self.checkpoint(tag).get("datamodule_hyper_parameters")
         if not settings or "_class_path" not in settings:
             raise RunFileError(
@@ -138,14 +150,14 @@ class RunFolder:
 
     def weights_path(self, tag: str = "best") -> Path:
         """The file `state_dict(tag)` reads."""
-        if tag.startswith(("epoch=", "step=")):
+        if is_snapshot(tag):
             return self.files.weight_snapshot(tag)
         return self.checkpoint_path(tag)
 
     def model_class_path(self, tag: str = "best") -> str:
         """The class that trained the run, from its checkpoint (`Seq2Seq` for runs from before the
-        CLI recorded it)."""
-        settings = self.checkpoint(tag)["hyper_parameters"]
+        CLI recorded it; a weight snapshot's from `settings_tag`)."""
+        settings = self.checkpoint(self.settings_tag(tag))["hyper_parameters"]
         return settings.get("_class_path", "lightning_modules.seq2seq.Seq2Seq")
 
     def metrics(self) -> pd.DataFrame:
@@ -191,6 +203,12 @@ class RunFolder:
             raise RunFileError(
                 f"{path} is corrupt ({error}): delete it and record the run again."
             ) from None
+
+
+def is_snapshot(tag: str) -> bool:
+    """`tag` names a weight snapshot (`WeightSnapshot`: `epoch=init`, `epoch=<e>`, `step=<n>`),
+    not a checkpoint."""
+    return tag.startswith(("epoch=", "step="))
 
 
 def tag_order(tag: str) -> tuple:

@@ -3,6 +3,7 @@
 Tiny models for one short epoch: the numbers mean nothing, the files must all be there.
 """
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -10,9 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.report import VERDICTS
+from experiments.report import RULE_VERDICTS, UNINFORMATIVE, VERDICTS
 from probes.command.cli import main
+from storage import RunLayout
+from storage.run_folder import RunFolder
 from tests.smoke import smoke_reproduction
+
+ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.")
+"""Sections 3-4's claims, decided on the analyses: also on the untrained GRUs (issue 29)."""
+ACCURACY_CLAIMS = ("table5.", "table6.", "selection_text.", "pattern.", "footnote1.", "table4.",
+                   "sec5_1.", "sec5_2.")  # fmt: skip
+"""Tables 5-6, their patterns, footnote 1 and section 5: not measured untrained."""
 
 
 def offline_env(folder: Path) -> dict[str, str]:
@@ -122,6 +131,75 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
     report = (rebuilt / "report" / "report.md").read_text()
     assert "32 of the 32 were kept from an earlier invocation" in report
+
+
+def test_analysis_claims_are_judged_on_the_untrained_models(smoke):
+    """Issue 29: every analysis claim carries the rule's verdict on the same GRUs untrained
+    (`null`), and one it passes while the trained models reproduce it at least partly is
+    uninformative; the accuracy and ablation claims have no untrained counterpart (None)."""
+    folder, _, claims = smoke
+    analysis = [c for i, c in claims.items() if i.startswith(ANALYSIS_CLAIMS)]
+    accuracy = [c for i, c in claims.items() if i.startswith(ACCURACY_CLAIMS)]
+    assert len(analysis) + len(accuracy) == len(claims) and len(analysis) > 50
+    assert all(c["null"] in RULE_VERDICTS for c in analysis)
+    assert all(c["null"] is None for c in accuracy)
+    for claim in analysis:
+        rule = claim["rule_verdict"] or claim["verdict"]
+        passed_untrained = claim["null"] == "reproduced" and rule != "not reproduced"
+        assert (claim["verdict"] == UNINFORMATIVE) == (
+            passed_untrained or claim["id"] == "sec4_1.majority_baseline"
+        ), claim["id"]
+    # a majority classifier reads the labels alone: untrained, the same number and verdict
+    majority = claims["sec4_1.majority_baseline"]
+    assert majority["null"] == majority["rule_verdict"]
+    report = (folder / "report" / "report.md").read_text()
+    assert "| verdict | untrained | rule |" in report and "**untrained**" in report
+    guided = json.loads(
+        (folder / "runs" / "paper1" / "guided" / "seed=1" / "measurements.json").read_text()
+    )
+    assert set(guided["untrained_analysis"]) == set(guided["analysis"])
+    assert guided["untrained_analysis"]["embedding_sos"] != guided["analysis"]["embedding_sos"]
+
+
+def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retrained(
+    smoke, monkeypatch
+):
+    """Measurements from before issue 29 (no `untrained_analysis`) of a finished run get the
+    untrained analysis from the run folder (its `epoch=init` weights), the run kept and every
+    other field as it was; merging (nothing measured), one error names the run."""
+    from experiments.paper1.runs import measure_model
+    from experiments.paper1.scales import SCALES, UNTRAINED
+    from experiments.runner import Sitting, SittingError
+
+    folder, _, _ = smoke
+    for name, value in offline_env(folder).items():
+        monkeypatch.setenv(name, value)
+    root = folder / "runs"
+    layout = RunLayout.of(root, "paper1", "guided", 1)
+    run = RunFolder(layout.path)
+    model = run.model(UNTRAINED)  # a snapshot's weights in the checkpoint's model
+    assert all(model.state_dict()[k].equal(v) for k, v in run.state_dict(UNTRAINED).items())
+    written = layout.measurements.read_text()
+    before = json.loads(written)
+    files = [*layout.checkpoints.glob("*.ckpt"), layout.train_log, layout.command]
+    stamps = {path: path.stat().st_mtime_ns for path in files}
+    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    try:
+        layout.measurements.write_text(
+            json.dumps({k: v for k, v in before.items() if k != "untrained_analysis"})
+        )
+        with pytest.raises(SittingError, match="guided/seed=1 was measured without untrained_"):
+            measure_model("guided", 1, scale, Sitting(root, 1, True, merged=(root,)))
+        again = measure_model("guided", 1, scale, Sitting(root, 1, reuse=True))
+        assert again["kept"] and {path: path.stat().st_mtime_ns for path in files} == stamps
+        again = json.loads(json.dumps(again))
+        assert again["untrained_analysis"] == before["untrained_analysis"]
+        assert again["measured"] > before["measured"]
+        assert {k: v for k, v in again.items() if k not in ("kept", "measured")} == {
+            k: v for k, v in before.items() if k != "measured"
+        }
+    finally:
+        layout.measurements.write_text(written)
 
 
 def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatch, tmp_path):

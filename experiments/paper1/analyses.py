@@ -95,8 +95,9 @@ def test_trace(run: RunFolder, tag: str = "best") -> dict[str, Tensor]:
 
 
 def ensure_traces(run: RunFolder, tag: str) -> None:
-    """Record every split's trace of the checkpoint `tag` as `TraceRecorder` does for `best`,
-    unless the run has them."""
+    """Record every split's trace of the checkpoint or weight snapshot `tag` (`epoch=init`: the
+    untrained model; `RunFolder.model`) as `TraceRecorder` does for `best`, unless the run has
+    them."""
     if not all(run.trace_path(split, tag).is_file() for split in SPLITS):
         with torch.no_grad():
             record_traces(run.model(tag), run.datamodule(tag), SPLITS, run.path, tag)
@@ -121,8 +122,9 @@ def strong_edges(state: dict[str, Tensor], matrix: str) -> dict:
 
 
 def analyse_run(path: str | Path, tag: str = "best") -> dict:
-    """Every per-model statistic of sections 3-4 for the run's checkpoint `tag` (plain numbers and
-    lists), from its traces at `tag` (recorded first where the fit did not: `ensure_traces`)."""
+    """Every per-model statistic of sections 3-4 for the run's checkpoint or weight snapshot `tag`
+    (plain numbers and lists), from its traces at `tag` (recorded first where the fit did not:
+    `ensure_traces`)."""
     run = RunFolder(path)
     ensure_traces(run, tag)
     state = run.state_dict(tag)

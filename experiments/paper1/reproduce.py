@@ -7,7 +7,8 @@ each run is what a user gets by hand) and measured once into `<run>/measurements
 1. train 5 baseline and 5 Attentive-Guidance GRU seq2seq models on machine-tasks' sample1 (and
    the second reading's and footnote 1's models), test both selected checkpoints on the four
    test sets (Tables 5-6), and analyse each GRU as soon as it is trained
-   (`experiments.paper1.analyses`: Figures 1-4, Tables 2-3);
+   (`experiments.paper1.analyses`: Figures 1-4, Tables 2-3), and its untrained weights the same
+   way (issue 29's null model: every analysis claim is also decided on them, `analysis_claims`);
 2. retrain them for the ablations (`experiments.paper1.ablations`: Table 4, section 5.2);
 3. write `reports/paper1/{report.md, results.json, figures/, runs/}` from the measurements, with
    the paper's values beside ours, and log the figures and tables to W&B.
@@ -68,7 +69,13 @@ from experiments.paper1.tables import (
     table_claims,
     tables_markdown,
 )
-from experiments.report import Claim, claims_frame, current_commit, with_earlier
+from experiments.report import (
+    Claim,
+    claims_frame,
+    current_commit,
+    judged_against_untrained,
+    with_earlier,
+)
 from experiments.runner import (
     Sitting,
     Stopwatch,
@@ -107,6 +114,19 @@ def gate_reading_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
     )
 
 
+def analysis_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
+    """Sections 3-4's claims (Figures 1-4, Tables 2-3 and their patterns) from the models'
+    analyses by variant, each keeping its verdict under the earlier readings (`GATE_READING`,
+    `FUNCTIONAL_GROUPS`): the claims that have an untrained counterpart, the same analyses of the
+    same GRUs' untrained weights (issue 29). Tables 5-6's accuracies, their patterns, footnote
+    1's LSTMs and section 5's retrains have none here: their `null` stays None."""
+    return gate_reading_claims(analysed) + with_earlier(
+        probe_claims(analysed, PAPER),
+        probe_claims(analysed, PAPER, "probes_text"),
+        FUNCTIONAL_GROUPS,
+    )
+
+
 def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
     """Every stage of paper 1: train and analyse (sections 3-4, Appendix A), ablate (section
     5), report; the report from the runs' measurements alone. A shard only trains and measures
@@ -131,6 +151,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     }  # fmt: skip
     measured = selections[ANALYSED]  # the authors' code's: the verdicts, analyses and ablations
     analysed = {v: [models[(v, s)]["analysis"] for s in SEEDS] for v in VARIANTS}
+    untrained = {v: [models[(v, s)]["untrained_analysis"] for s in SEEDS] for v in VARIANTS}
     ablation = ablation_of(retrains, scale)
     original = {
         v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
@@ -141,12 +162,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         + table_claims(selections["best"], "selection_text.")
         + pattern_claims(measured)
         + footnote1_claims(measured)
-        + gate_reading_claims(analysed)
-        + with_earlier(
-            probe_claims(analysed, PAPER),
-            probe_claims(analysed, PAPER, "probes_text"),
-            FUNCTIONAL_GROUPS,
-        )
+        + judged_against_untrained(analysis_claims(analysed), analysis_claims(untrained))
         + substitution_claims(ablation["substitution"], original, PAPER)
         + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
     )
@@ -267,7 +283,14 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   `W_z` negated); the claims it decides differently keep that verdict beside theirs (Rule
   changes).
 - **Verdicts** are computed by the rule written beside each claim (table at the end); a
-  qualitative statement is checked by one measured statistic.
+  qualitative statement is checked by one measured statistic. The claims table's **untrained**
+  column is the same rule's verdict on the same GRUs untrained (their `epoch=init` weights, the
+  same data and analysis; issue 29's null model): a claim the untrained models pass says nothing
+  about training and is reported as uninformative. Only the analysis claims of sections 3-4
+  (Figures 1-4, Tables 2-3) have one; the accuracies of Tables 5-6 and footnote 1 and section
+  5's retrains are not measured untrained ("-"). The baseline and guided model of a seed start
+  from the same weights (they differ in their loss alone), so untrained a guided-against-baseline
+  comparison sits at its null value (a ratio of 1, a difference of 0).
 
 ## Appendix A: Tables 5-6
 

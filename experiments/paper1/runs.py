@@ -5,16 +5,19 @@ suite's CLI (`python -m experiments fit ...`) and then measured once into its ow
 A model's measurements (no weights) are everything the report reads of it: the command that
 trained it (without the run root, so a copy elsewhere is the same run), its test accuracies under
 both checkpoint selections and where each selected checkpoint lies, its validation curve and,
-for the baseline and guided GRUs, sections 3-4's analysis with the data of Figures 1-3. A
-retrain's are its new-composition accuracy and best epoch (and, pruned, the accuracy before it
-and the units kept). With `--reuse-runs` a run whose measurements were taken from the same
-command is never trained or measured again, so the report can be rebuilt from the measurement
-files alone (`reports/paper1/runs/`).
+for the baseline and guided GRUs, sections 3-4's analysis with the data of Figures 1-3, and the
+same analysis of their untrained weights (`untrained_analysis`: the `epoch=init` snapshot, issue
+29's null model). A retrain's are its new-composition accuracy and best epoch (and, pruned, the
+accuracy before it and the units kept). With `--reuse-runs` a run whose measurements were taken
+from the same command is never trained or measured again, so the report can be rebuilt from the
+measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
+analysis get it from their run folder, the run kept (`measured`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -30,11 +33,19 @@ from experiments.paper1.scales import (
     SEEDS,
     SELECTIONS,
     SPLITS,
+    UNTRAINED,
     VARIANTS,
     Scale,
     run_dir,
 )
-from experiments.runner import Sitting, fit, portable, run_all, write_measurements
+from experiments.runner import (
+    Sitting,
+    SittingError,
+    fit,
+    portable,
+    run_all,
+    write_measurements,
+)
 from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.run_folder import RunFolder
@@ -80,29 +91,77 @@ def validation_curve(run: RunFolder) -> dict[str, list[float]]:
             "loss": metrics["val/loss"].tolist()}  # fmt: skip
 
 
-def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure) -> dict:
-    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, or read
-    back the measurements taken from the same command (with `reuse`)."""
+BOOKKEEPING = ("kept", "trained", "measured")
+"""The fields of a measurements record that say when, not what (`write_measurements`, `kept`)."""
+
+
+def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
+                needed: Sequence[str] = ()) -> dict | None:  # fmt: skip
+    """The run's measurements from an earlier invocation of the same command (`Sitting.kept`),
+    complete or not; merging (nothing is trained or measured), measurements without a field of
+    `needed` stop the reproduction naming the run."""
     kept = sitting.kept(layout, arguments)
-    if kept is not None:
+    missing = missing_fields(kept, needed)
+    if missing and sitting.merged:
+        raise SittingError(
+            f"{layout.path.relative_to(sitting.root)} was measured without "
+            f"{', '.join(missing)} (before issue 29's untrained analysis): measure it again where "
+            "it was trained (with --reuse-runs: the run is kept) and merge again"
+        )
+    return kept
+
+
+def missing_fields(record: dict | None, needed: Sequence[str]) -> list[str]:
+    """The fields of `needed` that the kept `record` lacks (none without a record)."""
+    return [] if record is None else [name for name in needed if name not in record]
+
+
+def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
+             needed: dict | None = None) -> dict:  # fmt: skip
+    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record and each
+    of `needed` (field -> `measure(RunFolder)`), or read back the measurements taken from the
+    same command (with `reuse`). Kept measurements without a field of `needed` (taken before it
+    existed) get it from the run folder, every other field kept: the run is not trained again
+    where it is finished (`fit` with `reuse`), else it is, and measured anew."""
+    needed = needed or {}
+    kept = kept_record(layout, arguments, sitting, list(needed))
+    missing = missing_fields(kept, list(needed))
+    if kept is not None and not missing:
         return kept
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
-    record = {"command": portable(arguments, sitting.root), **measure(RunFolder(layout.path))}
+    run = RunFolder(layout.path)
+    if kept is not None and not trained:
+        record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
+        record |= {name: needed[name](run) for name in missing}
+    else:
+        record = {"command": portable(arguments, sitting.root), **measure(run),
+                  **{name: field(run) for name, field in needed.items()}}  # fmt: skip
     return {**write_measurements(layout, record), "kept": not trained}
 
 
-def analysis_of(run: RunFolder, seed: int) -> dict:
-    """Sections 3-4's analysis of a baseline or guided GRU; Figure 2's edges (thousands a
-    matrix) are kept for the first seed only, the one the figure draws."""
-    analysis = analyse_run(run.path, ANALYSED)
+def analysis_of(run: RunFolder, seed: int, tag: str = ANALYSED) -> dict:
+    """Sections 3-4's analysis of a baseline or guided GRU at `tag` (its `ANALYSED` checkpoint,
+    or `UNTRAINED`: its weights before training); Figure 2's edges (thousands a matrix) are kept
+    for the first seed only, the one the figure draws."""
+    analysis = analyse_run(run.path, tag)
     if seed != SEEDS[0]:
         del analysis["figures"]["edges"]
     return analysis
 
 
+def untrained_fields(variant: str, seed: int) -> dict:
+    """What a model's measurements hold of its untrained weights (issue 29's null model), by
+    field: the analysis of `UNTRAINED` for the analysed GRUs (`VARIANTS`), nothing for the
+    rest (their claims are accuracies, not analyses)."""
+    if variant not in VARIANTS:
+        return {}
+    return {"untrained_analysis": lambda run: analysis_of(run, seed, UNTRAINED)}
+
+
 def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
-    """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed)."""
+    """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed,
+    trained and untrained)."""
 
     def measure(run: RunFolder) -> dict:
         return {
@@ -119,7 +178,7 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
 
     layout = RunLayout.of(sitting.root, "paper1", variant, seed)
     arguments = model_arguments(variant, seed, scale, sitting.root)
-    return measured(layout, arguments, sitting, measure)
+    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed))
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
@@ -131,7 +190,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
 
     def done_before(key) -> bool:
         arguments = model_arguments(*key, scale, sitting.root)
-        return sitting.kept(RunLayout.of(sitting.root, "paper1", *key), arguments) is not None
+        needed = list(untrained_fields(*key))
+        kept = kept_record(RunLayout.of(sitting.root, "paper1", *key), arguments, sitting, needed)
+        return kept is not None and not missing_fields(kept, needed)
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]
