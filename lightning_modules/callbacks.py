@@ -23,6 +23,7 @@ from torchmetrics import MeanMetric, Metric
 from lightning_modules.splits import metric_key, metric_prefix
 from storage import RunLayout
 from storage.files import load_checkpoint, save_tensors_atomic
+from storage.layout import UNTRAINED
 
 
 def pad_and_concatenate(chunks: list[Tensor]) -> Tensor:
@@ -144,7 +145,7 @@ class WeightSnapshot(Callback):
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.current_epoch == 0 and trainer.global_step == 0:
-            self._save(trainer, pl_module, "epoch=init")
+            self._save(trainer, pl_module, UNTRAINED)
             if 0 in self.at_steps:
                 self._save(trainer, pl_module, "step=0")
 

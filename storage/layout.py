@@ -25,6 +25,11 @@ from pathlib import Path
 RUNS_ENV = "RECURRENT_PROBES_RUNS"
 
 
+UNTRAINED = "epoch=init"
+"""The weight snapshot of a run before its first update (`WeightSnapshot`): its untrained model,
+issue 29's null model."""
+
+
 def default_run_root() -> str:
     """The run root when none is given (`--run.root`, a reproduction's `--runs`):
     ``$RECURRENT_PROBES_RUNS``, else ``runs`` in the working directory."""

@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from storage.files import RunFileError, load_checkpoint
-from storage.layout import RunLayout
+from storage.layout import UNTRAINED, RunLayout
 from storage.trusted_classes import check_class_paths, resolve_class
 
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
@@ -214,7 +214,7 @@ def is_snapshot(tag: str) -> bool:
 def tag_order(tag: str) -> tuple:
     """Sort key of checkpoint and trace tags: `best`, `last`, `epoch=init`, `epoch=N` and
     `step=N` by N, anything else by name."""
-    named = {"best": 0, "last": 1, "epoch=init": 2}
+    named = {"best": 0, "last": 1, UNTRAINED: 2}
     if tag in named:
         return (named[tag], 0, "")
     match = re.fullmatch(r"(epoch|step)=(\d+)", tag)

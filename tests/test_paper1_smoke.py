@@ -168,8 +168,9 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
     untrained analysis from the run folder (its `epoch=init` weights), the run kept and every
     other field as it was; merging (nothing measured), one error names the run."""
     from experiments.paper1.runs import measure_model
-    from experiments.paper1.scales import SCALES, UNTRAINED
+    from experiments.paper1.scales import SCALES
     from experiments.runner import Sitting, SittingError
+    from storage.layout import UNTRAINED
 
     folder, _, _ = smoke
     for name, value in offline_env(folder).items():

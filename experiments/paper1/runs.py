@@ -33,7 +33,6 @@ from experiments.paper1.scales import (
     SEEDS,
     SELECTIONS,
     SPLITS,
-    UNTRAINED,
     VARIANTS,
     Scale,
     run_dir,
@@ -48,6 +47,7 @@ from experiments.runner import (
 )
 from probes.interventions import split_accuracy
 from storage import RunLayout
+from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
 MODEL_SEEDS = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_READINGS

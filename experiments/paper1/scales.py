@@ -33,9 +33,6 @@ code's. The paper's Tables 5-6 are machine-zoo's tables digit for digit, and the
 were trained by machine's trainer, whose only selection is the checkpoints of lowest validation
 loss (the text's "best accuracy on a held-out set" is the second reading, shown beside it with
 its own verdicts)."""
-UNTRAINED = "epoch=init"
-"""The weight snapshot of every run before training (`WeightSnapshot`): the analysed models'
-untrained weights, analysed as their `ANALYSED` checkpoints are (issue 29's null model)."""
 EARLIER = Path(__file__).parents[2] / "reports" / "paper1" / "earlier" / "generated_tables.json"
 """The claims of the report of commit 6bd98ec (scale paper-training), whose models trained on the
 suite's generated tables, kept beside the verdicts on machine-tasks' sample1."""

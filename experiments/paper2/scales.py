@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.layout import UNTRAINED
+
 CONFIG = Path(__file__).parents[1] / "configs" / "paper2" / "language_model.yaml"
 
 
@@ -147,11 +149,6 @@ def training_order(scale: Scale) -> list[tuple[Setting, int]]:
     optimizers = list(optimizer_settings(scale).values())
     return [(s, seed) for group in (first, rest, second, optimizers) for seed in scale.seeds
             for s in group]  # fmt: skip
-
-
-UNTRAINED = "epoch=init"
-"""The weights before training (`WeightSnapshot`): the null model the claims are also judged on
-(issue 29)."""
 
 
 def epoch_tag(epochs: int) -> str:

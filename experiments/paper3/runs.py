@@ -57,6 +57,7 @@ from experiments.paper3.toy import (
 )
 from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from storage import RunLayout
+from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
 TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY,
@@ -125,8 +126,6 @@ def final_accuracies(run: RunFolder, experiment: str) -> dict[str, float]:
 
 
 # ---- the untrained weights: issue 29's null model --------------------------------------------
-UNTRAINED = "epoch=init"
-"""The weights before the first update (`WeightSnapshot`, every run)."""
 
 
 def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
@@ -135,8 +134,7 @@ def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
     (`samples`: the curves' value before the first update, which training never logs) and on
     all training and test data (`final`, as `final_accuracies`)."""
     metric = ACCURACY[experiment]
-    model = run.model("last")
-    model.load_state_dict(run.state_dict(UNTRAINED))
+    model = run.model(UNTRAINED)
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
     logged = {}
