@@ -136,15 +136,13 @@ def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
     return {**kept, "kept": True}
 
 
-def write_measurements(layout: RunLayout, record: dict) -> dict:
+def write_measurements(layout: RunLayout, record: dict, trained: dict | None = None) -> dict:
     """Write a run's measurements file (atomically) with the time its training started and
-    ended (from its own files) and the time measured; returns the record as written."""
-    record = {
-        **record,
-        "trained": {"started": layout.config.stat().st_mtime,
-                    "finished": layout.command.stat().st_mtime},
-        "measured": time.time(),
-    }  # fmt: skip
+    ended (`trained`, else from its own files) and the time measured; returns the record as
+    written."""
+    trained = trained or {"started": layout.config.stat().st_mtime,
+                          "finished": layout.command.stat().st_mtime}  # fmt: skip
+    record = {**record, "trained": trained, "measured": time.time()}
     write_text_atomic(layout.measurements, json.dumps(record) + "\n")
     return record
 

@@ -203,6 +203,47 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
         layout.measurements.write_text(written)
 
 
+def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_untrained(
+    smoke, monkeypatch
+):
+    """A run root rebuilt from committed measurement files alone (its run folders lost): the
+    untrained analysis is measured on the weights the same command starts from, rebuilt by a
+    one-epoch fit in a scratch folder, and equals the one measured on the real run's `epoch=init`
+    snapshot; nothing is trained into the run's folder and no scratch folder is left."""
+    from experiments.paper1.runs import initial_weights, measure_model, model_arguments
+    from experiments.paper1.scales import SCALES
+    from experiments.runner import Sitting
+    from storage.layout import UNTRAINED
+
+    folder, _, _ = smoke
+    for name, value in offline_env(folder).items():
+        monkeypatch.setenv(name, value)
+    root = folder / "runs"
+    layout = RunLayout.of(root, "paper1", "baseline", 1)
+    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    arguments = model_arguments("baseline", 1, scale, root)
+    with initial_weights(layout, arguments, root) as scratch:
+        rebuilt = scratch.state_dict(UNTRAINED)
+    real = RunFolder(layout.path).state_dict(UNTRAINED)
+    assert set(rebuilt) == set(real) and all(rebuilt[k].equal(v) for k, v in real.items())
+    before = json.loads(layout.measurements.read_text())
+    aside = folder / "aside"
+    layout.path.rename(aside)
+    try:
+        layout.path.mkdir()
+        layout.measurements.write_text(
+            json.dumps({k: v for k, v in before.items() if k != "untrained_analysis"})
+        )
+        again = json.loads(json.dumps(measure_model("baseline", 1, scale, Sitting(root, 1, True))))
+        assert again["kept"] and [p.name for p in layout.path.iterdir()] == ["measurements.json"]
+        assert again["untrained_analysis"] == before["untrained_analysis"]
+        assert again["trained"] == before["trained"] and again["selections"] == before["selections"]
+        assert not list(root.glob(".initial-weights-*"))
+    finally:
+        shutil.rmtree(layout.path)
+        aside.rename(layout.path)
+
+
 def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatch, tmp_path):
     """`--shard i/n` of paper 1: every model and retrain in exactly one shard, and each retrain
     (substitution or pruning) in the shard of the models of its seed, whose checkpoints it

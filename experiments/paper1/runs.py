@@ -11,12 +11,16 @@ same analysis of their untrained weights (`untrained_analysis`: the `epoch=init`
 accuracy before it and the units kept). With `--reuse-runs` a run whose measurements were taken
 from the same command is never trained or measured again, so the report can be rebuilt from the
 measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
-analysis get it from their run folder, the run kept (`measured`).
+analysis get it from their run folder, the run kept, or, where that folder is gone, from the
+weights the same command starts from, rebuilt by a one-epoch fit in a scratch folder: the seed
+fixes them, so nothing is trained again (`measured`, `initial_weights`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,6 +44,7 @@ from experiments.paper1.scales import (
 from experiments.runner import (
     Sitting,
     SittingError,
+    finished,
     fit,
     portable,
     run_all,
@@ -128,6 +133,14 @@ def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
     missing = missing_fields(kept, list(needed))
     if kept is not None and not missing:
         return kept
+    if kept is not None and not finished(layout.path, ["-m", "experiments", "fit", *arguments]):
+        # The run folder is gone (a fresh machine, a run root rebuilt from the committed
+        # files): the fields of `needed` read only the weights before training, which the
+        # command's seed fixes, so they are measured on those rather than training it again.
+        with initial_weights(layout, arguments, sitting.root) as run:
+            record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
+            record |= {name: needed[name](run) for name in missing}
+        return {**write_measurements(layout, record, kept["trained"]), "kept": True}
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(layout.path)
@@ -138,6 +151,25 @@ def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
         record = {"command": portable(arguments, sitting.root), **measure(run),
                   **{name: field(run) for name, field in needed.items()}}  # fmt: skip
     return {**write_measurements(layout, record), "kept": not trained}
+
+
+@contextlib.contextmanager
+def initial_weights(layout: RunLayout, arguments: list[str], root: Path):
+    """The run `layout` of the fit `arguments` (`python -m experiments fit`, run root `root`)
+    trained for one epoch in a temporary run root under `root`, removed afterwards: its
+    `UNTRAINED` weights are those the same command starts from (the seed fixes them;
+    `tests/test_paper1_smoke.py` checks it), its last checkpoint gives their model and DataModule
+    settings. Yields its `RunFolder`."""
+    with tempfile.TemporaryDirectory(dir=root, prefix=".initial-weights-") as scratch:
+        at = arguments.index("--run.root") + 1
+        one_epoch = [*arguments[:at], scratch, *arguments[at + 1 :], "--trainer.max_epochs", "1"]
+        run = Path(scratch) / layout.path.relative_to(root)
+        try:
+            fit(run, one_epoch)  # the last --trainer.max_epochs given wins
+        except RuntimeError as error:
+            log = RunLayout(run).train_log.read_text().splitlines()[-20:]
+            raise RuntimeError(f"{error}; its log ended:\n" + "\n".join(log)) from None
+        yield RunFolder(run)
 
 
 def analysis_of(run: RunFolder, seed: int, tag: str = ANALYSED) -> dict:
