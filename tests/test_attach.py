@@ -189,8 +189,7 @@ def test_scopes_end_on_an_error_and_errors_name_the_problem(language_model):
         attached.edit([Intervention("rnn.hidden")]).__enter__()
     with pytest.raises(ValueError, match="rnn.l0 has the sites hidden, cell, input_gate"):
         attached.edit([Intervention("rnn.l0.update_gate")]).__enter__()
-    with pytest.raises(ValueError, match="already attached"):
-        attach(model)
+    assert attach(model) is attached  # attached already: its attachment back
     with pytest.raises(TypeError, match=r"cell \(torch.nn.modules.rnn.GRUCell\) cannot be traced"):
         attach(nn.ModuleDict({"cell": nn.GRUCell(3, 4)}))
     with pytest.raises(TypeError, match="Linear holds no layer to trace"):

@@ -12,7 +12,7 @@ Every probe is one module of this package and one line of `probes.command.regist
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import field
 from pathlib import Path
 
@@ -92,7 +92,9 @@ def trained_by(run: RunFolder) -> str:
 class TraceProbe(RunProbe):
     """A probe of recorded activations: `<run>/traces/<split>/<tag>.safetensors` of `splits`."""
 
-    def keys(self, options) -> list[str]:
+    def keys(self, options, recorded: Collection[str] = ()) -> list[str]:
+        """The entries the probe reads from a recording holding the entries `recorded` (its
+        valid-step masks depend on them: `probes.traces.valid_key`)."""
         raise NotImplementedError
 
     def tags(self, run: RunFolder, options) -> list[str]:
@@ -119,7 +121,7 @@ class TraceProbe(RunProbe):
     def check(self, run: RunFolder, tag: str, options) -> None:
         for path in self.reads(run, tag, options):
             held = safetensors_keys(path, "delete it and record the run again.")
-            missing = sorted(set(self.keys(options)) - held)
+            missing = sorted(set(self.keys(options, held)) - held)
             if missing:
                 raise RunFileError(
                     f"{path}{trained_by(run)}, has no {', '.join(missing)} (it has "
@@ -127,7 +129,8 @@ class TraceProbe(RunProbe):
                 )
 
     def trace(self, run: RunFolder, tag: str, options) -> dict:
-        return joined_trace(run, options.splits, tag, self.keys(options))
+        held = safetensors_keys(self.reads(run, tag, options)[0], "record the run again.")
+        return joined_trace(run, options.splits, tag, self.keys(options, held))
 
 
 class WeightProbe(RunProbe):
