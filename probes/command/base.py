@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from safetensors.torch import load_file
 from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS, TEST_SPLITS
@@ -46,8 +47,20 @@ def convention_option():
                   "2.2)", choices=CONVENTIONS)  # fmt: skip
 
 
+RECORDED = "recorded.txt"
+"""The note `probes.command.record.record_run` leaves in a run folder it writes."""
+
+
+def is_recorded(run: RunFolder) -> bool:
+    """Whether `run` was written by `record_run` from a model of one's own."""
+    return (run.path / RECORDED).is_file()
+
+
 class RunProbe:
-    """A probe as the command runs it (see the module docstring)."""
+    """A probe as the command runs it (see the module docstring). `reads_recorded`: whether it
+    runs on a run `record_run` wrote (traces and weights, no checkpoint of the suite's)."""
+
+    reads_recorded = False
 
     name: str
     paper: str
@@ -92,6 +105,8 @@ def trained_by(run: RunFolder) -> str:
 class TraceProbe(RunProbe):
     """A probe of recorded activations: `<run>/traces/<split>/<tag>.safetensors` of `splits`."""
 
+    reads_recorded = True
+
     def keys(self, options, recorded: Collection[str] = ()) -> list[str]:
         """The entries the probe reads from a recording holding the entries `recorded` (its
         valid-step masks depend on them: `probes.traces.valid_key`)."""
@@ -134,7 +149,10 @@ class TraceProbe(RunProbe):
 
 
 class WeightProbe(RunProbe):
-    """A probe of parameters: a checkpoint (`best`, `last`) or a `WeightSnapshot`."""
+    """A probe of parameters: a checkpoint (`best`, `last`), a `WeightSnapshot`, or the weights
+    `record_run` wrote of a model of one's own."""
+
+    reads_recorded = True
 
     def parameters(self, options) -> list[str]:
         raise NotImplementedError
@@ -145,16 +163,28 @@ class WeightProbe(RunProbe):
     def where(self, run: RunFolder, options) -> str:
         return str(run.path)
 
+    def weights_file(self, run: RunFolder, tag: str) -> Path:
+        """The file of the weights of `tag`: on a recorded run, the weights `record_run` wrote."""
+        recorded = run.files.weight_snapshot(tag)
+        return recorded if is_recorded(run) and recorded.is_file() else run.weights_path(tag)
+
+    def state(self, run: RunFolder, tag: str) -> dict[str, Tensor]:
+        """The weights of `tag` by parameter name (safetensors: no pickle)."""
+        path = self.weights_file(run, tag)
+        return load_file(path) if path != run.weights_path(tag) else run.state_dict(tag)
+
     def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
-        return [run.weights_path(tag)]
+        return [self.weights_file(run, tag)]
 
     def check(self, run: RunFolder, tag: str, options) -> None:
-        state = run.state_dict(tag)
+        state = self.state(run, tag)
         missing = sorted(set(self.parameters(options)) - set(state))
         if missing:
+            recurrent = ", ".join(key for key in sorted(state) if ".weight_hh_l" in key)
             raise RunFileError(
-                f"{run.weights_path(tag)}{trained_by(run)}, has no {', '.join(missing)}: "
-                f"{self.name} needs a GRU seq2seq (lightning_modules.seq2seq.Seq2Seq)."
+                f"{self.weights_file(run, tag)}{trained_by(run)}, has no {', '.join(missing)} "
+                f"(its recurrent weights are {recurrent}): name a recurrent layer it has (see "
+                "--help)."
             )
 
 

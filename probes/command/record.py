@@ -20,6 +20,7 @@ from torch import Tensor
 
 from lightning_modules.callbacks import pad_and_concatenate
 from probes.attach import Attached
+from probes.command.base import RECORDED
 from storage import RunLayout
 from storage.files import save_tensors_atomic, write_text_atomic
 
@@ -75,7 +76,7 @@ def record_run(
     save_tensors_atomic(model.state_dict(), layout.weight_snapshot(tag))
     layouts = "".join(f"{key}: {axes[key]}\n" for key in sorted(axes))
     write_text_atomic(
-        layout.path / "recorded.txt",
+        layout.path / RECORDED,
         f"Recorded by probes.command.record.record_run from a {type(model).__name__}: "
         f"split {split}, tag {tag}, {len(tensors)} entries.\n{layouts}",
     )
