@@ -1,6 +1,7 @@
 """`probes.attach` and `record_run` on the hard cases of issue 31 (rows A-G), on models written
 as researchers write them (`tests/client_models.py`), each against a known answer: a forward
-written out by hand, the untraced forward under the same seed, or the batch as it was given."""
+written out by hand, the untraced forward under the same seed, or the batch as it was given;
+and contextual decomposition through the tutorial's attention decoder, complete."""
 
 import copy
 
@@ -15,6 +16,7 @@ from probes.activations import gate_saturation
 from probes.attach import attach
 from probes.command.cli import main
 from probes.command.record import record_run
+from probes.contextual_decomposition import decompose_attention_decoder, decompose_recurrent
 from storage.run_folder import RunFolder
 from tests.client_models import (
     AttentionSeq2Seq,
@@ -245,3 +247,36 @@ def test_recording_a_time_first_model_keeps_its_batch_tensors(tmp_path):  # row 
     out = tmp_path / "groups"
     assert main(["functional-group", "--runs", str(run), "--splits", "data", "--out", str(out),
                  "--targets", "rnn.l1.hidden:batch.label"]) == 0  # fmt: skip
+
+
+def test_cd_through_an_attention_decoder_sums_to_its_states_and_logits():
+    torch.manual_seed(13)
+    model = AttentionSeq2Seq().double().eval()
+    tokens = torch.randint(20, (3, 4))
+    log_probabilities, _ = model(tokens)
+    with attach(model) as attached, attached.trace() as trace:
+        model(tokens)
+    fed_back = torch.cat([torch.zeros(3, 1, dtype=torch.long), log_probabilities.argmax(-1)], 1)
+    decoder_inputs = model.decoder.embedding(fed_back[:, :-1])  # SOS, then the greedy tokens
+
+    def decompose(phrase):
+        encoder = decompose_recurrent(model.encoder.gru, model.encoder.embedding(tokens), phrase)
+        return decompose_attention_decoder(
+            model.decoder.gru, decoder_inputs, encoder[0].states,
+            lambda query, keys: model.decoder.attention(query, keys)[1], encoder[0].final,
+        )  # fmt: skip
+
+    phrase = torch.zeros(3, 4, dtype=torch.bool)
+    phrase[:, 1:3] = True
+    decoder = decompose(phrase)
+    states = decoder.states
+    torch.testing.assert_close(states.relevant + states.irrelevant, trace["decoder.gru.hidden"],
+                               rtol=1e-10, atol=1e-10)  # fmt: skip
+    relevant, irrelevant = states.logits(model.decoder.out)
+    torch.testing.assert_close((relevant + irrelevant).log_softmax(-1), log_probabilities,
+                               rtol=1e-10, atol=1e-10)  # fmt: skip
+    assert relevant.abs().max() > 1e-3  # the phrase reaches the decoder through attention
+    nothing = decompose(torch.zeros(3, 4, dtype=torch.bool)).states
+    assert (nothing.relevant == 0).all()
+    torch.testing.assert_close(nothing.irrelevant, trace["decoder.gru.hidden"], rtol=1e-10,
+                               atol=1e-10)  # fmt: skip
