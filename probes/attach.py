@@ -6,37 +6,51 @@
         model(inputs)
     trace["encoder.rnn.update_gate"]      # [batch, time, units]
     with attached.edit([Intervention("rnn.l1.cell", units=(3,), operation="zero")]):
-        model(inputs)
+        model(inputs)                     # every call inside the block is edited
     attached.detach()                     # or: with attach(model) as attached: ...
 
 Sites are `<path>.<site>` for a one-layer module and `<path>.l<k>.<site>` for layer k of a stack
 (k from 0), with the cell's sites (`lightning_modules.recurrent.SITES`): GRU hidden, update_gate,
 reset_gate, candidate; LSTM hidden, cell, input_gate, forget_gate, candidate, output_gate. A
 bidirectional layer's units are the forward direction's then the backward one's, as in torch's
-output. Edits are the suite's `Intervention`s; their steps count from the first step the module
-ran inside the open scopes.
+output. Edits are the suite's `Intervention`s; their units and steps are checked against the
+layer (every direction) when the block opens.
+
+Calls are sequences. A call of a module whose initial state is the final state its previous call
+returned (that tensor, or a view of its memory such as `.detach()`) continues that call's
+sequence: a decoder calling its layer one step at a time runs one sequence, its steps counted on.
+Any other call starts a new sequence at step 0: the second branch of a siamese model, the next
+batch of a loop. A trace keeps every sequence (`trace.sequences[site]`, in the order they started;
+`trace[site]` their rows one after the other, zero-padded in time, with `trace.valid` marking the
+padding); a step edit applies to every sequence its block runs, or with `edit(..., sequence=k)`
+to the module's k-th sequence started in the block (from 0).
+
+Training mode: the dropout between stacked layers is drawn on the tensor torch's kernel draws it
+on, so a traced or edited training step equals the untraced one under the same seed (on the CPU);
+on a GPU, whose cuDNN kernel draws its own masks, such a step is refused.
 
 How (written by hand: no library reaches inside torch's recurrent layers, which are single C
 calls that no hook can see into): attaching sets an instance `forward` on each recurrent module
 (its class, code and weights are untouched) that calls torch's own forward unless a trace or an
 edit for it is open. Inside one, it runs the module layer by layer through the suite's core
 (`lightning_modules.recurrent.traced_forward`, torch's equations with every gate exposed), with
-torch's handling of `batch_first`, bidirectional layers, packed sequences, initial states,
-unbatched inputs and dropout between layers in training. Successive calls of a module inside
-one scope (a decoder that calls its layer one step at a time) continue its time axis.
+torch's handling of `batch_first`, bidirectional layers, packed sequences, initial states and
+unbatched inputs (`probes.torch_layers`). A copy of an attached model (`copy.deepcopy`) holds an
+attachment of its own: `attach(copy)` returns it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from lightning_modules.callbacks import pad_and_concatenate
 from lightning_modules.recurrent import (
     SITES,
     Intervention,
@@ -44,6 +58,9 @@ from lightning_modules.recurrent import (
     step_mask,
     traced_forward,
 )
+from probes.torch_layers import Call, TorchLayer, layer_name, layer_state, same_memory
+
+__all__ = ["Attached", "Trace", "TorchLayer", "attach", "attachment", "layer_name"]
 
 SUPPORTED = (
     "torch.nn.GRU and torch.nn.LSTM (stacked, bidirectional, batch-first or time-first, packed "
@@ -52,60 +69,80 @@ SUPPORTED = (
 UNSUPPORTED = (nn.RNN, nn.RNNCell, nn.GRUCell, nn.LSTMCell)
 
 
-@dataclass(frozen=True)
-class TorchLayer:
-    """Layer `index` of a torch `nn.GRU` / `nn.LSTM`, as the core's `LayerWeights`: its weights
-    are read from the module at every call, so the view follows `load_state_dict` and `.to()`."""
-
-    module: nn.RNNBase
-    index: int
-
-    @property
-    def cell_type(self) -> str:
-        return "gru" if isinstance(self.module, nn.GRU) else "lstm"
-
-    @property
-    def hidden_size(self) -> int:
-        return self.module.hidden_size
-
-    @property
-    def directions(self) -> int:
-        return 2 if self.module.bidirectional else 1
-
-    def weights(self, direction: int) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
-        suffix = f"_l{self.index}" + ("_reverse" if direction else "")
-        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
-        return tuple(getattr(self.module, name + suffix, None) for name in names)
-
-
-def layer_name(path: str, module: nn.RNNBase, index: int) -> str:
-    """The name a layer's sites start with: the module's path, plus `.l<index>` in a stack."""
-    return path if module.num_layers == 1 else f"{path}.l{index}"
+def untraceable(module: nn.Module) -> str | None:
+    """Why the suite cannot trace `module`, a recurrent module; None if it can or it is none."""
+    if isinstance(module, UNSUPPORTED):
+        return "cannot be traced"
+    if not isinstance(module, nn.GRU | nn.LSTM) or isinstance(module, _TracedRecurrent):
+        return None
+    if getattr(module, "proj_size", 0):
+        return f"has proj_size={module.proj_size}, and LSTM projections cannot be traced"
+    if type(module).forward not in (nn.GRU.forward, nn.LSTM.forward):
+        return "defines its own forward, which tracing would bypass"
+    return None
 
 
 def traceable_modules(model: nn.Module) -> dict[str, nn.RNNBase]:
     """Every torch GRU and LSTM in `model` by path (the suite's own traced layers excepted: they
-    record and edit through the suite's models); one clear error for anything it cannot trace."""
-    found = {}
+    record and edit through the suite's models). A recurrent module it cannot trace is skipped
+    with a warning naming it; a model with none it can trace is one clear error."""
+    found, skipped = {}, []
     for path, module in model.named_modules():
         name = f"{path or type(model).__name__} ({type(module).__module__}.{type(module).__name__})"
-        if isinstance(module, UNSUPPORTED):
-            raise TypeError(f"attach: {name} cannot be traced; the suite traces {SUPPORTED}.")
+        reason = untraceable(module)
+        if reason is not None:
+            skipped.append(f"{name} {reason}")
+            continue
         if not isinstance(module, nn.GRU | nn.LSTM) or isinstance(module, _TracedRecurrent):
             continue
-        if getattr(module, "proj_size", 0):
-            raise TypeError(f"attach: {name} has proj_size={module.proj_size}; LSTM projections "
-                            f"cannot be traced. The suite traces {SUPPORTED}.")  # fmt: skip
-        if type(module).forward not in (nn.GRU.forward, nn.LSTM.forward):
-            raise TypeError(f"attach: {name} defines its own forward, which tracing would bypass; "
-                            f"the suite traces {SUPPORTED}.")  # fmt: skip
-        if "forward" in vars(module):
-            raise ValueError(f"attach: {name} is already attached: detach() the first attachment.")
+        forward = vars(module).get("forward")
+        if isinstance(forward, _Forward):
+            raise ValueError(f"attach: {name} is already attached, by an attachment of "
+                             f"{type(forward.attached.model).__name__}: "
+                             "probes.attach.attachment(model) returns it; use it, or detach() it "
+                             "first.")  # fmt: skip
         found[path] = module
     if not found:
-        raise TypeError(f"attach: {type(model).__name__} holds no layer to trace; the suite traces "
-                        f"{SUPPORTED}.")  # fmt: skip
+        reasons = "".join(f"; {reason}" for reason in skipped)
+        raise TypeError(f"attach: {type(model).__name__} holds no layer to trace{reasons}. The "
+                        f"suite traces {SUPPORTED}.")  # fmt: skip
+    if skipped:
+        warnings.warn(f"attach: skipped {'; '.join(skipped)}. The suite traces {SUPPORTED}; "
+                      f"the other layers of {type(model).__name__} are attached.",
+                      stacklevel=3)  # fmt: skip
     return found
+
+
+@dataclass
+class _Sequence:
+    """One sequence of a module's calls (module docstring): its number among the module's
+    sequences, the steps it has run, the final state its last call returned, and what a trace
+    recorded of it (each site's and each layer's valid-step mask's pieces in time)."""
+
+    index: int
+    steps: int = 0
+    final: Tensor | tuple[Tensor, ...] | None = None
+    sites: dict[str, list[Tensor]] = field(default_factory=lambda: defaultdict(list))
+    valid: dict[str, list[Tensor]] = field(default_factory=lambda: defaultdict(list))
+
+    def record(self, layer: str, sites: dict[str, Tensor], valid: Tensor) -> None:
+        for site, value in sites.items():
+            self.sites[f"{layer}.{site}"].append(value.detach())
+        self.valid[layer].append(valid)
+
+
+@dataclass(frozen=True)
+class _BlockEdit:
+    """An edit of an open `edit` block on module `path`: on its `sequence`-th sequence started in
+    the block (None: on all), the module having started `first` sequences before it opened."""
+
+    edit: Intervention
+    path: str
+    sequence: int | None
+    first: int
+
+    def applies(self, sequence: int) -> bool:
+        return self.sequence is None or sequence - self.first == self.sequence
 
 
 class Attached:
@@ -120,13 +157,17 @@ class Attached:
             for path, module in self.modules.items()
             for index in range(module.num_layers)
         }
-        self._recording: dict[str, list[Tensor]] | None = None
-        self._valid: dict[str, list[Tensor]] = {}
-        self._edits: tuple[Intervention, ...] = ()
-        self._next_step: dict[str, int] = {}
-        self._open = 0
+        self.__dict__.update(self._closed())
         for path, module in self.modules.items():
             module.forward = _Forward(self, path, module)
+
+    @staticmethod
+    def _closed() -> dict:
+        """The state of an attachment with no block open (a copy starts from it)."""
+        return {"_tracing": False, "_sequences": {}, "_edits": (), "_open": 0}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, **self._closed()}
 
     @property
     def sites(self) -> list[str]:
@@ -136,32 +177,39 @@ class Attached:
 
     @contextlib.contextmanager
     def trace(self) -> Iterator[Trace]:
-        """Record every site of every forward inside the block; the `Trace` it yields holds them,
+        """Record every site of every call inside the block; the `Trace` it yields holds them,
         `[batch, time, units]`, when the block ends (also on an error)."""
-        if self._recording is not None:
+        if self._tracing:
             raise RuntimeError("attach: a trace is already open on this model; end it first.")
         trace = Trace()
-        self._recording, self._valid = defaultdict(list), defaultdict(list)
-        try:
-            with self._scope():
+        with self._scope():
+            self._tracing = True
+            try:
                 yield trace
-        finally:
-            recorded, self._recording = self._recording, None
-            trace.update({site: torch.cat(parts, 1) for site, parts in recorded.items()})
-            trace.valid.update({name: torch.cat(parts, 1) for name, parts in self._valid.items()})
+            finally:
+                self._tracing = False
+                trace.keep(self._sequences.values())
 
     @contextlib.contextmanager
-    def edit(self, edits: Sequence[Intervention]) -> Iterator[Attached]:
-        """Apply `edits` to every forward inside the block; removed on exit, even on an error."""
+    def edit(
+        self, edits: Sequence[Intervention], sequence: int | None = None
+    ) -> Iterator[Attached]:
+        """Apply `edits` to every call inside the block (with `sequence`, only to each edited
+        module's `sequence`-th sequence started in the block); removed on exit, even on an
+        error. Warns of a step edit that no sequence of its module reached."""
         for edit in edits:
             self._check(edit)
+        if sequence is not None and sequence < 0:
+            raise ValueError(f"edit: sequence={sequence}; sequences count from 0 in each block.")
         previous = self._edits
-        self._edits = previous + tuple(edits)
-        try:
-            with self._scope():
+        with self._scope():
+            scoped = tuple(self._block_edit(edit, sequence) for edit in edits)
+            self._edits = previous + scoped
+            try:
                 yield self
-        finally:
-            self._edits = previous
+            finally:
+                self._edits = previous
+            self._warn_unreached(scoped)
 
     def detach(self) -> None:
         """Give every module its own forward back."""
@@ -177,9 +225,9 @@ class Attached:
 
     @contextlib.contextmanager
     def _scope(self) -> Iterator[None]:
-        """The time axis starts at 0 when the outermost trace or edit opens."""
+        """Sequences are counted from when the outermost trace or edit opens."""
         if not self._open:
-            self._next_step = {}
+            self._sequences = {}
         self._open += 1
         try:
             yield
@@ -190,52 +238,126 @@ class Attached:
         if edit.module not in self.layers:
             raise ValueError(f"edit site {edit.site!r} names no attached layer; the layers are "
                              f"{', '.join(self.layers)}.")  # fmt: skip
-        sites = SITES[self.layers[edit.module][1].cell_type]
+        layer = self.layers[edit.module][1]
+        sites = SITES[layer.cell_type]
         if edit.site_name not in sites:
             raise ValueError(f"edit site {edit.site!r}: {edit.module} has the sites "
                              f"{', '.join(sites)}.")  # fmt: skip
+        _check_units_and_steps(edit, layer)
+
+    def _block_edit(self, edit: Intervention, sequence: int | None) -> _BlockEdit:
+        path = self.layers[edit.module][0]
+        return _BlockEdit(edit, path, sequence, len(self._sequences.get(path, [])))
+
+    def _warn_unreached(self, scoped: Sequence[_BlockEdit]) -> None:
+        for block_edit in scoped:
+            edit = block_edit.edit
+            ran = [s.steps for s in self._sequences.get(block_edit.path, [])[block_edit.first :]
+                   if block_edit.applies(s.index)]  # fmt: skip
+            unreached = [step for step in edit.steps or () if ran and step >= max(ran)]
+            if unreached:
+                warnings.warn(f"attach: the edit of {edit.site} at step(s) "
+                              f"{', '.join(map(str, unreached))} changed nothing: the longest "
+                              f"sequence of {edit.module} in its block has {max(ran)} steps "
+                              "(steps count from 0 in each sequence).", stacklevel=4)  # fmt: skip
 
     def _active(self, path: str) -> bool:
-        return self._recording is not None or any(
-            self.layers[e.module][0] == path for e in self._edits
-        )
+        return self._tracing or any(e.path == path for e in self._edits)
+
+    def _sequence_of(self, path: str, state) -> _Sequence:
+        """The sequence a call from `state` belongs to (module docstring): one it continues, or
+        a new one."""
+        sequences = self._sequences.setdefault(path, [])
+        for sequence in reversed(sequences):
+            if same_memory(state, sequence.final):
+                return sequence
+        sequences.append(_Sequence(len(sequences)))
+        return sequences[-1]
 
     def run(self, path: str, module: nn.RNNBase, inputs, state=None):
         """Module `path`'s forward through the core: torch's outputs, sites recorded and edits
-        applied."""
-        padded, lengths, restore = _batch_first(module, inputs)
-        if state is not None and restore.unbatched:
-            state = tuple(s.unsqueeze(1) for s in state) if isinstance(state, tuple) else (
-                state.unsqueeze(1))  # fmt: skip
-        first = self._next_step.get(path, 0)
+        applied, on the sequence the call continues or starts."""
+        call = Call.of(module, inputs)
+        _refuse_unreproducible_dropout(path, module, call.padded)
+        sequence = self._sequence_of(path, state)
+        state = call.batched_state(state)
         directions = 2 if module.bidirectional else 1
-        values, finals = padded, []
+        values, finals = call.padded, []
         for index in range(module.num_layers):
             name = layer_name(path, module, index)
-            layer_state = _layer_state(state, index, directions)
-            edits = [e for e in self._edits if e.module == name]
-            sites, final = traced_forward(self.layers[name][1], values, layer_state, lengths,
-                                          edits, first)  # fmt: skip
-            if self._recording is not None:
-                for site, value in sites.items():
-                    self._recording[f"{name}.{site}"].append(value)
-                self._valid[name].append(step_mask(lengths, *padded.shape[:2], padded.device))
-            values = sites["hidden"]
-            if index < module.num_layers - 1 and module.dropout and module.training:
-                values = nn.functional.dropout(values, module.dropout, training=True)
+            edits = [e.edit for e in self._edits
+                     if e.edit.module == name and e.applies(sequence.index)]  # fmt: skip
+            sites, final = traced_forward(self.layers[name][1], values,
+                                          layer_state(state, index, directions), call.lengths,
+                                          edits, sequence.steps)  # fmt: skip
+            if self._tracing:
+                sequence.record(name, sites, step_mask(call.lengths, *values.shape[:2],
+                                                       values.device))  # fmt: skip
+            last = index == module.num_layers - 1
+            values = sites["hidden"] if last else call.between_layers(sites["hidden"])
             finals.append(final)
-        self._next_step[path] = first + padded.shape[1]
+        sequence.steps += call.padded.shape[1]
         final = tuple(torch.cat([f[part] for f in finals]) for part in range(len(finals[0])))
-        return restore(values, final if isinstance(module, nn.LSTM) else final[0])
+        outputs, final = call.restore(values, final if isinstance(module, nn.LSTM) else final[0])
+        sequence.final = tuple(f.detach() for f in final) if isinstance(final, tuple) else (
+            final.detach())  # fmt: skip
+        return outputs, final
+
+
+def _check_units_and_steps(edit: Intervention, layer: TorchLayer) -> None:
+    """One clear error for a unit outside every direction of `layer`, or a negative step."""
+    width = layer.hidden_size * layer.directions
+    directions = ""
+    if layer.directions == 2:
+        directions = f" ({layer.hidden_size} per direction: the forward one's, then the backward's)"
+    for unit in edit.units or ():
+        if not 0 <= unit < width:
+            raise ValueError(f"edit {edit.site!r} names unit {unit}; {edit.module} has units "
+                             f"0-{width - 1}{directions}.")  # fmt: skip
+    for step in edit.steps or ():
+        if step < 0:
+            raise ValueError(f"edit {edit.site!r} names step {step}; steps count from 0 at each "
+                             "sequence's first step.")  # fmt: skip
+
+
+def _refuse_unreproducible_dropout(path: str, module: nn.RNNBase, inputs: Tensor) -> None:
+    """A training step with dropout between layers on a GPU cannot equal the untraced one."""
+    if (
+        module.training
+        and module.dropout
+        and module.num_layers > 1
+        and (inputs.device.type != "cpu")
+    ):
+        raise RuntimeError(f"attach: {path} runs in training mode with dropout={module.dropout} "
+                           f"between its layers on {inputs.device}, whose fused kernel (cuDNN) "
+                           "draws dropout masks no traced step can draw; trace or edit it in "
+                           "evaluation mode (model.eval()), or on the CPU.")  # fmt: skip
 
 
 class Trace(dict):
-    """Sites by name, `[batch, time, units]`; `valid` holds each layer's `[batch, time]` mask of
-    the steps inside its sequences (False past a packed sequence's length)."""
+    """Sites by name, `[batch, time, units]`: the rows of every sequence the block ran, one
+    sequence after the other, zero-padded in time. `valid` holds each layer's `[batch, time]`
+    mask of the steps inside its sequences (False in padding and past a packed sequence's
+    length); `sequences` each site's sequences apart, in the order they started."""
 
     def __init__(self):
         super().__init__()
         self.valid: dict[str, Tensor] = {}
+        self.sequences: dict[str, list[Tensor]] = {}
+
+    def keep(self, sequences_by_module) -> None:
+        """Take what `sequences_by_module` (each module's `_Sequence`s) recorded, emptying them."""
+        valid = defaultdict(list)
+        for sequences in sequences_by_module:
+            for sequence in sequences:
+                for site, parts in sequence.sites.items():
+                    self.sequences.setdefault(site, []).append(torch.cat(parts, 1))
+                for layer, parts in sequence.valid.items():
+                    valid[layer].append(torch.cat(parts, 1).to(torch.uint8))
+                sequence.sites, sequence.valid = defaultdict(list), defaultdict(list)
+        self.update({site: pad_and_concatenate(parts) for site, parts in self.sequences.items()})
+        self.valid.update({layer: pad_and_concatenate(parts).bool()
+                           for layer, parts in valid.items()})  # fmt: skip
 
 
 class _Forward:
@@ -251,50 +373,20 @@ class _Forward:
         return self.attached.run(self.path, self.module, inputs, hx)
 
 
-@dataclass(frozen=True)
-class _Restore:
-    """How to give outputs back in the form the module was called with."""
-
-    module: nn.RNNBase
-    packed: PackedSequence | None
-    lengths: Tensor | None
-    unbatched: bool
-
-    def __call__(self, outputs: Tensor, final):
-        if self.packed is not None:
-            order = self.packed.sorted_indices
-            ordered = outputs if order is None else outputs.index_select(0, order)
-            lengths = self.lengths if order is None else self.lengths[order.cpu()]
-            data = pack_padded_sequence(ordered, lengths, batch_first=True).data
-            packed = self.packed
-            return PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
-                                  packed.unsorted_indices), final  # fmt: skip
-        if self.unbatched:
-            final = tuple(f.squeeze(1) for f in final) if isinstance(final, tuple) else (
-                final.squeeze(1))  # fmt: skip
-            return outputs.squeeze(0), final
-        return (outputs if self.module.batch_first else outputs.transpose(0, 1)), final
-
-
-def _batch_first(module: nn.RNNBase, inputs) -> tuple[Tensor, Tensor | None, _Restore]:
-    """`inputs` as `[batch, time, features]`, the lengths of a packed batch, and the way back."""
-    if isinstance(inputs, PackedSequence):
-        padded, lengths = pad_packed_sequence(inputs, batch_first=True)
-        return padded, lengths, _Restore(module, inputs, lengths, False)
-    if inputs.dim() == 2:
-        return inputs.unsqueeze(0), None, _Restore(module, None, None, True)
-    padded = inputs if module.batch_first else inputs.transpose(0, 1)
-    return padded, None, _Restore(module, None, None, False)
-
-
-def _layer_state(state, index: int, directions: int):
-    """Layer `index`'s part of torch's `[layers * directions, batch, hidden]` state."""
-    if state is None:
-        return None
-    rows = slice(index * directions, (index + 1) * directions)
-    return tuple(s[rows] for s in state) if isinstance(state, tuple) else state[rows]
+def attachment(model: nn.Module) -> Attached | None:
+    """The attachment holding `model`'s layers (also a copy's, `copy.deepcopy` of an attached
+    model), or None."""
+    for module in model.modules():
+        forward = vars(module).get("forward")
+        if isinstance(forward, _Forward):
+            return forward.attached
+    return None
 
 
 def attach(model: nn.Module) -> Attached:
-    """Make every torch GRU and LSTM inside `model` traceable and editable (module docstring)."""
+    """Make every torch GRU and LSTM inside `model` traceable and editable (module docstring);
+    a model attached already (or a copy of one) gets its attachment back."""
+    existing = attachment(model)
+    if existing is not None and existing.model is model:
+        return existing
     return Attached(model)

@@ -287,6 +287,59 @@ def decompose_recurrent(
     return layers
 
 
+def decompose_attention_decoder(
+    module: nn.GRU | nn.LSTM,
+    inputs: Tensor,
+    keys: Decomposition,
+    attention_weights: Callable[[Tensor, Tensor], Tensor],
+    initial: tuple[tuple[Tensor, Tensor], ...],
+) -> LayerParts:
+    """CD through a one-layer decoder that attends over an encoder's states (Bahdanau et al.
+    2015, as PyTorch's seq2seq tutorial writes it), one step at a time.
+
+    At step t the decoder reads `x_t = [inputs_t; context_t]` (the tutorial's order): `inputs`
+    `[batch, steps, features]` are its own inputs (embedded tokens, batch first), and
+    `context_t = sum_j a_tj k_j` with the encoder's states `k` `[batch, source, units]` (`keys`,
+    their parts: the encoder's `LayerParts.states`) and the weights `a_t =
+    attention_weights(h_{t-1}, k)` `[batch, 1, source]` (the query `[batch, 1, units]`; for the
+    tutorial `lambda query, keys: attention(query, keys)[1]`). `initial`: the parts of the
+    decoder's starting state (the encoder's `final`).
+
+    Derivation. CD splits every state as `h = beta + gamma` (the phrase's part, the rest's). The
+    attention weights are computed from the full states, `a_t = attention(beta_{t-1} + gamma_{t-1},
+    k_beta + k_gamma)`: they are the weights the model uses, held fixed. Given them the context is
+    linear in the keys, so it splits exactly, with no interaction term:
+    `context_t = sum_j a_tj (k_beta_j + k_gamma_j) = sum_j a_tj k_beta_j + sum_j a_tj k_gamma_j
+    = context_beta + context_gamma`. The step's input then splits as `x_beta = [0;
+    context_beta]` and `x_gamma = [inputs_t; context_gamma]` (the decoder's own inputs are not
+    the phrase), and the step is the layer's CD step (`decompose_layer` over one step, from the
+    previous step's parts; its bias-only terms go to the rest). Every split sums to its true
+    value, so `beta + gamma` is the decoder's state (and `states.logits` its logits) up to
+    rounding. What the weights hold fixed is where the phrase decides where to attend: that
+    influence is counted in neither part's context but through the parts it weights.
+    """
+    if module.num_layers != 1 or module.bidirectional:
+        raise ValueError("decompose_attention_decoder: the decoder must be one unidirectional "
+                         f"layer (it has {module.num_layers} layers, bidirectional="
+                         f"{module.bidirectional}).")  # fmt: skip
+    layer = TorchLayer(module, 0)
+    full_keys = keys.relevant + keys.irrelevant
+    outside_phrase = inputs.new_zeros(inputs.shape[0], 1, dtype=torch.bool)
+    state, relevant_states, irrelevant_states = initial, [], []
+    for step in range(inputs.shape[1]):
+        query = (state[0][0] + state[0][1]).unsqueeze(1)
+        weights = attention_weights(query, full_keys)
+        step_inputs = inputs[:, step : step + 1]
+        relevant_inputs = torch.cat([torch.zeros_like(step_inputs), weights @ keys.relevant], -1)
+        irrelevant_inputs = torch.cat([step_inputs, weights @ keys.irrelevant], -1)
+        parts = decompose_layer(layer, relevant_inputs, irrelevant_inputs, outside_phrase, state)
+        state = parts.final
+        relevant_states.append(parts.states.relevant)
+        irrelevant_states.append(parts.states.irrelevant)
+    states = Decomposition(torch.cat(relevant_states, 1), torch.cat(irrelevant_states, 1))
+    return LayerParts(states, state)
+
+
 @dataclass(frozen=True)
 class DecomposedLogits:
     """Logits `[batch, time, vocabulary]` of a language model, split by CD (paper 2, 3.1)."""

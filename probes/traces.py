@@ -9,7 +9,7 @@ et al. 2019, section 4) probes is written here once, so that its reproduction an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import torch
 from torch import Tensor
@@ -34,27 +34,35 @@ FUNCTIONAL_GROUP_PROCEDURES = ("coauthors", "text")
 (`probes.diagnostic.functional_group`)."""
 
 
-def valid_key(site: str) -> str:
-    """The trace entry that marks the valid steps of `site`: the suite's seq2seq models mark them
-    by `batch.source_lengths` (encoder) and `batch.target` (decoder); a run recorded from any
-    model (`probes.own_model.record_run`) by `valid.<layer>` `[batch, time]`."""
+def valid_key(site: str, recorded: Collection[str] = ()) -> str:
+    """The trace entry that marks the valid steps of `site`: its layer's own mask `valid.<layer>`
+    `[batch, time]` wherever the recording (the entry names `recorded`) has one, as every run
+    recorded from any model has (`probes.command.record.record_run`), whatever its modules are
+    called. Only the suite's seq2seq traces (`TraceRecorder`), which hold no such masks, mark the
+    steps of `encoder.<site>` by `batch.source_lengths` and of `decoder.<site>` by
+    `batch.target`."""
     layer = site.rsplit(".", 1)[0]
-    if site.split(".")[0] in ("encoder", "decoder") and "." not in layer:
-        return "batch.source_lengths" if layer == "encoder" else "batch.target"
-    return f"valid.{layer}"
+    own = f"valid.{layer}"
+    if own in recorded or layer not in ("encoder", "decoder"):
+        return own
+    return "batch.source_lengths" if layer == "encoder" else "batch.target"
 
 
-def trace_keys(sites: Sequence[str], labels: Sequence[str] = ()) -> list[str]:
-    """The trace entries that probing `sites` with `labels` reads (the masks' entries included)."""
+def trace_keys(
+    sites: Sequence[str], labels: Sequence[str] = (), recorded: Collection[str] = ()
+) -> list[str]:
+    """The trace entries that probing `sites` with `labels` reads (the masks' entries included)
+    from a recording holding the entries `recorded` (`valid_key`)."""
     keys = set(sites) | {label for label in labels if label != STEP_LABEL}
-    keys |= {valid_key(site) for site in sites}
+    keys |= {valid_key(site, recorded) for site in sites}
     return sorted(keys)
 
 
 def valid_steps(trace: dict[str, Tensor], site: str) -> Tensor:
-    """`[batch, time]` over the steps of `site`: an encoder's steps within the source, a
-    decoder's steps with a target, a recorded layer's steps within its sequences."""
-    key = valid_key(site)
+    """`[batch, time]` over the steps of `site`: a recorded layer's steps within its sequences;
+    in the suite's seq2seq traces an encoder's steps within the source and a decoder's steps with
+    a target (`valid_key`)."""
+    key = valid_key(site, trace.keys())
     if key == "batch.source_lengths":
         time = torch.arange(trace[site].shape[1])
         return time[None] < trace["batch.source_lengths"][:, None]

@@ -22,18 +22,28 @@ from lightning_modules.recurrent import gate_blocks
 def gate_weights(
     state_dict: dict[str, Tensor],
     module: str,
-    gate: Literal["reset_gate", "update_gate", "candidate"],
+    gate: str,
     kind: Literal["ih", "hh"],
     convention: str = "torch",
+    layer: int = 0,
 ) -> Tensor:
-    """The `[units, inputs]` block of `<module>.weight_<kind>_l0` that feeds `gate`: the
-    paper's `W_ir`, `W_iz`, `W_ih` (kind `ih`) or `W_hr`, `W_hz`, `W_hh` (kind `hh`).
+    """The `[units, inputs]` block of `<module>.weight_<kind>_l<layer>` that feeds `gate` (a GRU
+    gate: the paper's `W_ir`, `W_iz`, `W_ih` for kind `ih`, `W_hr`, `W_hz`, `W_hh` for `hh`; or
+    an LSTM's: input_gate, forget_gate, candidate, output_gate; the cell is told by the number
+    of blocks `weight_hh` stacks).
 
     Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
     paper 1's keeps the new one; with `convention="paper1"` the update gate's block is negated
     (paper 1's `W_z` is minus torch's; `probes.traces.site_values` flips its values alike).
     """
-    weight = gate_blocks(state_dict[f"{module}.weight_{kind}_l0"], "gru")[gate]
+    recurrent = state_dict[f"{module}.weight_hh_l{layer}"]
+    cell_type = {3: "gru", 4: "lstm"}[recurrent.shape[0] // recurrent.shape[1]]
+    blocks = gate_blocks(state_dict[f"{module}.weight_{kind}_l{layer}"], cell_type)
+    if gate not in blocks:
+        cell = {"gru": "a GRU", "lstm": "an LSTM"}[cell_type]
+        raise ValueError(f"{module} (layer {layer}) is {cell}: its gates are "
+                         f"{', '.join(blocks)}, not {gate}.")  # fmt: skip
+    weight = blocks[gate]
     return -weight if convention == "paper1" and gate == "update_gate" else weight
 
 

@@ -7,6 +7,13 @@ README's "Your own model"): none of them knows about the suite.
   `nn.GRU` one step at a time in a Python loop, feeding back its greedy prediction).
 - `PackedEncoder`: an OpenNMT-style encoder: a two-layer bidirectional `nn.GRU` over a packed
   batch of sequences of different lengths, from a given initial state.
+- `LSTMClassifier`: a batch-first three-layer `nn.LSTM` classifier with dropout (on the
+  embeddings and between layers) and an explicit zero initial state built in `forward`.
+- `AttentionSeq2Seq`: the seq2seq tutorial's attention model: a GRU encoder and a decoder with
+  Bahdanau attention that calls its `nn.GRU` one step at a time.
+- `SiameseLSTM`: one `nn.LSTM` called on two inputs, their final states compared.
+- `ContainerGRUs`: GRUs held in an `nn.ModuleList`, an `nn.Sequential` and an `nn.ModuleDict`.
+- `EncoderDecoderGRUs`: top-level `nn.GRU`s named `encoder` (over a packed batch) and `decoder`.
 """
 
 from __future__ import annotations
@@ -85,3 +92,116 @@ class PackedEncoder(nn.Module):
         packed = pack_padded_sequence(self.embeddings(tokens), lengths, enforce_sorted=False)
         outputs, final = self.rnn(packed, initial)
         return pad_packed_sequence(outputs)[0], final
+
+
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocabulary: int = 30, embedding: int = 8, hidden: int = 10,
+                 layers: int = 3, classes: int = 4, dropout: float = 0.4):  # fmt: skip
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, embedding)
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(embedding, hidden, layers, batch_first=True, dropout=dropout)
+        self.classify = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        """`tokens` `[batch, time]` -> class scores `[batch, classes]` from the last step."""
+        embedded = self.dropout(self.embedding(tokens))
+        shape = (self.lstm.num_layers, tokens.shape[0], self.lstm.hidden_size)
+        initial = (embedded.new_zeros(shape), embedded.new_zeros(shape))
+        outputs, _ = self.lstm(embedded, initial)
+        return self.classify(self.dropout(outputs[:, -1]))
+
+
+class BahdanauAttention(nn.Module):
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.Wa = nn.Linear(hidden, hidden)
+        self.Ua = nn.Linear(hidden, hidden)
+        self.Va = nn.Linear(hidden, 1)
+
+    def forward(self, query, keys):
+        scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys))).squeeze(2).unsqueeze(1)
+        weights = torch.softmax(scores, dim=-1)
+        return torch.bmm(weights, keys), weights
+
+
+class AttnDecoderRNN(nn.Module):
+    def __init__(self, hidden: int, vocabulary: int, steps: int, dropout: float = 0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, hidden)
+        self.attention = BahdanauAttention(hidden)
+        self.gru = nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, vocabulary)
+        self.dropout = nn.Dropout(dropout)
+        self.steps = steps
+
+    def forward(self, encoder_outputs, encoder_hidden):
+        token = torch.zeros(encoder_outputs.shape[0], 1, dtype=torch.long)  # SOS
+        hidden, outputs = encoder_hidden, []
+        for _ in range(self.steps):
+            output, hidden = self.forward_step(token, hidden, encoder_outputs)
+            outputs.append(output)
+            token = output.argmax(-1).detach()
+        return torch.log_softmax(torch.cat(outputs, 1), -1), hidden
+
+    def forward_step(self, token, hidden, encoder_outputs):
+        embedded = self.dropout(self.embedding(token))
+        context, _ = self.attention(hidden.permute(1, 0, 2), encoder_outputs)
+        output, hidden = self.gru(torch.cat((embedded, context), dim=2), hidden)
+        return self.out(output), hidden
+
+
+class AttentionSeq2Seq(nn.Module):
+    def __init__(self, vocabulary: int = 20, hidden: int = 12, steps: int = 5):
+        super().__init__()
+        self.encoder = EncoderRNN(vocabulary, hidden)
+        self.decoder = AttnDecoderRNN(hidden, vocabulary, steps)
+
+    def forward(self, tokens):
+        encoder_outputs, encoder_hidden = self.encoder(tokens)
+        return self.decoder(encoder_outputs, encoder_hidden)
+
+
+class SiameseLSTM(nn.Module):
+    def __init__(self, features: int = 5, hidden: int = 6):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, batch_first=True)
+        self.compare = nn.Linear(hidden, 1)
+
+    def encode(self, inputs):
+        return self.lstm(inputs)[1][0][-1]
+
+    def forward(self, first, second):
+        """Two batches `[batch, time, features]` (times may differ) -> a score `[batch, 1]`."""
+        return self.compare((self.encode(first) - self.encode(second)).abs())
+
+
+class ContainerGRUs(nn.Module):
+    def __init__(self, features: int = 4, hidden: int = 5):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.GRU(features, hidden, batch_first=True),
+                                     nn.GRU(hidden, hidden, batch_first=True)])  # fmt: skip
+        self.stack = nn.Sequential(nn.Linear(hidden, hidden), nn.GRU(hidden, hidden, 2))
+        self.heads = nn.ModuleDict({"left": nn.GRU(hidden, hidden, batch_first=True,
+                                                   bidirectional=True)})  # fmt: skip
+
+    def forward(self, inputs):
+        for layer in self.layers:
+            inputs = layer(inputs)[0]
+        stacked, _ = self.stack[1](self.stack[0](inputs).transpose(0, 1))
+        return self.heads["left"](stacked.transpose(0, 1))[0]
+
+
+class EncoderDecoderGRUs(nn.Module):
+    def __init__(self, vocabulary: int = 12, hidden: int = 6):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, hidden)
+        self.encoder = nn.GRU(hidden, hidden, batch_first=True)
+        self.decoder = nn.GRU(hidden, hidden, batch_first=True)
+
+    def forward(self, source, source_lengths, target):
+        """Padded `source` with its lengths and a `target` to read (token 0 is a word here)."""
+        packed = pack_padded_sequence(self.embedding(source), source_lengths, batch_first=True,
+                                      enforce_sorted=False)  # fmt: skip
+        _, final = self.encoder(packed)
+        return self.decoder(self.embedding(target), final)[0]

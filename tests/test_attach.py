@@ -189,11 +189,28 @@ def test_scopes_end_on_an_error_and_errors_name_the_problem(language_model):
         attached.edit([Intervention("rnn.hidden")]).__enter__()
     with pytest.raises(ValueError, match="rnn.l0 has the sites hidden, cell, input_gate"):
         attached.edit([Intervention("rnn.l0.update_gate")]).__enter__()
-    with pytest.raises(ValueError, match="already attached"):
-        attach(model)
+    assert attach(model) is attached  # attached already: its attachment back
     with pytest.raises(TypeError, match=r"cell \(torch.nn.modules.rnn.GRUCell\) cannot be traced"):
         attach(nn.ModuleDict({"cell": nn.GRUCell(3, 4)}))
     with pytest.raises(TypeError, match="Linear holds no layer to trace"):
         attach(nn.Linear(2, 2))
     with pytest.raises(TypeError, match="proj_size=2"):
         attach(nn.LSTM(3, 4, proj_size=2))
+
+
+def test_traces_hold_no_autograd_graph(language_model):
+    model, tokens = language_model
+    with attach(model) as attached, attached.trace() as trace:
+        logits, _ = model(tokens)
+    assert logits.requires_grad  # the model's outputs keep theirs
+    assert not any(value.requires_grad for value in trace.values())
+
+
+def test_a_module_it_cannot_trace_is_skipped_with_a_warning_naming_it():
+    model = nn.ModuleDict({"words": nn.RNN(3, 4), "rnn": nn.GRU(3, 4, batch_first=True)})
+    with pytest.warns(UserWarning, match=r"skipped words \(torch.nn.modules.rnn.RNN\) cannot"):
+        attached = attach(model)
+    inputs = torch.randn(2, 5, 3)
+    with attached.trace() as trace:
+        outputs, _ = model["rnn"](inputs)
+    assert set(attached.modules) == {"rnn"} and torch.equal(trace["rnn.hidden"], outputs.detach())

@@ -101,3 +101,29 @@ def test_svm_with_rfe_on_a_traced_model_keeps_the_planted_unit(planted):
     features, labels = labelled_steps(trace["rnn.l0.hidden"], batches[0]["small"])
     found = svm_rfe_candidates(features, labels, keep=1 / HIDDEN)
     assert found.units.tolist() == [0] and found.accuracy == 1.0
+
+
+def test_a_recorded_run_gives_its_weights_to_connectivity_and_a_model_probe_one_line(
+    planted, tmp_path, capsys
+):
+    """Connectivity reads the weights `record_run` wrote, any layer of a stack, LSTM gates too;
+    a probe that runs a model the suite trained says in one line which probes can run."""
+    model, batches = planted
+    run = tmp_path / "mine" / "seed=0"
+    with attach(model) as attached:
+        record_run(run, attached, batches[:1], lambda b: model(b["tokens"]))
+    out = tmp_path / "connectivity"
+    assert main(["connectivity", "--runs", str(run), "--out", str(out), "--matrices",
+                 "rnn.l1.forget_gate.hh:to:0.2", "rnn.l0.input_gate.ih:from:0.3"]) == 0  # fmt: skip
+    table = pd.read_csv(out / "connectivity.csv").set_index("matrix")
+    forget = model.rnn.weight_hh_l1[HIDDEN : 2 * HIDDEN]
+    assert table.loc["rnn.l1.forget_gate.hh:to:0.2", "edges"] == (forget.abs() >= 0.2).sum()
+    inputs = model.rnn.weight_ih_l0[:HIDDEN]
+    assert table.loc["rnn.l0.input_gate.ih:from:0.3", "edges"] == (inputs.abs() >= 0.3).sum()
+    capsys.readouterr()
+    assert main(["connectivity", "--runs", str(run), "--out", str(out), "--matrices",
+                 "rnn.l0.update_gate.hh:to:0.2"]) == 2  # fmt: skip
+    assert "is an LSTM: its gates are input_gate, forget_gate" in capsys.readouterr().err
+    assert main(["pruning", "--runs", str(run), "--out", str(tmp_path / "pruning")]) == 2
+    error = capsys.readouterr().err
+    assert "was recorded from a model of your own" in error and "gate-saturation" in error

@@ -12,12 +12,13 @@ Every probe is one module of this package and one line of `probes.command.regist
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import field
 from pathlib import Path
 
 import pandas as pd
 import torch
+from safetensors.torch import load_file
 from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS, TEST_SPLITS
@@ -46,8 +47,20 @@ def convention_option():
                   "2.2)", choices=CONVENTIONS)  # fmt: skip
 
 
+RECORDED = "recorded.txt"
+"""The note `probes.command.record.record_run` leaves in a run folder it writes."""
+
+
+def is_recorded(run: RunFolder) -> bool:
+    """Whether `run` was written by `record_run` from a model of one's own."""
+    return (run.path / RECORDED).is_file()
+
+
 class RunProbe:
-    """A probe as the command runs it (see the module docstring)."""
+    """A probe as the command runs it (see the module docstring). `reads_recorded`: whether it
+    runs on a run `record_run` wrote (traces and weights, no checkpoint of the suite's)."""
+
+    reads_recorded = False
 
     name: str
     paper: str
@@ -92,7 +105,11 @@ def trained_by(run: RunFolder) -> str:
 class TraceProbe(RunProbe):
     """A probe of recorded activations: `<run>/traces/<split>/<tag>.safetensors` of `splits`."""
 
-    def keys(self, options) -> list[str]:
+    reads_recorded = True
+
+    def keys(self, options, recorded: Collection[str] = ()) -> list[str]:
+        """The entries the probe reads from a recording holding the entries `recorded` (its
+        valid-step masks depend on them: `probes.traces.valid_key`)."""
         raise NotImplementedError
 
     def tags(self, run: RunFolder, options) -> list[str]:
@@ -119,7 +136,7 @@ class TraceProbe(RunProbe):
     def check(self, run: RunFolder, tag: str, options) -> None:
         for path in self.reads(run, tag, options):
             held = safetensors_keys(path, "delete it and record the run again.")
-            missing = sorted(set(self.keys(options)) - held)
+            missing = sorted(set(self.keys(options, held)) - held)
             if missing:
                 raise RunFileError(
                     f"{path}{trained_by(run)}, has no {', '.join(missing)} (it has "
@@ -127,11 +144,15 @@ class TraceProbe(RunProbe):
                 )
 
     def trace(self, run: RunFolder, tag: str, options) -> dict:
-        return joined_trace(run, options.splits, tag, self.keys(options))
+        held = safetensors_keys(self.reads(run, tag, options)[0], "record the run again.")
+        return joined_trace(run, options.splits, tag, self.keys(options, held))
 
 
 class WeightProbe(RunProbe):
-    """A probe of parameters: a checkpoint (`best`, `last`) or a `WeightSnapshot`."""
+    """A probe of parameters: a checkpoint (`best`, `last`), a `WeightSnapshot`, or the weights
+    `record_run` wrote of a model of one's own."""
+
+    reads_recorded = True
 
     def parameters(self, options) -> list[str]:
         raise NotImplementedError
@@ -142,16 +163,28 @@ class WeightProbe(RunProbe):
     def where(self, run: RunFolder, options) -> str:
         return str(run.path)
 
+    def weights_file(self, run: RunFolder, tag: str) -> Path:
+        """The file of the weights of `tag`: on a recorded run, the weights `record_run` wrote."""
+        recorded = run.files.weight_snapshot(tag)
+        return recorded if is_recorded(run) and recorded.is_file() else run.weights_path(tag)
+
+    def state(self, run: RunFolder, tag: str) -> dict[str, Tensor]:
+        """The weights of `tag` by parameter name (safetensors: no pickle)."""
+        path = self.weights_file(run, tag)
+        return load_file(path) if path != run.weights_path(tag) else run.state_dict(tag)
+
     def reads(self, run: RunFolder, tag: str, options) -> list[Path]:
-        return [run.weights_path(tag)]
+        return [self.weights_file(run, tag)]
 
     def check(self, run: RunFolder, tag: str, options) -> None:
-        state = run.state_dict(tag)
+        state = self.state(run, tag)
         missing = sorted(set(self.parameters(options)) - set(state))
         if missing:
+            recurrent = ", ".join(key for key in sorted(state) if ".weight_hh_l" in key)
             raise RunFileError(
-                f"{run.weights_path(tag)}{trained_by(run)}, has no {', '.join(missing)}: "
-                f"{self.name} needs a GRU seq2seq (lightning_modules.seq2seq.Seq2Seq)."
+                f"{self.weights_file(run, tag)}{trained_by(run)}, has no {', '.join(missing)} "
+                f"(its recurrent weights are {recurrent}): name a recurrent layer it has (see "
+                "--help)."
             )
 
 

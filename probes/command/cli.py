@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probes.command.base import RunProbe
+from probes.command.base import RECORDED, RunProbe, is_recorded
 from probes.command.outputs import log_to_wandb, markdown_table, require_format, save_table
 from probes.command.registry import PROBES
 from storage.files import RunFileError, write_text_atomic
@@ -211,6 +211,18 @@ def task_key(probe: RunProbe, options, files: list[Path]) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def refuse_recorded(probe: RunProbe, run: RunFolder) -> None:
+    """One line for a probe that cannot run on a run `record_run` wrote, naming those that can."""
+    if is_recorded(run) and not probe.reads_recorded:
+        can = ", ".join(name for name, other in PROBES.items() if other.reads_recorded)
+        raise RunFileError(
+            f"{run.path} was recorded from a model of your own (its {RECORDED}): {probe.name} "
+            "runs a model the suite trained, from its checkpoint, which a recorded run has not; "
+            f"on a recorded run, run {can} (the probes of its traces and weights), or call the "
+            "probe's functions on your model (README, 'Your own model')."
+        )
+
+
 def planned_tasks(probe: RunProbe, options, arguments) -> tuple[list[Task], list[str]]:
     """Every (run, tag) of the command, each checked (files there, readable, the right model);
     a problem stops the command, or with --keep-going becomes a failure listed at the end."""
@@ -218,6 +230,7 @@ def planned_tasks(probe: RunProbe, options, arguments) -> tuple[list[Task], list
     for path in matching_runs(arguments.runs):
         try:
             run = RunFolder(path, arguments.trust_class)
+            refuse_recorded(probe, run)
             available = probe.tags(run, options)
             for tag in chosen_tags(arguments.checkpoint, available, probe.where(run, options)):
                 probe.check(run, tag, options)

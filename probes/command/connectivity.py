@@ -3,6 +3,7 @@ weight snapshots and checkpoints."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from probes.command.base import PAPER1, WeightProbe, convention_option, grouped, option
@@ -16,25 +17,46 @@ class ConnectivityOptions:
     matrices: list = option(
         ["encoder.update_gate.hh:to:0.2", "encoder.reset_gate.hh:to:0.2",
          "decoder.update_gate.ih:from:0.17", "decoder.reset_gate.ih:from:0.17"],
-        "MODULE.GATE.KIND:SIDE:THRESHOLD: a gate's input (ih) or recurrent (hh) weights, the "
-        "side whose neurons are counted (to = receiving rows, from = sending columns) and the "
-        "|weight| an edge needs (the defaults are paper 1's Figure 2)",
+        "LAYER.GATE.KIND:SIDE:THRESHOLD: a gate's input (ih) or recurrent (hh) weights (LAYER "
+        "as traces name it: rnn.l1 is layer 1 of the stacked module rnn; GRU or LSTM gates), "
+        "the side whose neurons are counted (to = receiving rows, from = sending columns) and "
+        "the |weight| an edge needs (the defaults are paper 1's Figure 2)",
     )  # fmt: skip
     update_gate_convention: str = convention_option()
     hub_share: float = option(0.05, "the best-connected share of neurons whose edges are counted")
 
 
-def parsed_matrix(text: str) -> tuple[str, str, str, str, float]:
+@dataclass(frozen=True)
+class Matrix:
+    """One `--matrices` entry: a gate's weights (`module` parameter prefix, stack `layer`)."""
+
+    module: str
+    layer: int
+    gate: str
+    kind: str
+    side: str
+    threshold: float
+
+    @property
+    def parameter(self) -> str:
+        return f"{self.module}.weight_{self.kind}_l{self.layer}"
+
+
+def parsed_matrix(text: str) -> Matrix:
+    """`LAYER.GATE.KIND:SIDE:THRESHOLD`, LAYER named as traces name it (`encoder`,
+    `encoder.gru`, `rnn.l1` for layer 1 of the stacked module `rnn`)."""
     try:
         name, side, threshold = text.split(":")
-        module, gate, kind = name.split(".")
-        if side not in ("to", "from") or kind not in ("ih", "hh"):
+        layer, gate, kind = name.rsplit(".", 2)
+        if side not in ("to", "from") or kind not in ("ih", "hh") or not layer:
             raise ValueError
-        return module, gate, kind, side, float(threshold)
+        stacked = re.fullmatch(r"(.+)\.l(\d+)", layer)
+        module, index = (stacked[1], int(stacked[2])) if stacked else (layer, 0)
+        return Matrix(module, index, gate, kind, side, float(threshold))
     except ValueError:
         raise ValueError(
-            f"--matrices {text!r} is not MODULE.GATE.KIND:SIDE:THRESHOLD, e.g. "
-            "encoder.update_gate.hh:to:0.2"
+            f"--matrices {text!r} is not LAYER.GATE.KIND:SIDE:THRESHOLD, e.g. "
+            "encoder.update_gate.hh:to:0.2 or rnn.l1.forget_gate.hh:to:0.2"
         ) from None
 
 
@@ -55,15 +77,22 @@ class ConnectivityProbe(WeightProbe):
             parsed_matrix(matrix)
 
     def parameters(self, options) -> list[str]:
-        return sorted({f"{parsed_matrix(m)[0]}.weight_{parsed_matrix(m)[2]}_l0"
-                       for m in options.matrices})  # fmt: skip
+        return sorted({parsed_matrix(m).parameter for m in options.matrices})
+
+    def check(self, run, tag, options) -> None:
+        super().check(run, tag, options)
+        state = self.state(run, tag)
+        for matrix in options.matrices:  # a gate its cell has not: one ValueError
+            self.weights(state, matrix, options.update_gate_convention)
 
     def weights(self, state, matrix: str, convention: str):
-        module, gate, kind, side, threshold = parsed_matrix(matrix)
-        return gate_weights(state, module, gate, kind, convention), side, threshold
+        parsed = parsed_matrix(matrix)
+        weight = gate_weights(state, parsed.module, parsed.gate, parsed.kind, convention,
+                              parsed.layer)  # fmt: skip
+        return weight, parsed.side, parsed.threshold
 
     def rows(self, run, tag, options, device) -> list[dict]:
-        state = run.state_dict(tag)
+        state = self.state(run, tag)
         rows = []
         for matrix in options.matrices:
             weight, side, threshold = self.weights(state, matrix, options.update_gate_convention)
@@ -85,7 +114,7 @@ class ConnectivityProbe(WeightProbe):
     def figures(self, table, options, folder):
         plt = pyplot()
         run, tag = table["run"].iloc[0], table["checkpoint"].iloc[0]
-        state = RunFolder(run).state_dict(tag)
+        state = self.state(RunFolder(run), tag)
         count = len(options.matrices)
         figure, axes = plt.subplots(1, count, figsize=(4 * count, 4), squeeze=False)
         for axis, matrix in zip(axes[0], options.matrices, strict=True):

@@ -77,12 +77,12 @@ class FunctionalGroupProbe(TraceProbe):
         for target in options.targets:
             parsed_target(target)
 
-    def keys(self, options) -> list[str]:
+    def keys(self, options, recorded=()) -> list[str]:
         sites, labels = [], []
         for site, label, align in map(parsed_target, options.targets):
             sites.append(site)
             labels += [label, align] if align else [label]
-        return trace_keys(sites, labels)
+        return trace_keys(sites, labels, recorded)
 
     def rows(self, run, tag, options, device) -> list[dict]:
         trace = self.trace(run, tag, options)

@@ -36,8 +36,8 @@ class GateSaturationProbe(TraceProbe):
     details = "After Karpathy et al. (2015). One row per run, checkpoint, gate and unit."
     options = GateSaturationOptions
 
-    def keys(self, options) -> list[str]:
-        return trace_keys(options.gates)
+    def keys(self, options, recorded=()) -> list[str]:
+        return trace_keys(options.gates, recorded=recorded)
 
     def rows(self, run, tag, options, device) -> list[dict]:
         trace = self.trace(run, tag, options)
