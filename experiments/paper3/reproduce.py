@@ -4,6 +4,7 @@ built from the measurements alone (`claims`, `report`), written to
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from experiments.paper3.claims import (
@@ -22,13 +23,23 @@ from experiments.paper3.scan_report import scan_authors_figures, scan_authors_se
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.paper3.untrained import NULL_SECTION, judged_claims
-from experiments.report import Claim, claims_frame
+from experiments.report import Claim, claims_frame, with_earlier
 from experiments.runner import (
     Sitting,
     Stopwatch,
     keep_beside_report,
     publish,
     reproduction_main,
+)
+
+EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_issues29_35.json"
+"""The claims of the committed default-scale report before issues 29 and 35 (commit e5276d9)."""
+EARLIER_REASON = (
+    "issues 29 and 35: runs retrained with the authors' code where the text is silent (images: "
+    "two dense 64 layers, Keras's categorical hinge, fresh pairs every step; SCAN: Luong "
+    "attention with input feeding, global-norm clipping, staircase decay, per-sequence loss), "
+    "every claim also judged on the untrained weights, and the toy's rules compare setting A "
+    "with its control B seed by seed"
 )
 
 
@@ -45,6 +56,9 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         return None
     with clock.stage("report"):
         claims = judged_claims(records, scale.seeds)
+        if scale_name == "default":  # the earlier report was of this scale
+            earlier = [Claim.from_json(r) for r in json.loads(EARLIER.read_text())]
+            claims = with_earlier(claims, earlier, EARLIER_REASON)
         measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
         early_frame = learning_claims(measured)[1]
         toy_frames = {reading: toy_table(records, scale.seeds, reading) for reading in READINGS}
