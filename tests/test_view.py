@@ -12,6 +12,7 @@ blank. The browser tests skip, saying why, where Chromium, its driver or seleniu
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import socket
@@ -28,11 +29,16 @@ import yaml
 from experiments.cli import main as experiments_main
 from probes.command.cli import main as probes_main
 from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError
+from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
 from storage.run_folder import RunFolder
 from tests.test_runs import TINY
 
 CHROMIUM = ("chromium", "chromedriver")
+GROUP = [5, 2]
+MEASUREMENTS = {"analysis": {"probes": {"table2.encoder.hidden": {"units": GROUP}}}}
+"""A probe result in the shape of paper 1's measurements: a functional group of the encoder."""
+GROUP_ORDER = "probes.table2.encoder.hidden: group of 2 first"
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +49,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     config.write_text(yaml.safe_dump(TINY))
     experiments_main(["fit", "--config", str(config), "--run.root", str(folder / "runs"),
                       "--trainer.max_epochs", "1"])  # fmt: skip
+    suite = folder / "runs" / "paper1" / "tiny" / "seed=3"
+    (suite / "measurements.json").write_text(json.dumps(MEASUREMENTS))
     unfinished = folder / "runs" / "paper1" / "unfinished" / "seed=1"
     unfinished.mkdir(parents=True)
     (unfinished / "config.yaml").write_text("seed_everything: 1\n")
@@ -50,7 +58,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     save_tensors_atomic({"hidden.0": torch.rand(6, 8), "prediction": torch.zeros(6, dtype=int)},
                         classifier / "traces" / "test" / "last.safetensors")  # fmt: skip
     return {
-        "suite": folder / "runs" / "paper1" / "tiny" / "seed=3",
+        "suite": suite,
         "missing": folder / "runs" / "paper1" / "no_such_run" / "seed=1",
         "unfinished": unfinished,
         "unshowable": classifier,
@@ -80,6 +88,26 @@ def test_an_example_reads_its_row_of_one_site_not_the_whole_trace(runs, monkeypa
     run.examples(split, "best")  # the list reads the small entries once
     monkeypatch.setattr(RecordedTrace, "read", lambda *a: pytest.fail("whole entries read"))
     assert run.example_site(split, "best", 1, "decoder.hidden").values.dim() == 2
+
+
+def test_units_are_ordered_by_the_groups_and_saturation_a_run_holds(runs):
+    saturation = {"left": [0.1, 0, 0.5, 0], "right": [0, 0, 0.4, 0.2]}
+    measured = {"analysis": {
+        "probes": {"table2.decoder.update_gate": {"units": [3, 1]}},
+        "saturation": {"decoder.update_gate": saturation},
+    }}  # fmt: skip
+    orders = unit_orders(measured, "decoder.update_gate", 4)
+    assert orders == {
+        "index": UnitOrder([0, 1, 2, 3]),
+        "probes.table2.decoder.update_gate: group of 2 first": UnitOrder([3, 1, 0, 2], 2),
+        "saturation.decoder.update_gate: most saturated first": UnitOrder([2, 3, 0, 1]),
+    }
+    assert list(unit_orders(measured, "encoder.hidden", 4)) == ["index"]
+    run = ViewedRun(runs["suite"])
+    assert list(run.unit_orders(run.splits()[0], "best", "encoder.hidden")) == [
+        "index",
+        GROUP_ORDER,
+    ]
 
 
 def test_missing_unfinished_and_unshowable_runs_are_one_error_each(runs):
@@ -178,6 +206,17 @@ def test_switching_examples_changes_the_heat_maps_tokens(browser, page, runs, sc
     assert_not_blank(browser, screenshots / "other_example.png")
 
 
+def test_units_ordered_by_a_functional_group_put_it_first_and_mark_it(
+    browser, page, runs, screenshots
+):
+    opened(browser, page, runs)
+    choose(browser, "order", GROUP_ORDER)
+    marked = [f"● {unit}" for unit in GROUP]
+    wait_until(lambda: unit_labels(browser)[:2] == marked, 30, f"the units {marked} first")
+    assert "● " not in " ".join(unit_labels(browser)[2:])
+    assert_not_blank(browser, screenshots / "ordered_units.png")
+
+
 def test_the_token_filter_narrows_the_list(browser, page, runs, screenshots):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -203,12 +242,8 @@ def test_the_token_filter_narrows_the_list(browser, page, runs, screenshots):
 )
 def test_a_run_the_page_cannot_show_is_one_message(browser, page, runs, screenshots, kind,
                                                    message):  # fmt: skip
-    from selenium.webdriver.common.by import By
-
     opened(browser, page, runs)
-    browser.find_element(By.ID, "run").click()
-    options = browser.find_elements(By.CSS_SELECTOR, "label.dash-dropdown-option")
-    next(o for o in options if o.text == str(runs[kind])).click()
+    choose(browser, "run", str(runs[kind]))
     wait_until(lambda: message in text_of(browser, "message"), 30, message)
     shown = text_of(browser, "message")
     assert str(runs[kind]) in shown and len(shown.splitlines()) == 1
@@ -238,6 +273,22 @@ def text_of(browser, element_id: str) -> str:
     from selenium.webdriver.common.by import By
 
     return browser.find_element(By.ID, element_id).text.strip()
+
+
+def choose(browser, dropdown_id: str, option: str) -> None:
+    """Pick `option` in the dropdown `dropdown_id` (Dash 4's dropdown: a button, then a list)."""
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.ID, dropdown_id).click()
+    options = browser.find_elements(By.CSS_SELECTOR, "label.dash-dropdown-option")
+    next(o for o in options if o.text == option).click()
+
+
+def unit_labels(browser) -> list[str]:
+    """The unit labels beside the heat map, top to bottom."""
+    from selenium.webdriver.common.by import By
+
+    return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, "#heatmap .ytick text")]
 
 
 def heatmap_tokens(browser) -> list[str]:

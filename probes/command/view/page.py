@@ -15,12 +15,13 @@ import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
+from probes.command.view.unit_orders import INDEX, UnitOrder
 from storage.files import RunFileError
 
 EXAMPLE_COLUMNS = ("example", "input", "target", "output", "right")
 RIGHT_CHOICES = {"all": "all", "yes": "right", "no": "wrong"}
 PREFERRED_SITES = ("encoder.hidden", "lstm.hidden")
-STAGES = ("run", "examples", "example")
+STAGES = ("run", "examples", "orders", "example")
 """Each stage of the page keeps its problem in a store `problem-<stage>`; `#message` shows the
 first."""
 
@@ -131,9 +132,21 @@ def layout(run_paths: Sequence[str]) -> html.Div:
     example = html.Div(
         [
             html.Div(
-                [html.Label("site"), dcc.Dropdown(id="site", clearable=False)],
-                style={"maxWidth": "24em"},
-            ),
+                [
+                    html.Div(
+                        [html.Label("site"), dcc.Dropdown(id="site", clearable=False)],
+                        style={"flex": "1"},
+                    ),
+                    html.Div(
+                        [
+                            html.Label("units ordered by"),
+                            dcc.Dropdown(id="order", options=[INDEX], value=INDEX, clearable=False),
+                        ],
+                        style={"flex": "2"},
+                    ),
+                ],
+                style={"display": "flex", "gap": "1em"},
+            ),  # fmt: skip
             html.Pre(id="example-text", style={"margin": "0.5em 0"}),
             dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
         ]
@@ -182,6 +195,16 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         State("site", "value"),
     )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], ""))
     app.callback(
+        Output("order", "options"),
+        Output("order", "value"),
+        Output("problem-orders", "data"),
+        Input("run", "value"),
+        Input("split", "value"),
+        Input("tag", "value"),
+        Input("site", "value"),
+        State("order", "value"),
+    )(answered(lambda *chosen: site_orders(runs, *chosen), [INDEX], INDEX))
+    app.callback(
         Output("heatmap", "figure"),
         Output("example-text", "children"),
         Output("problem-example", "data"),
@@ -191,6 +214,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Input("site", "value"),
         Input("examples", "data"),
         Input("examples", "selected_rows"),
+        Input("order", "value"),
     )(answered(lambda *chosen: example_view(runs, *chosen), empty_figure(), ""))
     app.callback(
         Output("message", "children"),
@@ -236,62 +260,70 @@ def matches(row: dict, tokens: str | None, right: str) -> bool:
     return not text or any(text in row[column] for column in ("input", "target", "output"))
 
 
-def example_view(runs: RunCache, path, split, tag, site, rows, selected) -> tuple:
-    """The heat map and the text of the selected example."""
+def site_orders(runs: RunCache, path, split, tag, site, order) -> tuple:
+    """The orders of the site's units the run offers; the chosen one kept where offered."""
+    if not (path and split and tag and site):
+        return [INDEX], INDEX
+    names = list(runs(path).unit_orders(split, tag, site))
+    return names, order if order in names else INDEX
+
+
+def example_view(runs: RunCache, path, split, tag, site, rows, selected, order) -> tuple:
+    """The heat map and the text of the selected example, its units in the chosen order."""
     if not (path and split and tag and site and rows and selected):
         return empty_figure(), ""
     if selected[0] >= len(rows):
         return no_update, no_update
     row = rows[selected[0]]
-    example = runs(path).example_site(split, tag, int(row["example"]), site)
+    run = runs(path)
+    example = run.example_site(split, tag, int(row["example"]), site)
+    orders = run.unit_orders(split, tag, site)
+    unit_order = orders.get(order, orders[INDEX])
     text = f"example {row['example']}   input: {row['input']}"
     if row["target"]:
         text += f"\ntarget: {row['target']}   output: {row['output']}   right: {row['right']}"
-    return heatmap(example, f"{site}, example {row['example']} ({split}, {tag})"), text
+    title = f"{site}, example {row['example']} ({split}, {tag})"
+    return heatmap(example, unit_order, title), text
 
 
-def heatmap(example: ExampleSite, title: str) -> go.Figure:
-    """Units x time, unit 0 on top, each step's token above it; hover: unit, step, token and
-    value (and the model's output at that step, where it makes one)."""
-    values = example.values.T.float().numpy()  # [units, time]
+def heatmap(example: ExampleSite, order: UnitOrder, title: str) -> go.Figure:
+    """Units x time in `order` (its group marked with a dot and set off by a line), each step's
+    token above it; hover: unit, step, token (and the model's output there) and value."""
+    values = example.values.T[order.units].float().numpy()  # [units, time], in `order`
     units, steps = values.shape
-    labels = (
-        [
-            f"{token} -> {output}"
-            for token, output in zip(example.tokens, example.outputs, strict=True)
-        ]
-        if example.outputs
-        else example.tokens
-    )
+    if example.outputs:
+        pairs = zip(example.tokens, example.outputs, strict=True)
+        example_steps = [f"{token} -> {output}" for token, output in pairs]
+    else:
+        example_steps = example.tokens
+    hover = [[f"unit {unit}, step {step} ({text})" for step, text in enumerate(example_steps)]
+             for unit in order.units]  # fmt: skip
     gate_like = values.size and values.min() >= 0 and values.max() <= 1
     figure = go.Figure(
         go.Heatmap(
             z=values,
             x=list(range(steps)),
             y=list(range(units)),
-            customdata=[labels] * units,
+            customdata=hover,
             colorscale="Viridis" if gate_like else "RdBu_r",
             zmid=None if gate_like else 0,
             zmin=0 if gate_like else None,
             zmax=1 if gate_like else None,
-            hovertemplate="unit %{y}, step %{x} (%{customdata})<br>value %{z:.4f}<extra></extra>",
+            hovertemplate="%{customdata}<br>value %{z:.4f}<extra></extra>",
         )
     )
-    figure.update_xaxes(
-        side="top",
-        tickmode="array",
-        tickvals=list(range(steps)),
-        ticktext=example.tokens,
-        title_text="step (token)",
-    )
-    figure.update_yaxes(autorange="reversed", title_text="unit", dtick=1 if units <= 40 else None)
-    figure.update_layout(
-        title_text=title,
-        title_y=0.02,
-        title_yanchor="bottom",
-        height=max(320, 120 + 14 * units),
-        margin={"t": 80, "b": 50},
-    )
+    figure.update_xaxes(side="top", tickmode="array", tickvals=list(range(steps)),
+                        ticktext=example.tokens, title_text="step (token)")  # fmt: skip
+    every = max(1, units // 40)
+    shown = sorted(set(range(order.marked)) | set(range(0, units, every)))
+    labels = [f"● {order.units[i]}" if i < order.marked else str(order.units[i]) for i in shown]
+    figure.update_yaxes(autorange="reversed", title_text="unit", tickmode="array",
+                        tickvals=shown, ticktext=labels)  # fmt: skip
+    if 0 < order.marked < units:
+        figure.add_hline(y=order.marked - 0.5, line_color="black", line_width=2)
+    height = 130 + min(max(14 * units, 200), 900)
+    figure.update_layout(title_text=title, title_y=0.02, title_yanchor="bottom", height=height,
+                         margin={"t": 80, "b": 50})  # fmt: skip
     return figure
 
 

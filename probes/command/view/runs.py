@@ -21,6 +21,7 @@ from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from lightning_modules.seq2seq import PAD, sequence_correct
+from probes.command.view.unit_orders import UnitOrder, read_measurements, unit_orders
 from probes.traces import valid_key
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
@@ -229,6 +230,12 @@ class ViewedRun:
                 example["right"] = "yes" if bool(right[row]) else "no"
             rows.append(example)
         return rows
+
+    def unit_orders(self, split: str, tag: str, site: str) -> dict[str, UnitOrder]:
+        """The orders of `site`'s units that the run's probe results offer (`unit_orders`),
+        `index` first; read from `measurements.json` each time (it is small)."""
+        units = self.trace(split, tag).shapes[site][2]
+        return unit_orders(read_measurements(self.folder.files.measurements), site, units)
 
     def example_site(self, split: str, tag: str, row: int, site: str) -> ExampleSite:
         """Example `row`'s values of `site` over its valid steps, read as one memory-mapped row."""
