@@ -187,9 +187,16 @@ def opened(browser, page: str, runs) -> tuple[ViewedRun, str]:
 
 
 def test_page_shows_the_first_example_under_its_tokens(browser, page, runs, screenshots):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
     opened(browser, page, runs)
     assert text_of(browser, "message") == ""
     assert "example 0" in text_of(browser, "example-text")
+    cells = browser.find_element(By.CSS_SELECTOR, "#heatmap .nsewdrag")
+    ActionChains(browser).move_to_element(cells).perform()  # the middle step, a middle unit
+    wait_until(lambda: "value" in hover_text(browser), 10, "a value on hover")
+    assert "unit" in hover_text(browser) and "step 1" in hover_text(browser)
     assert_not_blank(browser, screenshots / "example.png")
 
 
@@ -289,6 +296,13 @@ def unit_labels(browser) -> list[str]:
     from selenium.webdriver.common.by import By
 
     return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, "#heatmap .ytick text")]
+
+
+def hover_text(browser) -> str:
+    """The heat map's hover label (unit, step, token and value)."""
+    from selenium.webdriver.common.by import By
+
+    return browser.find_element(By.CSS_SELECTOR, "#heatmap .hovertext").text
 
 
 def heatmap_tokens(browser) -> list[str]:
