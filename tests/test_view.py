@@ -27,7 +27,9 @@ import torch
 import yaml
 
 from experiments.cli import main as experiments_main
+from probes.attach import attach
 from probes.command.cli import main as probes_main
+from probes.command.record import record_run
 from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError
 from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
@@ -80,6 +82,28 @@ def test_examples_and_an_example_site_are_what_the_trace_holds(runs):
     decoder = run.example_site(split, tag, 2, "decoder.update_gate")
     assert " ".join(decoder.tokens) == rows[2]["target"]
     assert " ".join(decoder.outputs) == rows[2]["output"]
+
+
+def test_a_run_recorded_from_ones_own_model_shows_its_token_ids(tmp_path):
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = torch.nn.Embedding(10, 4)
+            self.rnn = torch.nn.LSTM(4, 6, batch_first=True)
+
+        def forward(self, tokens):
+            return self.rnn(self.embedding(tokens))[0]
+
+    model = Tagger()
+    tokens = torch.randint(0, 10, (5, 7), generator=torch.Generator().manual_seed(0))
+    record_run(tmp_path / "own", attach(model), [{"tokens": tokens}], lambda b: model(b["tokens"]))
+    run = ViewedRun(tmp_path / "own")
+    assert {"rnn.hidden", "rnn.forget_gate"} <= set(run.trace("data", "best").sites)
+    rows = run.examples("data", "best")
+    assert rows[3]["input"] == " ".join(map(str, tokens[3].tolist())) and rows[3]["right"] == "-"
+    assert run.vocabulary_problem == "token ids shown: no checkpoint names a DataModule"
+    site = run.example_site("data", "best", 3, "rnn.forget_gate")
+    assert site.tokens == [str(t) for t in tokens[3].tolist()] and site.values.shape == (7, 6)
 
 
 def test_an_example_reads_its_row_of_one_site_not_the_whole_trace(runs, monkeypatch):

@@ -169,6 +169,9 @@ class ViewedRun:
         `vocabulary_problem` saying why) where it cannot be rebuilt."""
         if self._vocabularies is None:
             self._vocabularies = {}
+            if not any(self.folder.checkpoint_path(tag).is_file() for tag in ("last", "best")):
+                self.vocabulary_problem = "token ids shown: no checkpoint names a DataModule"
+                return self._vocabularies
             try:
                 data = self.folder.datamodule(self.folder.settings_tag("last"))
             except Exception as error:  # any failure: the page shows ids and says why
