@@ -71,51 +71,50 @@ def build_app(run_paths: Sequence[str], trusted_classes: Sequence[str] = ()) -> 
 
 
 def layout(run_paths: Sequence[str]) -> html.Div:
-    def labelled(label: str, component) -> html.Div:
-        return html.Div([html.Label(label), component], style={"minWidth": "14em", "flex": "1"})
+    """The page: its message, the run, split and tag, the examples beside the example's view."""
+    stores = [dcc.Store(id=f"problem-{stage}", data="") for stage in STAGES]
+    alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"}
+    message = html.Div(id="message", role="alert", style=alert)
+    columns = html.Div(
+        [html.Div(examples_column(), style={"flex": "2", "minWidth": "28em"}),
+         html.Div(example_column(), style={"flex": "3", "minWidth": "30em"})],
+        style={"display": "flex", "gap": "1.5em", "flexWrap": "wrap"},
+    )  # fmt: skip
+    return html.Div(
+        [html.H3("recurrent-probes: recorded runs"), message, choosers(run_paths), columns,
+         *stores],
+        style={"fontFamily": "sans-serif", "margin": "1em"},
+    )  # fmt: skip
 
-    choosers = html.Div(
-        [
-            labelled(
-                "run",
-                dcc.Dropdown(
-                    id="run",
-                    options=list(run_paths),
-                    value=run_paths[0] if run_paths else None,
-                    clearable=False,
-                ),
-            ),
-            labelled("split", dcc.Dropdown(id="split", clearable=False)),
-            labelled("recorded epoch / checkpoint", dcc.Dropdown(id="tag", clearable=False)),
-        ],
+
+def labelled(label: str, component, flex: str = "1") -> html.Div:
+    return html.Div([html.Label(label), component], style={"minWidth": "14em", "flex": flex})
+
+
+def choosers(run_paths: Sequence[str]) -> html.Div:
+    """The run, split and recorded tag."""
+    first = run_paths[0] if run_paths else None
+    return html.Div(
+        [labelled("run", dcc.Dropdown(id="run", options=list(run_paths), value=first,
+                                      clearable=False)),
+         labelled("split", dcc.Dropdown(id="split", clearable=False)),
+         labelled("recorded epoch / checkpoint", dcc.Dropdown(id="tag", clearable=False))],
         style={"display": "flex", "gap": "1em"},
-    )
+    )  # fmt: skip
+
+
+def examples_column() -> list:
+    """The filters and the list of examples (one selectable row each)."""
     filters = html.Div(
-        [
-            dcc.Input(
-                id="filter-tokens",
-                type="text",
-                debounce=True,
-                placeholder="tokens contain (input, target or output)",
-            ),
-            dcc.RadioItems(
-                id="filter-right",
-                value="all",
-                inline=True,
-                options=[
-                    {"label": f" {text} ", "value": value} for value, text in RIGHT_CHOICES.items()
-                ],
-            ),
-            html.Span(id="example-count"),
-        ],
-        style={
-            "display": "flex",
-            "gap": "1em",
-            "alignItems": "center",
-            "margin": "0.5em 0",
-            "flexWrap": "wrap",
-        },
-    )
+        [dcc.Input(id="filter-tokens", type="text", debounce=True,
+                   placeholder="tokens contain (input, target or output)"),
+         dcc.RadioItems(id="filter-right", value="all", inline=True,
+                        options=[{"label": f" {text} ", "value": value}
+                                 for value, text in RIGHT_CHOICES.items()]),
+         html.Span(id="example-count")],
+        style={"display": "flex", "gap": "1em", "alignItems": "center", "margin": "0.5em 0",
+               "flexWrap": "wrap"},
+    )  # fmt: skip
     examples = dash_table.DataTable(
         id="examples",
         columns=[{"name": name, "id": name} for name in EXAMPLE_COLUMNS],
@@ -129,45 +128,19 @@ def layout(run_paths: Sequence[str]) -> html.Div:
             {"if": {"filter_query": "{right} = yes", "column_id": "right"}, "color": "#00701a"},
         ],
     )
-    example = html.Div(
-        [
-            html.Div(
-                [
-                    html.Div(
-                        [html.Label("site"), dcc.Dropdown(id="site", clearable=False)],
-                        style={"flex": "1"},
-                    ),
-                    html.Div(
-                        [
-                            html.Label("units ordered by"),
-                            dcc.Dropdown(id="order", options=[INDEX], value=INDEX, clearable=False),
-                        ],
-                        style={"flex": "2"},
-                    ),
-                ],
-                style={"display": "flex", "gap": "1em"},
-            ),  # fmt: skip
-            html.Pre(id="example-text", style={"margin": "0.5em 0"}),
-            dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
-        ]
-    )
-    stores = [dcc.Store(id=f"problem-{stage}", data="") for stage in STAGES]
-    message = html.Div(
-        id="message",
-        role="alert",
-        style={"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"},
-    )
-    columns = html.Div(
-        [
-            html.Div([filters, examples], style={"flex": "2", "minWidth": "28em"}),
-            html.Div(example, style={"flex": "3", "minWidth": "30em"}),
-        ],
-        style={"display": "flex", "gap": "1.5em", "flexWrap": "wrap"},
-    )
-    return html.Div(
-        [html.H3("recurrent-probes: recorded runs"), message, choosers, columns, *stores],
-        style={"fontFamily": "sans-serif", "margin": "1em"},
-    )
+    return [filters, examples]
+
+
+def example_column() -> list:
+    """The site and order of units, the example's tokens and its heat map."""
+    site = dcc.Dropdown(id="site", clearable=False)
+    order = dcc.Dropdown(id="order", options=[INDEX], value=INDEX, clearable=False)
+    return [
+        html.Div([labelled("site", site), labelled("units ordered by", order, flex="2")],
+                 style={"display": "flex", "gap": "1em"}),
+        html.Pre(id="example-text", style={"margin": "0.5em 0"}),
+        dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
+    ]  # fmt: skip
 
 
 def register_callbacks(app: Dash, runs: RunCache) -> None:
