@@ -41,6 +41,7 @@ import pandas as pd
 from probes.command.base import RECORDED, RunProbe, is_recorded
 from probes.command.outputs import log_to_wandb, markdown_table, require_format, save_table
 from probes.command.registry import PROBES
+from probes.command.view import command as view_command
 from storage.files import RunFileError, write_text_atomic
 from storage.run_folder import RunFolder
 
@@ -70,7 +71,8 @@ class Task:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m probes",
-        description="Run one probe of the suite over recorded runs and checkpoints.",
+        description="Run one probe of the suite over recorded runs and checkpoints, or browse "
+        "them (`view`).",
         epilog="`python -m probes <probe> --help` lists the probe's options.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -132,6 +134,7 @@ def parser() -> argparse.ArgumentParser:
                 own.add_argument(flag, type=type(default), default=default,
                                  choices=spec.get("choices"),
                                  help=f"{spec['help']} (default: {shown})")  # fmt: skip
+    view_command.add_view_parser(commands)
     return top
 
 
@@ -143,6 +146,8 @@ def checkpoint_spec(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
+    if arguments.probe == view_command.NAME:
+        return view_command.main(arguments)
     probe = PROBES[arguments.probe]
     options = probe.options(**{f.name: getattr(arguments, f.name) for f in fields(probe.options)})
     try:

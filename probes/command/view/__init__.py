@@ -1,0 +1,9 @@
+"""`python -m probes view --runs GLOB`: a local web page over recorded run folders (Dash).
+
+- `runs.py` reads what the page shows from a run folder, lazily: a trace's header first, its small
+  entries (tokens, predictions) for the list of examples, and one example's row of one site at a
+  time (memory-mapped slices through safetensors' `safe_open`). It knows nothing of the page.
+- `page.py` is the page: its layout and callbacks (Dash, Plotly heat maps).
+- `command.py` is the command line: the options, the address printed, the server bound to
+  127.0.0.1.
+"""

@@ -1,0 +1,307 @@
+"""The page of `python -m probes view`: pick a run, a split and a recorded tag; filter and pick an
+example; read a site of it as a heat map (units x time, the tokens above, values on hover).
+
+Built on Dash: its components and callbacks are the page, Plotly draws the heat map, and no
+JavaScript is written here. Each callback answers a problem with one line in the page's message
+(`#message`), never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import plotly.graph_objects as go
+from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
+
+from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
+from probes.command.view.unit_orders import INDEX, UnitOrder
+from storage.files import RunFileError
+
+EXAMPLE_COLUMNS = ("example", "input", "target", "output", "right")
+RIGHT_CHOICES = {"all": "all", "yes": "right", "no": "wrong"}
+PREFERRED_SITES = ("encoder.hidden", "lstm.hidden")
+STAGES = ("run", "examples", "orders", "example")
+"""Each stage of the page keeps its problem in a store `problem-<stage>`; `#message` shows the
+first."""
+
+
+class RunCache:
+    """`ViewedRun`s by path, made once (their caches of headers and vocabularies kept) while the
+    folder is there; a folder that is missing is asked again each time."""
+
+    def __init__(self, trusted_classes: Sequence[str] = ()):
+        self.trusted_classes = tuple(trusted_classes)
+        self.runs: dict[str, ViewedRun] = {}
+
+    def __call__(self, path: str) -> ViewedRun:
+        if path not in self.runs or not Path(path).is_dir():
+            self.runs.pop(path, None)
+            self.runs[path] = ViewedRun(path, self.trusted_classes)
+        return self.runs[path]
+
+
+def one_line(error: Exception) -> str:
+    """The message of `error` on one line: the suite's own errors as they are, anything else with
+    its kind."""
+    if isinstance(error, (ViewError, RunFileError)):
+        return str(error)
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"The page cannot show this ({type(error).__name__}: {first})."
+
+
+def answered(function: Callable, *empty) -> Callable:
+    """`function`'s outputs and no problem, or `empty` and the problem's one line."""
+
+    def guarded(*arguments):
+        try:
+            return (*function(*arguments), "")
+        except Exception as error:  # shown on the page as one line, never a traceback
+            return (*empty, one_line(error))
+
+    return guarded
+
+
+def build_app(run_paths: Sequence[str], trusted_classes: Sequence[str] = ()) -> Dash:
+    """The Dash app over the run folders `run_paths` (`runs.matching_run_paths`)."""
+    app = Dash(__name__, title="recurrent-probes view", update_title=None)
+    app.layout = layout(run_paths)
+    register_callbacks(app, RunCache(trusted_classes))
+    return app
+
+
+def layout(run_paths: Sequence[str]) -> html.Div:
+    """The page: its message, the run, split and tag, the examples beside the example's view."""
+    stores = [dcc.Store(id=f"problem-{stage}", data="") for stage in STAGES]
+    alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"}
+    message = html.Div(id="message", role="alert", style=alert)
+    columns = html.Div(
+        [html.Div(examples_column(), style={"flex": "2", "minWidth": "28em"}),
+         html.Div(example_column(), style={"flex": "3", "minWidth": "30em"})],
+        style={"display": "flex", "gap": "1.5em", "flexWrap": "wrap"},
+    )  # fmt: skip
+    return html.Div(
+        [html.H3("recurrent-probes: recorded runs"), message, choosers(run_paths), columns,
+         *stores],
+        style={"fontFamily": "sans-serif", "margin": "1em"},
+    )  # fmt: skip
+
+
+def labelled(label: str, component, flex: str = "1") -> html.Div:
+    return html.Div([html.Label(label), component], style={"minWidth": "14em", "flex": flex})
+
+
+def choosers(run_paths: Sequence[str]) -> html.Div:
+    """The run, split and recorded tag."""
+    first = run_paths[0] if run_paths else None
+    return html.Div(
+        [labelled("run", dcc.Dropdown(id="run", options=list(run_paths), value=first,
+                                      clearable=False)),
+         labelled("split", dcc.Dropdown(id="split", clearable=False)),
+         labelled("recorded epoch / checkpoint", dcc.Dropdown(id="tag", clearable=False))],
+        style={"display": "flex", "gap": "1em"},
+    )  # fmt: skip
+
+
+def examples_column() -> list:
+    """The filters and the list of examples (one selectable row each)."""
+    filters = html.Div(
+        [dcc.Input(id="filter-tokens", type="text", debounce=True,
+                   placeholder="tokens contain (input, target or output)"),
+         dcc.RadioItems(id="filter-right", value="all", inline=True,
+                        options=[{"label": f" {text} ", "value": value}
+                                 for value, text in RIGHT_CHOICES.items()]),
+         html.Span(id="example-count")],
+        style={"display": "flex", "gap": "1em", "alignItems": "center", "margin": "0.5em 0",
+               "flexWrap": "wrap"},
+    )  # fmt: skip
+    examples = dash_table.DataTable(
+        id="examples",
+        columns=[{"name": name, "id": name} for name in EXAMPLE_COLUMNS],
+        data=[],
+        row_selectable="single",
+        selected_rows=[],
+        page_size=15,
+        style_cell={"textAlign": "left", "fontFamily": "monospace", "padding": "2px 6px"},
+        style_data_conditional=[
+            {"if": {"filter_query": "{right} = no", "column_id": "right"}, "color": "#b00020"},
+            {"if": {"filter_query": "{right} = yes", "column_id": "right"}, "color": "#00701a"},
+        ],
+    )
+    return [filters, examples]
+
+
+def example_column() -> list:
+    """The site and order of units, the example's tokens and its heat map."""
+    site = dcc.Dropdown(id="site", clearable=False)
+    order = dcc.Dropdown(id="order", options=[INDEX], value=INDEX, clearable=False)
+    return [
+        html.Div([labelled("site", site), labelled("units ordered by", order, flex="2")],
+                 style={"display": "flex", "gap": "1em"}),
+        html.Pre(id="example-text", style={"margin": "0.5em 0"}),
+        dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
+    ]  # fmt: skip
+
+
+def register_callbacks(app: Dash, runs: RunCache) -> None:
+    app.callback(
+        Output("split", "options"),
+        Output("split", "value"),
+        Output("problem-run", "data"),
+        Input("run", "value"),
+        State("split", "value"),
+    )(answered(lambda path, split: run_splits(runs, path, split), [], None))
+    app.callback(
+        Output("tag", "options"),
+        Output("tag", "value"),
+        Output("site", "options"),
+        Output("site", "value"),
+        Output("examples", "data"),
+        Output("examples", "selected_rows"),
+        Output("example-count", "children"),
+        Output("problem-examples", "data"),
+        Input("run", "value"),
+        Input("split", "value"),
+        Input("tag", "value"),
+        Input("filter-tokens", "value"),
+        Input("filter-right", "value"),
+        State("site", "value"),
+    )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], ""))
+    app.callback(
+        Output("order", "options"),
+        Output("order", "value"),
+        Output("problem-orders", "data"),
+        Input("run", "value"),
+        Input("split", "value"),
+        Input("tag", "value"),
+        Input("site", "value"),
+        State("order", "value"),
+    )(answered(lambda *chosen: site_orders(runs, *chosen), [INDEX], INDEX))
+    app.callback(
+        Output("heatmap", "figure"),
+        Output("example-text", "children"),
+        Output("problem-example", "data"),
+        Input("run", "value"),
+        Input("split", "value"),
+        Input("tag", "value"),
+        Input("site", "value"),
+        Input("examples", "data"),
+        Input("examples", "selected_rows"),
+        Input("order", "value"),
+    )(answered(lambda *chosen: example_view(runs, *chosen), empty_figure(), ""))
+    app.callback(
+        Output("message", "children"),
+        [Input(f"problem-{stage}", "data") for stage in STAGES],
+    )(lambda *problems: next((p for p in problems if p), ""))
+
+
+def run_splits(runs: RunCache, path: str | None, split: str | None) -> tuple:
+    """The run's splits, the chosen one kept where the run has it."""
+    if not path:
+        raise ViewError(
+            "No run folder to show: give run folders with --runs 'runs/paper1/*/seed=*'."
+        )
+    splits = runs(path).splits()
+    return splits, split if split in splits else splits[0]
+
+
+def split_examples(runs: RunCache, path, split, tag, tokens, right, site) -> tuple:
+    """The tags of `split`, the sites and the filtered examples of the chosen tag (the chosen tag
+    and site kept where the trace has them)."""
+    if not path or not split:
+        return [], None, [], None, [], [], ""
+    run = runs(path)
+    tags = run.tags(split)
+    tag = tag if tag in tags else tags[0]
+    trace = run.trace(split, tag)
+    if site not in trace.sites:
+        site = next((s for s in PREFERRED_SITES if s in trace.sites), trace.sites[0])
+    rows = run.examples(split, tag)
+    shown = [row for row in rows if matches(row, tokens, right)]
+    count = f"{len(shown)} of {len(rows)} examples"
+    if len(shown) > MOST_EXAMPLES:
+        shown, count = shown[:MOST_EXAMPLES], f"{count} (the first {MOST_EXAMPLES} listed)"
+    if run.vocabulary_problem:
+        count += f"; {run.vocabulary_problem}"
+    return tags, tag, trace.sites, site, shown, [0] if shown else [], count
+
+
+def matches(row: dict, tokens: str | None, right: str) -> bool:
+    if right in ("yes", "no") and row["right"] != right:
+        return False
+    text = (tokens or "").strip()
+    return not text or any(text in row[column] for column in ("input", "target", "output"))
+
+
+def site_orders(runs: RunCache, path, split, tag, site, order) -> tuple:
+    """The orders of the site's units the run offers; the chosen one kept where offered."""
+    if not (path and split and tag and site):
+        return [INDEX], INDEX
+    names = list(runs(path).unit_orders(split, tag, site))
+    return names, order if order in names else INDEX
+
+
+def example_view(runs: RunCache, path, split, tag, site, rows, selected, order) -> tuple:
+    """The heat map and the text of the selected example, its units in the chosen order."""
+    if not (path and split and tag and site and rows and selected):
+        return empty_figure(), ""
+    if selected[0] >= len(rows):
+        return no_update, no_update
+    row = rows[selected[0]]
+    run = runs(path)
+    example = run.example_site(split, tag, int(row["example"]), site)
+    orders = run.unit_orders(split, tag, site)
+    unit_order = orders.get(order, orders[INDEX])
+    text = f"example {row['example']}   input: {row['input']}"
+    if row["target"]:
+        text += f"\ntarget: {row['target']}   output: {row['output']}   right: {row['right']}"
+    title = f"{site}, example {row['example']} ({split}, {tag})"
+    return heatmap(example, unit_order, title), text
+
+
+def heatmap(example: ExampleSite, order: UnitOrder, title: str) -> go.Figure:
+    """Units x time in `order` (its group marked with a dot and set off by a line), each step's
+    token above it; hover: unit, step, token (and the model's output there) and value."""
+    values = example.values.T[order.units].float().numpy()  # [units, time], in `order`
+    units, steps = values.shape
+    if example.outputs:
+        pairs = zip(example.tokens, example.outputs, strict=True)
+        example_steps = [f"{token} -> {output}" for token, output in pairs]
+    else:
+        example_steps = example.tokens
+    hover = [[f"unit {unit}, step {step} ({text})" for step, text in enumerate(example_steps)]
+             for unit in order.units]  # fmt: skip
+    gate_like = values.size and values.min() >= 0 and values.max() <= 1
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=list(range(steps)),
+            y=list(range(units)),
+            customdata=hover,
+            colorscale="Viridis" if gate_like else "RdBu_r",
+            zmid=None if gate_like else 0,
+            zmin=0 if gate_like else None,
+            zmax=1 if gate_like else None,
+            hovertemplate="%{customdata}<br>value %{z:.4f}<extra></extra>",
+        )
+    )
+    figure.update_xaxes(side="top", tickmode="array", tickvals=list(range(steps)),
+                        ticktext=example.tokens, title_text="step (token)")  # fmt: skip
+    every = max(1, units // 40)
+    shown = sorted(set(range(order.marked)) | set(range(0, units, every)))
+    labels = [f"● {order.units[i]}" if i < order.marked else str(order.units[i]) for i in shown]
+    figure.update_yaxes(autorange="reversed", title_text="unit", tickmode="array",
+                        tickvals=shown, ticktext=labels)  # fmt: skip
+    if 0 < order.marked < units:
+        figure.add_hline(y=order.marked - 0.5, line_color="black", line_width=2)
+    height = 130 + min(max(14 * units, 200), 900)
+    figure.update_layout(title_text=title, title_y=0.02, title_yanchor="bottom", height=height,
+                         margin={"t": 80, "b": 50})  # fmt: skip
+    return figure
+
+
+def empty_figure() -> go.Figure:
+    figure = go.Figure()
+    figure.update_layout(xaxis_visible=False, yaxis_visible=False, height=320,
+                         plot_bgcolor="white", paper_bgcolor="white")  # fmt: skip
+    return figure
