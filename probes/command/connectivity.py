@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from probes.command.base import PAPER1, WeightProbe, convention_option, grouped, option
 from probes.command.outputs import pyplot, save_figure
 from probes.weights import connectivity, gate_weights
+from storage.files import RunFileError
 from storage.run_folder import RunFolder
 
 
@@ -55,8 +56,23 @@ class ConnectivityProbe(WeightProbe):
             parsed_matrix(matrix)
 
     def parameters(self, options) -> list[str]:
-        return sorted({f"{parsed_matrix(m)[0]}.weight_{parsed_matrix(m)[2]}_l0"
-                       for m in options.matrices})  # fmt: skip
+        names = [(parsed_matrix(m)[0], parsed_matrix(m)[2]) for m in options.matrices]
+        return sorted({f"{module}.weight_{kind}_l0" for module, kind in names} |
+                      {f"{module}.weight_hh_l0" for module, _ in names})  # fmt: skip
+
+    def check(self, run, tag, options) -> None:
+        """Also refuse a gate the run's cell lacks (an LSTM has no update or reset gate)."""
+        super().check(run, tag, options)
+        state = run.state_dict(tag)
+        for matrix in options.matrices:
+            module, gate, kind, _, _ = parsed_matrix(matrix)
+            try:
+                gate_weights(state, module, gate, kind)
+            except ValueError as error:
+                raise RunFileError(
+                    f"{run.weights_path(tag)}: {error}; name one of them in --matrices "
+                    "(MODULE.GATE.KIND:SIDE:THRESHOLD)"
+                ) from None
 
     def weights(self, state, matrix: str, convention: str):
         module, gate, kind, side, threshold = parsed_matrix(matrix)
