@@ -22,6 +22,7 @@ to it, so a copied or moved run resumes with its own files.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -264,4 +265,13 @@ def main(args: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     except MisconfigurationException as error:  # Lightning's word on a trainer setting
         print(f"error: {error} (see python -m experiments fit --help)", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(
+            f"error: no space left on the disk writing {error.filename or 'the run folder'}: "
+            "free some space, then resume the run (python -m experiments fit --resume RUN)",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from None

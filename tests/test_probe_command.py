@@ -218,6 +218,8 @@ def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
     [
         ("truncated", "not JSON: "),
         ("no rows", "no 'rows'"),
+        ("rows of other fields", "its rows lack "),
+        ("a row holding a list", "a row holds a value that is neither"),
     ],
 )
 def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path, capsys, damage,
@@ -230,10 +232,15 @@ def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path
     text = broken.read_text()
     if damage == "truncated":
         broken.write_text(text[: len(text) // 2])
-    else:
+    else:  # valid JSON, but not a whole result of its task
         record = json.loads(text)
-        del record["rows"]
-        broken.write_text(json.dumps(record))  # valid JSON, but no rows
+        if damage == "no rows":
+            del record["rows"]
+        elif damage == "rows of other fields":
+            record["rows"] = [{"wrong": 1.0}]
+        else:
+            record["rows"][0]["accuracy"] = [1, 2]
+        broken.write_text(json.dumps(record))
     assert probe(*arguments) == 0
     captured = capsys.readouterr()
     assert "3 already stored, 1 to compute" in captured.out
@@ -428,3 +435,17 @@ def test_connectivity_reads_an_lstm_by_its_four_gates_and_refuses_gru_gates(tmp_
         ["encoder.forget_gate.hh:to:0.5", 4, 1],
         ["encoder.input_gate.hh:to:0.5", 0, 0],
     ]
+
+
+def test_a_lone_stored_result_of_other_fields_is_one_clear_error(runs, tmp_path, capsys):
+    arguments = ["connectivity", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--checkpoint", "best", "--matrices", "encoder.candidate.ih:to:0.45"]  # fmt: skip
+    assert probe(*arguments) == 0
+    [stored] = (tmp_path / "cache" / "connectivity").glob("*.json")
+    record = json.loads(stored.read_text())
+    stored.write_text(json.dumps({**record, "rows": [{"wrong": 1.0}]}))
+    capsys.readouterr()
+    assert probe(*arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert "lack the field 'matrix'" in error and "Traceback" not in error
+    assert len(error.splitlines()) == 1

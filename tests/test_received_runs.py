@@ -283,3 +283,23 @@ def test_a_metrics_csv_saved_with_a_bom_and_crlf_resumes_as_plain(runs, finished
     last = str(RunLayout(finished).checkpoint("last"))
     fit(runs["config"], finished.parents[2], "--trainer.max_epochs", "3", "--ckpt_path", last)
     assert_same_run(finished, runs["whole"])
+
+
+# Row 12: a full disk.
+def test_a_full_disk_is_one_line_and_the_run_resumes_after(runs, tmp_path, capsys, monkeypatch):
+    saved = []
+    real_save = torch.save
+
+    def full_after_first_epoch(checkpoint, path, *args, **kwargs):
+        if checkpoint.get("epoch", 0) >= 1:
+            raise OSError(28, "No space left on device", str(path))
+        saved.append(path)
+        return real_save(checkpoint, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", full_after_first_epoch)
+    error = refused(capsys, "fit", "--config", str(runs["config"]), "--run.root",
+                    str(tmp_path / "runs"), "--trainer.max_epochs", "3")  # fmt: skip
+    assert "no space left on the disk" in error and "--resume" in error and saved
+    monkeypatch.undo()
+    main(["fit", "--resume", str(tmp_path / "runs" / RUN), "--trainer.max_epochs", "3"])
+    assert_same_run(tmp_path / "runs" / RUN, runs["whole"])
