@@ -28,6 +28,7 @@ import os
 import re
 import secrets
 import sys
+import warnings
 from pathlib import Path
 
 from lightning_fabric.utilities.exceptions import MisconfigurationException
@@ -78,12 +79,16 @@ def wandb_run_id(run_dir: Path, fresh: bool) -> str:
     return run_id
 
 
-def make_loggers(run_dir: Path, name: str, keep_before_step: float = 0) -> list:
+def make_loggers(
+    run_dir: Path, name: str, keep_before_step: float = 0, rank_zero: bool = True
+) -> list:
     """A CSV log written to `<run_dir>/metrics.csv` and a W&B run under the same metric names.
 
     `keep_before_step`: 0 starts both afresh; a resumed fit keeps the CSV rows logged before
     its checkpoint's step and continues the run's W&B run; `math.inf` (validate, test) keeps all.
-    W&B is offline unless `WANDB_MODE` says otherwise (`online`, or `disabled` for none).
+    W&B is offline unless `WANDB_MODE` says otherwise (`online`, or `disabled` for none). Only
+    rank zero of a multi-process fit writes either (Lightning's loggers log from it alone); the
+    other ranks' loggers neither read nor write the run's W&B run id.
     """
     loggers = [RunMetricsCSV(run_dir, keep_before_step=keep_before_step)]
     mode = os.environ.get("WANDB_MODE", "offline")
@@ -95,7 +100,7 @@ def make_loggers(run_dir: Path, name: str, keep_before_step: float = 0) -> list:
                 name=name,
                 group=name.rsplit("/", 1)[0],
                 offline=mode != "online",
-                id=wandb_run_id(run_dir, fresh=keep_before_step == 0),
+                id=wandb_run_id(run_dir, fresh=keep_before_step == 0) if rank_zero else None,
                 resume="allow",
             )
         )
@@ -237,12 +242,15 @@ class ExperimentCLI(LightningCLI):
         trainer.callbacks.append(RandomState())  # a resumed fit draws as an uninterrupted one
         if self.resume_checkpoint is not None:
             check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
-        # Everything up to here only read; from here on this process writes the run folder.
-        self._take_run_folder(run_dir)
+        # Everything up to here only read; from here on rank zero writes the run folder (the
+        # other processes of a multi-process fit, started by Lightning, write nothing of it).
+        rank_zero = trainer.node_rank == 0 and trainer.local_rank == 0
+        if rank_zero:
+            self._take_run_folder(run_dir)
         if own_loggers:
             run = config.run
             name = f"{run.paper}/{run.variant}/seed={config.seed_everything}"
-            trainer.loggers = make_loggers(run_dir, name, self.resume_step)
+            trainer.loggers = make_loggers(run_dir, name, self.resume_step, rank_zero)
         return trainer
 
     def after_fit(self) -> None:
@@ -257,8 +265,9 @@ def main(args: list[str] | None = None) -> None:
     keep_freed_memory()  # paper 1's batch-1 steps: 1.27x faster (experiments.allocator)
     try:
         arguments, run_dir, trusted = received_arguments(sys.argv[1:] if args is None else args)
-        if args is None:  # from the shell: LightningCLI reads sys.argv (and the lock names it)
-            sys.argv[1:], arguments = arguments, None
+        # sys.argv stays as typed (`--resume`): Lightning starts the other processes of a
+        # multi-process fit with it, and each resolves the same run folder.
+        warnings.filterwarnings("ignore", "LightningCLI's args parameter is intended")
         ExperimentCLI(args=arguments, run_dir=run_dir, trusted_classes=trusted)
     except (RunFileError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

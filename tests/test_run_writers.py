@@ -280,3 +280,22 @@ def test_written_files_follow_the_umask(tmp_path, umask):
         os.umask(old)
     for path in written:
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+
+
+def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path):
+    """`--trainer.devices 2 --trainer.strategy ddp` on CPU: rank zero alone holds the run's lock
+    and writes its files, so the fit ends with one metrics.csv (every epoch validated once, at
+    the steps of a one-process fit: 6 batches per process and epoch) and one W&B run."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    process = start_fit(config, tmp_path / "runs", "--trainer.accelerator", "cpu",
+                        "--trainer.devices", "2", "--trainer.strategy", "ddp")  # fmt: skip
+    assert process.wait(timeout=300) == 0, process.stderr.read()
+    layout = RunLayout(tmp_path / "runs" / "paper1" / "tiny" / "seed=3")
+    metrics = rows(layout.metrics)
+    validated = [(r["epoch"], r["step"]) for r in metrics if r["val/seq_acc"]]
+    assert validated == [("0", "5"), ("1", "11")]
+    assert len([r for r in metrics if r["test/new_compositions/seq_acc"]]) == 1
+    assert layout.lock.read_text().startswith(f"pid {process.pid}:")  # rank zero, the one started
+    offline_runs = [p.name for p in (layout.path / "wandb").glob("offline-run-*")]
+    assert len(offline_runs) == 1 and offline_runs[0].endswith(layout.wandb_run_id.read_text())
