@@ -43,7 +43,7 @@ from experiments.resume import (
     check_weights,
     received_arguments,
 )
-from lightning_modules.callbacks import RandomState
+from lightning_modules.callbacks import RandomState, StepsInEpochs
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
 from storage.files import (
@@ -240,6 +240,7 @@ class ExperimentCLI(LightningCLI):
         kwargs.setdefault("plugins", [AtomicCheckpointIO(run_dir)])
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(RandomState())  # a resumed fit draws as an uninterrupted one
+        trainer.callbacks.append(StepsInEpochs())  # ...also when it counts steps
         if self.resume_checkpoint is not None:
             check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
         # Everything up to here only read; from here on rank zero writes the run folder (the
