@@ -307,32 +307,41 @@ def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path):
     assert len(offline_runs) == 1 and offline_runs[0].endswith(layout.wandb_run_id.read_text())
 
 
-def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_path):
-    """Paper 3's toy model counts `--trainer.max_steps` (an epoch of 8 steps here, validated
-    after every step): killed before its 14th step and resumed from its last checkpoint (the end
-    of its first epoch), it ends with the metrics.csv, weights and weight snapshots of an
-    uninterrupted fit (Lightning's own step-based resumption logged one step off and redrew the
-    epoch)."""
-    toy = ["--config", str(ROOT / "experiments" / "configs" / "paper3" / "toy_2d.yaml"),
-           "--data.init_args.steps_per_epoch", "8", "--data.init_args.eval_size", "50",
-           "--trainer.max_steps", "20", "--trainer.enable_progress_bar", "false"]  # fmt: skip
-    run = Path("paper3") / "toy_2d_A" / "seed=0"
-    main(["fit", *toy, "--run.root", str(tmp_path / "whole")])
-    kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": 13}}
+STEP_BASED = {
+    "toy_2d": (["--data.init_args.steps_per_epoch", "8", "--data.init_args.eval_size", "50",
+                "--trainer.max_steps", "20"], 13, "toy_2d_A"),
+    "scan": (["--data.init_args.steps_per_epoch", "10", "--data.init_args.eval_size", "20",
+              "--trainer.max_steps", "25", "--trainer.val_check_interval", "5"], 17, "scan_A"),
+}  # fmt: skip
+"""Paper 3's step-based configs, shrunk: (overrides, the step the fit is killed before, variant)."""
+
+
+@pytest.mark.parametrize("config", sorted(STEP_BASED))
+def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, config):
+    """Paper 3's configs count `--trainer.max_steps` (shrunk epochs here; the toy validated after
+    every step, SCAN every 5): killed mid-epoch and resumed from its last checkpoint (the end of
+    an epoch), a fit ends with the metrics.csv, weights and weight snapshots of an uninterrupted
+    one (Lightning's own step-based resumption logged one step off and redrew the epoch)."""
+    overrides, kill_step, variant = STEP_BASED[config]
+    arguments = ["--config", str(ROOT / "experiments" / "configs" / "paper3" / f"{config}.yaml"),
+                 *overrides, "--trainer.enable_progress_bar", "false"]  # fmt: skip
+    run = Path("paper3") / variant / "seed=0"
+    main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
+    kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
     killed = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", *toy, "--run.root", str(tmp_path / "parts"),
-         f"--trainer.callbacks+={json.dumps(kill)}"],
+        [sys.executable, "-m", "experiments", "fit", *arguments, "--run.root",
+         str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
     )  # fmt: skip
     assert killed.returncode == 9, killed.stderr
-    main(["fit", *toy, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])
+    main(["fit", *arguments, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])
     whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
     assert parts.metrics.read_text() == whole.metrics.read_text()
-    for name in ("checkpoints/last.ckpt", "weights/step=8.safetensors",
-                 "weights/step=16.safetensors"):  # fmt: skip
-        expected, resumed = whole.path / name, parts.path / name
-        if name.endswith(".ckpt"):
-            expected, resumed = (load_checkpoint(p)["state_dict"] for p in (expected, resumed))
-        else:
-            expected, resumed = load_file(expected), load_file(resumed)
+    expected = load_checkpoint(whole.checkpoint("last"))["state_dict"]
+    resumed = load_checkpoint(parts.checkpoint("last"))["state_dict"]
+    assert all(torch.equal(expected[k], resumed[k]) for k in expected)
+    snapshots = sorted(p.name for p in whole.weights.iterdir())
+    assert snapshots == sorted(p.name for p in parts.weights.iterdir()) and snapshots
+    for name in snapshots:
+        expected, resumed = load_file(whole.weights / name), load_file(parts.weights / name)
         assert all(torch.equal(expected[k], resumed[k]) for k in expected), name
