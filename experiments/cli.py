@@ -223,8 +223,8 @@ class ExperimentCLI(LightningCLI):
             names = ", ".join(p.name for p in recorded[:4])
             raise RunFileError(
                 f"{run_dir} already holds a run ({names}): resume it (python -m experiments fit "
-                "--resume RUN), write another run (--run.variant or --seed_everything), or "
-                "replace it whole (--run.replace true)."
+                f"--resume {run_dir}), write another run (--run.variant or --seed_everything), "
+                "or replace it whole (--run.replace true)."
             )
         self.run_lock.claim()
         if recorded:

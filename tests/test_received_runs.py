@@ -247,6 +247,7 @@ def test_a_fresh_fit_into_a_run_is_refused_and_leaves_it_as_it_was(runs, finishe
         error = refused(capsys, "fit", "--config", str(runs["config"]), "--run.root",
                         str(finished.parents[2]), *extra)  # fmt: skip
         assert "already holds a run" in error and "--run.replace true" in error
+        assert f"python -m experiments fit --resume {finished}" in error
     assert state(finished) == before
 
 
