@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import importlib.metadata
 import importlib.util
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def read_idx(path: str | os.PathLike, magic: int) -> torch.Tensor:
             "truncated or corrupt; download it again."
         )
     shape = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    expected = header + int(np.prod(shape))
+    expected = header + math.prod(shape)  # Python ints: no int64 overflow
     if len(data) != expected:
         raise ValueError(
             f"{path} has {len(data)} bytes but its header declares shape {shape} "

@@ -4,7 +4,8 @@ Every error is a ValueError (which ``python -m experiments`` prints as one ``err
 names the file, where in it the problem is, and what to do about it:
 
 - a file that is not text in the expected encoding: the byte and the line it is on;
-- a split file with no row (0 bytes, or only blank lines): which file, and what a row looks like.
+- a split file with no row (0 bytes, or only blank lines): which file, and what a row looks like;
+- a row longer than ``MAX_ROW_CHARACTERS``: which file and line, and the limit.
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from __future__ import annotations
 import codecs
 import os
 from pathlib import Path
+
+MAX_ROW_CHARACTERS = 10_000
+"""The longest row a split file may hold. The suite's rows are commands and lookup-table
+compositions of a few hundred characters at most, and its seq2seq models attend over every pair of
+tokens, so a row's cost grows with the square of its length: a longer row is refused when read,
+in time linear in the file's size, instead of stalling training."""
 
 
 def line_at(data: bytes, offset: int) -> int:
@@ -49,6 +56,12 @@ def read_rows(path: str | os.PathLike, row: str, fix: str) -> list[tuple[int, st
     path = Path(path)
     lines = decode_text(path.read_bytes(), path).splitlines()
     rows = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    for number, line in rows:
+        if len(line) > MAX_ROW_CHARACTERS:
+            raise ValueError(
+                f"{path}, line {number} has {len(line):,} characters, more than the "
+                f"{MAX_ROW_CHARACTERS:,} a row may have: split or remove that row"
+            )
     if not rows:
         raise ValueError(f"{path} is empty: a split file needs at least one {row} row; {fix}")
     return rows

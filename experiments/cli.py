@@ -8,38 +8,52 @@ overridden (`--trainer.max_epochs 5 --model.hidden_size 64`). Each run gets its 
 Metrics go to that CSV log and to Weights & Biases under the same names (offline unless the
 environment says `WANDB_MODE=online`). After `fit`, the best checkpoint is tested.
 
-A run folder has one writer at a time (`RunFolderLock`, taken before anything is written). A fit
-resumed with `--ckpt_path` continues its metrics: `metrics.csv` keeps the rows logged before the
-checkpoint's step and the W&B run continues under the id kept in `<run>/wandb_run_id`. The
-checkpoint is data: it must be of the configured model class and sizes (the config, not the
-checkpoint, says what is trained), and no class it names is imported (Lightning's own
-`--ckpt_path` handling would merge the checkpoint's hyperparameters, class path included, into
-the config).
+A run folder has one writer at a time (`RunFolderLock`, taken before anything is written, after
+every check). A fit resumed with `--ckpt_path` (a path, or `last`/`best`: the run's own
+`checkpoints/<tag>.ckpt`) or `--resume <run>` continues its metrics: `metrics.csv` keeps the rows
+logged before the checkpoint's step and the W&B run continues under the id kept in
+`<run>/wandb_run_id`. The checkpoint is data: it must be of the configured model class, sizes and
+weight shapes (the config, not the checkpoint, says what is trained), and no class it names is
+imported (Lightning's own `--ckpt_path` handling would merge the checkpoint's hyperparameters,
+class path included, into the config). A fresh fit into a folder that holds a run is refused unless
+`--run.replace true`, which empties the folder first. Paths a run keeps about itself are relative
+to it, so a copied or moved run resumes with its own files.
 """
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import re
 import secrets
 import sys
+import warnings
 from pathlib import Path
 
 from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning import LightningDataModule, LightningModule
-from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from pytorch_lightning.loggers import WandbLogger
 
 from experiments.allocator import keep_freed_memory
-from experiments.resume import check_resume
-from lightning_modules.callbacks import RandomState
+from experiments.resume import (
+    check_resume,
+    check_training_state,
+    check_weights,
+    received_arguments,
+)
+from lightning_modules.callbacks import RandomState, StepsInEpochs
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
 from storage.files import (
     AtomicCheckpointIO,
     RunFileError,
     RunFolderLock,
+    empty_run_folder,
     load_checkpoint,
+    read_own_text,
+    recorded_entries,
     write_text_atomic,
 )
 from storage.layout import RUNS_ENV, default_run_root
@@ -49,21 +63,32 @@ LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", 
 
 
 def wandb_run_id(run_dir: Path, fresh: bool) -> str:
-    """The W&B run id of `run_dir`: a new one for a fresh fit, else the one it has."""
+    """The W&B run id of `run_dir`: a new one for a fresh fit, else the one it has (read from the
+    run's own file, never through a link, and refused unless it is a W&B run id)."""
     path = RunLayout(run_dir).wandb_run_id
-    if not fresh and path.is_file():
-        return path.read_text(encoding="utf-8").strip()
+    if not fresh and os.path.lexists(path):
+        run_id = read_own_text(path).strip()
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", run_id):
+            raise RunFileError(
+                f"{path} does not hold a W&B run id (letters, digits, _ and -, up to 64): delete "
+                "it to continue under a new W&B run."
+            )
+        return run_id
     run_id = secrets.token_hex(4)
     write_text_atomic(path, run_id)
     return run_id
 
 
-def make_loggers(run_dir: Path, name: str, keep_before_step: float = 0) -> list:
+def make_loggers(
+    run_dir: Path, name: str, keep_before_step: float = 0, rank_zero: bool = True
+) -> list:
     """A CSV log written to `<run_dir>/metrics.csv` and a W&B run under the same metric names.
 
     `keep_before_step`: 0 starts both afresh; a resumed fit keeps the CSV rows logged before
     its checkpoint's step and continues the run's W&B run; `math.inf` (validate, test) keeps all.
-    W&B is offline unless `WANDB_MODE` says otherwise (`online`, or `disabled` for none).
+    W&B is offline unless `WANDB_MODE` says otherwise (`online`, or `disabled` for none). Only
+    rank zero of a multi-process fit writes either (Lightning's loggers log from it alone); the
+    other ranks' loggers neither read nor write the run's W&B run id.
     """
     loggers = [RunMetricsCSV(run_dir, keep_before_step=keep_before_step)]
     mode = os.environ.get("WANDB_MODE", "offline")
@@ -75,7 +100,7 @@ def make_loggers(run_dir: Path, name: str, keep_before_step: float = 0) -> list:
                 name=name,
                 group=name.rsplit("/", 1)[0],
                 offline=mode != "online",
-                id=wandb_run_id(run_dir, fresh=keep_before_step == 0),
+                id=wandb_run_id(run_dir, fresh=keep_before_step == 0) if rank_zero else None,
                 resume="allow",
             )
         )
@@ -90,17 +115,41 @@ class _ArgumentParser(LightningArgumentParser):
         pass
 
 
-class ExperimentCLI(LightningCLI):
-    """LightningCLI with run folders, loggers, atomic checkpoints and a test after `fit`."""
+class RunConfigSaver(SaveConfigCallback):
+    """Lightning's config saver, writing `<run>/config.yaml` atomically (never through a link) and
+    only for `fit` (a validate or test leaves the fit's config as it was), with `--run.replace`
+    left out (a resumed or repeated fit replaces nothing unless told again)."""
 
-    def __init__(self, *args, **kwargs):
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        if self.already_saved or stage != "fit":
+            return
+        if trainer.is_global_zero:
+            config = self.config.clone()
+            config.run.replace = False
+            text = self.parser.dump(config, skip_none=False)
+            write_text_atomic(Path(trainer.default_root_dir) / self.config_filename, text)
+        self.already_saved = True
+
+
+class ExperimentCLI(LightningCLI):
+    """LightningCLI with run folders, loggers, atomic checkpoints and a test after `fit`.
+
+    `run_dir`: the run folder (`--resume`), else the one `--run.*` and the seed name;
+    `trusted_classes`: class paths beyond the suite's that a checkpoint may name (`--trust-class`).
+    """
+
+    def __init__(self, *args, run_dir: Path | None = None, trusted_classes=(), **kwargs):
         kwargs.setdefault("parser_class", _ArgumentParser)
         kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments"})
+        kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
         self.run_lock: RunFolderLock | None = None
+        self.given_run_dir = run_dir
+        self.trusted_classes = list(trusted_classes)
+        self.resume_checkpoint: dict | None = None
         try:
             super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
         finally:
@@ -114,6 +163,10 @@ class ExperimentCLI(LightningCLI):
         )  # fmt: skip
         parser.add_argument("--run.paper", type=str, default="scratch", help="e.g. paper1.")
         parser.add_argument("--run.variant", type=str, default="default", help="e.g. guided.")
+        parser.add_argument(
+            "--run.replace", type=bool, default=False,
+            help="A fresh fit into a folder holding a run: delete that run first (else refused).",
+        )  # fmt: skip
         # A config that gives the model's arguments without a class_path means the seq2seq model.
         parser.set_defaults({"model": {"class_path": "lightning_modules.seq2seq.Seq2Seq"}})
         # What the model takes from its data (the seq2seq models the vocabulary sizes, the
@@ -129,22 +182,53 @@ class ExperimentCLI(LightningCLI):
         return self.config[subcommand] if subcommand else self.config
 
     def run_dir(self) -> Path:
+        if self.given_run_dir is not None:
+            return self.given_run_dir
         config = self._config()
         run = config.run
-        return RunLayout.of(run.root, run.paper, run.variant, config.seed_everything).path
+        return RunLayout.of(
+            run.root, run.paper, run.variant, config.seed_everything
+        ).path.absolute()
 
     def _parse_ckpt_path(self) -> None:
         """Replaces Lightning's, which merges the checkpoint's hyperparameters (its class path
-        too) into the config: a given `--ckpt_path` must exist, be a checkpoint, and be of the
-        configured model class and sizes; nothing it names is imported."""
-        self.resume_step = 0 if self.config.get("subcommand") == "fit" else math.inf
-        ckpt_path = getattr(self._config(), "ckpt_path", None)
-        if ckpt_path in (None, "best", "last", "hpc", "registry"):
+        too) into the config: a given `--ckpt_path` (`last` and `best` name the run's own) must
+        exist, be a checkpoint, and be of the configured model class and sizes (and, for a fit,
+        hold the training state); nothing it names is imported."""
+        fitting = self.config.get("subcommand") == "fit"
+        self.resume_step = 0 if fitting else math.inf
+        config = self._config()
+        ckpt_path = getattr(config, "ckpt_path", None)
+        if ckpt_path in ("best", "last"):
+            ckpt_path = config.ckpt_path = str(RunLayout(self.run_dir()).checkpoint(ckpt_path))
+        elif ckpt_path in ("hpc", "registry"):
+            raise RunFileError(f"--ckpt_path {ckpt_path} is not supported: give a checkpoint file.")
+        if ckpt_path is None:
             return
         checkpoint = load_checkpoint(ckpt_path)
-        check_resume(checkpoint, self._config(), ckpt_path, LINKS)
-        if self.config.get("subcommand") == "fit":
-            self.resume_step = checkpoint.get("global_step", 0)
+        check_resume(checkpoint, config, ckpt_path, LINKS, self.trusted_classes)
+        if fitting:
+            check_training_state(checkpoint, ckpt_path)
+            self.resume_step = checkpoint["global_step"]
+        self.resume_checkpoint = checkpoint
+
+    def _take_run_folder(self, run_dir: Path) -> None:
+        """Lock the run folder; a fresh fit into one that holds a run is refused unless
+        `--run.replace`, which empties it first."""
+        purpose = f"{self.config.get('subcommand')} it"
+        self.run_lock = RunFolderLock(run_dir, purpose=purpose, claim=False)
+        fresh_fit = self.config.get("subcommand") == "fit" and self.resume_checkpoint is None
+        recorded = recorded_entries(run_dir) if fresh_fit else []
+        if recorded and not self._config().run.replace:
+            names = ", ".join(p.name for p in recorded[:4])
+            raise RunFileError(
+                f"{run_dir} already holds a run ({names}): resume it (python -m experiments fit "
+                f"--resume {run_dir}), write another run (--run.variant or --seed_everything), "
+                "or replace it whole (--run.replace true)."
+            )
+        self.run_lock.claim()
+        if recorded:
+            empty_run_folder(run_dir)
 
     def instantiate_trainer(self, **kwargs):
         config = self._config()
@@ -153,15 +237,21 @@ class ExperimentCLI(LightningCLI):
         own_loggers = config.trainer.get("logger") in (None, True)
         if own_loggers:
             kwargs["logger"] = False  # made below, once the run folder is this process's
-        kwargs.setdefault("plugins", [AtomicCheckpointIO()])
+        kwargs.setdefault("plugins", [AtomicCheckpointIO(run_dir)])
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(RandomState())  # a resumed fit draws as an uninterrupted one
-        # Everything up to here only read; from here on this process writes the run folder.
-        self.run_lock = RunFolderLock(run_dir, purpose=f"{self.config.get('subcommand')} it")
+        trainer.callbacks.append(StepsInEpochs())  # ...also when it counts steps
+        if self.resume_checkpoint is not None:
+            check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
+        # Everything up to here only read; from here on rank zero writes the run folder (the
+        # other processes of a multi-process fit, started by Lightning, write nothing of it).
+        rank_zero = trainer.node_rank == 0 and trainer.local_rank == 0
+        if rank_zero:
+            self._take_run_folder(run_dir)
         if own_loggers:
             run = config.run
             name = f"{run.paper}/{run.variant}/seed={config.seed_everything}"
-            trainer.loggers = make_loggers(run_dir, name, self.resume_step)
+            trainer.loggers = make_loggers(run_dir, name, self.resume_step, rank_zero)
         return trainer
 
     def after_fit(self) -> None:
@@ -175,10 +265,23 @@ def main(args: list[str] | None = None) -> None:
     """Run the CLI; a known bad input ends with one line naming the problem, exit status 2."""
     keep_freed_memory()  # paper 1's batch-1 steps: 1.27x faster (experiments.allocator)
     try:
-        ExperimentCLI(args=args)
+        arguments, run_dir, trusted = received_arguments(sys.argv[1:] if args is None else args)
+        # sys.argv stays as typed (`--resume`): Lightning starts the other processes of a
+        # multi-process fit with it, and each resolves the same run folder.
+        warnings.filterwarnings("ignore", "LightningCLI's args parameter is intended")
+        ExperimentCLI(args=arguments, run_dir=run_dir, trusted_classes=trusted)
     except (RunFileError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     except MisconfigurationException as error:  # Lightning's word on a trainer setting
         print(f"error: {error} (see python -m experiments fit --help)", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(
+            f"error: no space left on the disk writing {error.filename or 'the run folder'}: "
+            "free some space, then resume the run (python -m experiments fit --resume RUN)",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from None

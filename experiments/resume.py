@@ -1,23 +1,36 @@
-"""What `python -m experiments fit|validate|test --ckpt_path <checkpoint>` accepts.
+"""What `python -m experiments fit|validate|test --ckpt_path <checkpoint>` accepts, and how a
+run folder, received from anyone, is resumed (`fit --resume <run>`).
 
 The config (YAML and command line) says what is trained; the checkpoint only brings the state of
 that model. So the checkpoint must be of the configured model class, with the configured
-hyperparameters (sizes above all), and of the configured DataModule class; otherwise one error
-names what differs and how to resume. No class the checkpoint names is imported: it is compared
-as text with the configured one, and refused if it is neither that one nor the suite's
-(`storage.trusted_classes`).
+hyperparameters (sizes above all), its weights of the model's names and shapes, and of the
+configured DataModule class; a fit's checkpoint must also hold the training state (optimizer
+states, loops, step and epoch). Otherwise one error names what differs and how to resume. No class
+the checkpoint names is imported: it is compared as text with the configured one, and refused if
+it is neither that one nor the suite's (`storage.trusted_classes`).
+
+A run folder is data, never code: a `config.yaml` read from a run folder (`--resume <run>`, or a
+`--config` inside a run folder) is checked the same way before jsonargparse reads it, so a class
+it names is imported only when it is the suite's, Lightning's callbacks, torch's optimisers, or
+named with `--trust-class`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import os
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
+import yaml
 from jsonargparse import Namespace
+from torch import nn
 
 from storage import RunLayout
-from storage.files import RunFileError
+from storage.files import RunFileError, read_own_text
 from storage.trusted_classes import check_class_paths
+
+TRAINING_STATE = {"optimizer_states": list, "loops": dict, "global_step": int, "epoch": int}
+"""What a checkpoint a fit resumes from must hold besides its weights, and of which type."""
 
 
 def plain(value: object) -> object:
@@ -49,21 +62,32 @@ def _same_class(recorded: object, configured: str | None) -> bool:
 
 
 def _fix(ckpt_path: str) -> str:
-    config = RunLayout(Path(ckpt_path).resolve().parent.parent).config
-    own = f"--config {config}" if config.is_file() else "the config it was trained with"
-    return f"resume with {own} and the overrides it was trained with, or another --ckpt_path"
+    run = RunLayout(Path(ckpt_path).absolute().parent.parent)
+    if run.config.is_file():
+        return f"resume the run with python -m experiments fit --resume {run.path}"
+    return "resume with the config it was trained with, or another --ckpt_path"
 
 
 def check_resume(
-    checkpoint: dict, config: Namespace, ckpt_path: str, linked: Collection[str] = ()
+    checkpoint: dict,
+    config: Namespace,
+    ckpt_path: str,
+    linked: Collection[str] = (),
+    trusted: Collection[str] = (),
 ) -> None:
     """Refuse `checkpoint` unless it is of the model (class and hyperparameters) and DataModule
     class that `config` (one subcommand's parsed config) configures. `linked`: hyperparameters
-    the model takes from its DataModule, compared when the DataModule is built."""
+    the model takes from its DataModule, compared when the DataModule is built; `trusted`: class
+    paths the user named (`--trust-class`)."""
     model = checkpoint.get("hyper_parameters") or {}
     data = checkpoint.get("datamodule_hyper_parameters") or {}
+    if not isinstance(model, dict) or not isinstance(data, dict):
+        raise RunFileError(
+            f"{ckpt_path} is damaged (its hyperparameters are not a mapping): {_fix(ckpt_path)}."
+        )
     configured = _class_of(config.model)
-    check_class_paths([model, data], ckpt_path, trusted=[configured] if configured else [])
+    trusted = [*trusted, configured] if configured else list(trusted)
+    check_class_paths([model, data], ckpt_path, trusted)
     recorded = model.get("_class_path")
     if recorded is not None and not _same_class(recorded, configured):
         raise RunFileError(
@@ -87,3 +111,106 @@ def check_resume(
             f"{ckpt_path} was trained with {', '.join(differing)}: a resumed run keeps its "
             f"model; {_fix(ckpt_path)}."
         )
+
+
+def check_training_state(checkpoint: dict, ckpt_path: str) -> None:
+    """Refuse a checkpoint a fit cannot resume from (a weights-only one, a damaged one)."""
+    wrong = [
+        name
+        for name, kind in TRAINING_STATE.items()
+        if not isinstance(checkpoint.get(name), kind) or isinstance(checkpoint.get(name), bool)
+    ]
+    if wrong:
+        raise RunFileError(
+            f"{ckpt_path} lacks the training state a fit resumes from ({', '.join(wrong)} "
+            "missing or of the wrong type; e.g. a weights-only checkpoint): resume from the run's "
+            "checkpoints/last.ckpt, or train its weights into a new run with the LoadWeights "
+            "callback."
+        )
+
+
+def check_weights(checkpoint: dict, model: nn.Module, ckpt_path: str) -> None:
+    """Refuse a checkpoint whose weights are not of `model`'s names and shapes."""
+    own = model.state_dict()
+    if not own:  # a model that builds its layers later: Lightning's load says what is wrong
+        return
+    state = checkpoint["state_dict"]
+    differing = sorted(set(own) ^ set(state))
+    differing += [n for n in own if n in state and tuple(own[n].shape) != tuple(state[n].shape)]
+    if differing:
+        shown = ", ".join(
+            f"{n} {tuple(state[n].shape) if n in state else 'missing'} "
+            f"(model: {tuple(own[n].shape) if n in own else 'none'})"
+            for n in differing[:4]
+        )
+        raise RunFileError(
+            f"{ckpt_path} holds weights of another model ({shown}): a resumed run keeps its "
+            f"model; {_fix(ckpt_path)}."
+        )
+
+
+def in_run_folder(config: Path) -> bool:
+    """`config` lies in a run folder (beside its checkpoints, metrics or lock)."""
+    layout = RunLayout(config.parent)
+    return any(os.path.lexists(p) for p in (layout.checkpoints, layout.metrics, layout.lock))
+
+
+def check_run_config(config: Path, trusted: Collection[str]) -> None:
+    """Refuse a run folder's `config.yaml` (read as data, not through a link) naming a class that
+    is not trusted, before jsonargparse imports anything it names."""
+    try:
+        settings = yaml.safe_load(read_own_text(config))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise RunFileError(
+            f"{config} is not a readable config ({type(error).__name__}): resume from a run "
+            "folder written by python -m experiments fit."
+        ) from None
+    check_class_paths(settings, str(config), trusted, config=True)
+
+
+def _option(arguments: list[str], name: str) -> list[str]:
+    """Remove every `name VALUE` and `name=VALUE` from `arguments`; returns the values."""
+    values, index = [], 0
+    while index < len(arguments):
+        argument = arguments[index]
+        if argument == name and index + 1 < len(arguments):
+            values.append(arguments.pop(index + 1))
+            arguments.pop(index)
+        elif argument.startswith(name + "="):
+            values.append(arguments.pop(index).split("=", 1)[1])
+        else:
+            index += 1
+    return values
+
+
+def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None, list[str]]:
+    """The command line with `--resume RUN` spelled out (`--config RUN/config.yaml ... --ckpt_path
+    RUN/checkpoints/last.ckpt`) and `--trust-class CLASS` taken out, every config inside a run
+    folder checked (`check_run_config`); returns (arguments, the resumed run, trusted classes)."""
+    arguments = list(arguments)
+    trusted = _option(arguments, "--trust-class")
+    resumed = _option(arguments, "--resume")
+    run = Path(resumed[-1]).absolute() if resumed else None
+    if run is not None:
+        if arguments[:1] != ["fit"] or any(
+            a.split("=")[0] in ("--config", "--ckpt_path") for a in arguments
+        ):
+            raise RunFileError(
+                "--resume reads the run's own config.yaml and checkpoints/last.ckpt: write "
+                "python -m experiments fit --resume RUN [--trainer.max_epochs N ...] without "
+                "--config or --ckpt_path."
+            )
+        layout = RunLayout(run)
+        if not layout.config.is_file() or not layout.checkpoint("last").is_file():
+            raise RunFileError(
+                f"{run} is not a run folder to resume (it needs config.yaml and "
+                "checkpoints/last.ckpt): give the folder python -m experiments fit wrote."
+            )
+        arguments[1:1] = ["--config", str(layout.config)]
+        arguments += ["--ckpt_path", str(layout.checkpoint("last"))]
+    configs = [v for i, v in enumerate(arguments) if i and arguments[i - 1] == "--config"]
+    configs += [a.split("=", 1)[1] for a in arguments if a.startswith("--config=")]
+    for config in map(Path, configs):
+        if in_run_folder(config):
+            check_run_config(config, trusted)
+    return arguments, run, trusted

@@ -34,7 +34,7 @@ from experiments.allocator import keep_freed_memory
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from experiments.rule_dates import ReportHistory, dated, dates_section
 from storage import RunLayout
-from storage.files import RunFolderLock, write_text_atomic
+from storage.files import RunFolderLock, open_own, write_text_atomic
 from storage.layout import RUNS_ENV, default_run_root
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
@@ -95,7 +95,8 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     # Each fit starts its own W&B service, as from a shell: one inherited from this process
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
-    with open(layout.train_log, "a" if resume else "w") as log:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resume else os.O_TRUNC)
+    with os.fdopen(open_own(layout.train_log, flags), "w") as log:
         done = subprocess.run(
             [sys.executable, *command, *resumed],
             stdout=log,

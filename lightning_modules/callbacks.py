@@ -348,3 +348,34 @@ class RandomState(Callback):
         np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
         version, python_state, gauss_next = state_dict["python"]
         random.setstate((version, tuple(python_state), gauss_next))
+
+
+class StepsInEpochs(Callback):
+    """Runs a fit of `--trainer.max_steps` over a DataModule whose epoch is `steps_per_epoch`
+    batches (paper 3's) as an epoch-based fit: `max_epochs` = the epochs those steps take,
+    `max_steps` = -1, stopping after exactly the steps asked for. Lightning resumes an
+    iteration-based fit (one with `max_steps`) from an epoch's last checkpoint one logging step
+    off and with that epoch redrawn (issue 30: a killed and resumed toy run differed from an
+    uninterrupted one); an epoch-based fit resumes exactly. Set before the loops' state is
+    restored (`on_fit_start`); the CLI adds it to every fit (`experiments.cli`)."""
+
+    def __init__(self) -> None:
+        self.max_steps = -1
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        steps = trainer.fit_loop.epoch_loop.max_steps
+        per_epoch = getattr(trainer.datamodule, "steps_per_epoch", None)
+        if steps in (-1, None) or not isinstance(per_epoch, int) or per_epoch <= 0:
+            return
+        if trainer.limit_train_batches not in (1.0, None):
+            return  # Lightning's epoch is then not `steps_per_epoch` batches
+        epochs = -(-steps // per_epoch)
+        if trainer.fit_loop.max_epochs not in (None, -1):
+            epochs = min(epochs, trainer.fit_loop.max_epochs)
+        self.max_steps = steps
+        trainer.fit_loop.max_epochs = epochs
+        trainer.fit_loop.epoch_loop.max_steps = -1
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx):
+        if self.max_steps != -1 and trainer.global_step >= self.max_steps:
+            trainer.should_stop = True

@@ -16,11 +16,12 @@ import io
 import math
 import os
 
+from pytorch_lightning.core.saving import save_hparams_to_yaml
 from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.loggers.csv_logs import ExperimentWriter
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 
-from storage.files import write_text_atomic
+from storage.files import open_own, write_atomic, write_text_atomic
 
 
 def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
@@ -33,10 +34,12 @@ def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
 
 
 def _read_csv(path: str) -> tuple[list[str], list[dict]]:
-    """The header and rows of the CSV file at `path` (none if there is no file)."""
-    if not os.path.isfile(path):
+    """The header and rows of the CSV file at `path` (none if there is no file), as Lightning or a
+    spreadsheet saved it (a byte-order mark and CRLF line ends are read as plain text); never
+    read through a symbolic link."""
+    if not os.path.lexists(path):
         return [], []
-    with open(path, newline="", encoding="utf-8") as file:
+    with os.fdopen(open_own(path, os.O_RDONLY), newline="", encoding="utf-8-sig") as file:
         reader = csv.DictReader(file)
         return list(reader.fieldnames or []), list(reader)
 
@@ -57,6 +60,13 @@ class _MetricsWriter(ExperimentWriter):
 
     def _check_log_dir_exists(self) -> None:
         pass
+
+    def log_hparams(self, params: dict) -> None:
+        """Lightning's `hparams.yaml`, written atomically (a link there is replaced, not
+        followed)."""
+        self.hparams.update(params)
+        path = os.path.join(self.log_dir, self.NAME_HPARAMS_FILE)
+        write_atomic(path, lambda temporary: save_hparams_to_yaml(temporary, self.hparams))
 
     def save(self) -> None:
         if not self.metrics:
@@ -80,7 +90,7 @@ def _step(row: dict) -> float:
 def _append(path: str, text: str) -> None:
     """Append `text` in one write; on any failure cut the file back to its old length."""
     data = text.encode("utf-8")
-    handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+    handle = open_own(path, os.O_WRONLY | os.O_APPEND)
     try:
         size = os.fstat(handle).st_size
         try:

@@ -16,7 +16,20 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from lightning_modules.recurrent import gate_blocks
+from lightning_modules.recurrent import GATE_BLOCKS, gate_blocks
+
+
+def recurrent_cell(state_dict: dict[str, Tensor], module: str, layer: int = 0) -> str:
+    """`gru` or `lstm`: the cell of `module`, from its recurrent weights' shape (`[3 units, units]`
+    or `[4 units, units]`); a ValueError for any other shape."""
+    rows, units = state_dict[f"{module}.weight_hh_l{layer}"].shape
+    cells = {len(gates) * units: cell for cell, gates in GATE_BLOCKS.items()}
+    if rows not in cells:
+        raise ValueError(
+            f"{module}.weight_hh_l{layer} is [{rows}, {units}], neither a GRU's nor an LSTM's "
+            "recurrent weights"
+        )
+    return cells[rows]
 
 
 def gate_weights(
@@ -27,23 +40,22 @@ def gate_weights(
     convention: str = "torch",
     layer: int = 0,
 ) -> Tensor:
-    """The `[units, inputs]` block of `<module>.weight_<kind>_l<layer>` that feeds `gate` (a GRU
-    gate: the paper's `W_ir`, `W_iz`, `W_ih` for kind `ih`, `W_hr`, `W_hz`, `W_hh` for `hh`; or
-    an LSTM's: input_gate, forget_gate, candidate, output_gate; the cell is told by the number
-    of blocks `weight_hh` stacks).
+    """The `[units, inputs]` block of `<module>.weight_<kind>_l<layer>` that feeds `gate`: the
+    paper's `W_ir`, `W_iz`, `W_ih` (kind `ih`) or `W_hr`, `W_hz`, `W_hh` (kind `hh`) of a GRU,
+    or an LSTM's `input_gate`, `forget_gate`, `candidate` or `output_gate` block (the cell read
+    from the weights' shape, `recurrent_cell`); a gate the cell lacks is a ValueError.
 
     Sign convention: torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`),
     paper 1's keeps the new one; with `convention="paper1"` the update gate's block is negated
     (paper 1's `W_z` is minus torch's; `probes.traces.site_values` flips its values alike).
     """
-    recurrent = state_dict[f"{module}.weight_hh_l{layer}"]
-    cell_type = {3: "gru", 4: "lstm"}[recurrent.shape[0] // recurrent.shape[1]]
-    blocks = gate_blocks(state_dict[f"{module}.weight_{kind}_l{layer}"], cell_type)
-    if gate not in blocks:
-        cell = {"gru": "a GRU", "lstm": "an LSTM"}[cell_type]
-        raise ValueError(f"{module} (layer {layer}) is {cell}: its gates are "
-                         f"{', '.join(blocks)}, not {gate}.")  # fmt: skip
-    weight = blocks[gate]
+    cell = recurrent_cell(state_dict, module, layer)
+    if gate not in GATE_BLOCKS[cell]:
+        raise ValueError(
+            f"{module} (layer {layer}) is an {cell.upper()}, which has no {gate}: its gates are "
+            f"{', '.join(GATE_BLOCKS[cell])}"
+        )
+    weight = gate_blocks(state_dict[f"{module}.weight_{kind}_l{layer}"], cell)[gate]
     return -weight if convention == "paper1" and gate == "update_gate" else weight
 
 
@@ -55,7 +67,8 @@ def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:
     weight_ih = state_dict[f"{module}.weight_ih_l0"]
     weight_hh = state_dict[f"{module}.weight_hh_l0"]
     units = weight_hh.shape[1]
-    incoming = (weight_ih.abs().sum(1) + weight_hh.abs().sum(1)).view(3, units).sum(0)
+    gates = len(GATE_BLOCKS[recurrent_cell(state_dict, module)])
+    incoming = (weight_ih.abs().sum(1) + weight_hh.abs().sum(1)).view(gates, units).sum(0)
     outgoing = weight_hh.abs().sum(0)
     return incoming + outgoing
 

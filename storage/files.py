@@ -8,9 +8,11 @@ keeps a second process from writing into a run folder that one is writing.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,30 @@ from storage.layout import RunLayout
 
 class RunFileError(RuntimeError):
     """A run file is missing or unreadable; the message names the file and the fix."""
+
+
+def link_error(path: str | os.PathLike) -> RunFileError:
+    return RunFileError(
+        f"{path} is a symbolic link: a run folder's files are its own, never read or written "
+        f"through a link; delete the link (rm {path}) or use another run folder."
+    )
+
+
+def open_own(path: str | os.PathLike, flags: int, mode: int = 0o666) -> int:
+    """`os.open(path, flags)` that refuses a symbolic link (`O_NOFOLLOW`) with one
+    `RunFileError`: a link in a run folder could point at any file of the user's."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise link_error(path) from None
+        raise
+
+
+def read_own_text(path: str | os.PathLike) -> str:
+    """The text of the run file `path`, refused if it is a symbolic link."""
+    with os.fdopen(open_own(path, os.O_RDONLY), encoding="utf-8", newline="") as file:
+        return file.read()
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
@@ -63,7 +89,9 @@ def save_tensors_atomic(
 
 def load_checkpoint(path: str | os.PathLike, fix: str = "pass another --ckpt_path") -> dict:
     """A Lightning checkpoint read with `weights_only=True`, or one clear `RunFileError` whose
-    advice ends with `fix` (the way to name another checkpoint in the command at hand)."""
+    advice ends with `fix` (the way to name another checkpoint in the command at hand): a file
+    that is missing, damaged, or not a dict with a `state_dict` of tensors (a plain state dict,
+    a list) is refused."""
     path = Path(path)
     if not path.is_file():
         raise RunFileError(
@@ -71,22 +99,98 @@ def load_checkpoint(path: str | os.PathLike, fix: str = "pass another --ckpt_pat
             f"(python -m experiments fit --config ...) or {fix}."
         )
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for a damaged file
         raise RunFileError(
             f"Checkpoint {path} is corrupt or not a checkpoint ({type(error).__name__}): "
             f"delete it and train again, or {fix}."
         ) from None
+    state = checkpoint.get("state_dict") if isinstance(checkpoint, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(t, Tensor) for t in state.values()):
+        held = type(checkpoint).__name__
+        if isinstance(checkpoint, dict):
+            held += " with keys " + ", ".join(map(str, list(checkpoint)[:5]))
+        raise RunFileError(
+            f"{path} is not a Lightning checkpoint (a dict whose state_dict holds the weights; "
+            f"this one holds a {held}): {fix}."
+        )
+    return checkpoint
+
+
+CHECKPOINT_PATH_KEYS = ("dirpath", "best_model_path", "kth_best_model_path", "last_model_path")
+"""The paths a `ModelCheckpoint` keeps in its state (and `best_k_models`, keyed by path)."""
+
+
+def _rebased(state: object, rebase: Callable[[str], str]) -> object:
+    """A callback's state with its checkpoint paths passed through `rebase`."""
+    if not isinstance(state, dict) or "best_model_path" not in state:
+        return state
+    state = dict(state)
+    for key in CHECKPOINT_PATH_KEYS:
+        if isinstance(state.get(key), str) and state[key]:
+            state[key] = rebase(state[key])
+    if isinstance(state.get("best_k_models"), dict):
+        state["best_k_models"] = {rebase(str(k)): v for k, v in state["best_k_models"].items()}
+    return state
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Lightning checkpoints written to a temporary file and renamed into place."""
+    """Lightning checkpoints written to a temporary file and renamed into place, read with
+    `load_checkpoint`. With `run_dir`, the paths `ModelCheckpoint` keeps in a checkpoint (its
+    folder, best and last checkpoints) are written relative to the run folder and read against
+    the folder the checkpoint is read in: a copied or moved run resumes with its own files."""
+
+    def __init__(self, run_dir: str | os.PathLike | None = None):
+        super().__init__()
+        self.run_dir = os.path.abspath(run_dir) if run_dir is not None else None
+
+    def _relative(self, path: str) -> str:
+        for base in (self.run_dir, os.path.realpath(self.run_dir)):
+            if os.path.isabs(path) and os.path.commonpath([base, path]) == base:
+                return Path(os.path.relpath(path, base)).as_posix()
+        return path
+
+    def _absolute(self, path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(self.run_dir, path)
+
+    def _with_paths(self, checkpoint: dict, rebase: Callable[[str], str]) -> dict:
+        states = checkpoint.get("callbacks")
+        if self.run_dir is None or not isinstance(states, dict):
+            return checkpoint
+        rebased = {key: _rebased(state, rebase) for key, state in states.items()}
+        return {**checkpoint, "callbacks": rebased}
 
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
+        checkpoint = self._with_paths(checkpoint, self._relative)
         write_atomic(path, lambda temporary: torch.save(checkpoint, temporary))
 
     def load_checkpoint(self, path, map_location=None, weights_only=None):
-        return load_checkpoint(path)
+        return self._with_paths(load_checkpoint(path), self._absolute)
+
+
+RUN_OUTSIDE_FIT = (".lock", "started.txt", "train.log")
+"""What a run folder holds before its fit writes anything: its lock, and the command and log of
+the reproduction that starts the fit (`experiments.runner.fit`)."""
+
+
+def recorded_entries(run_dir: str | os.PathLike) -> list[Path]:
+    """What a fit wrote in `run_dir` (empty for a new folder or one a reproduction just made)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    return sorted(p for p in run_dir.iterdir() if p.name not in RUN_OUTSIDE_FIT)
+
+
+def empty_run_folder(run_dir: str | os.PathLike) -> None:
+    """Remove everything in `run_dir` but its lock (held by the caller): links are removed, never
+    followed."""
+    for entry in Path(run_dir).iterdir():
+        if entry.name == ".lock":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 class RunFolderLock:
@@ -94,13 +198,16 @@ class RunFolderLock:
     the process ends: a second process that tries to write the same run is refused at its start,
     before it writes anything. The kernel drops the lock of a killed process, so no stale lock
     outlives a kill. Creating the lock also proves the folder writable: a read-only run root is
-    one `RunFileError` here."""
+    one `RunFileError` here. The lock file names its holder (`claim`), unless `claim=False`: then
+    the caller claims it once its own checks pass, and a refusal leaves the file as it was."""
 
-    def __init__(self, run_dir: str | os.PathLike, purpose: str = "train this run"):
+    def __init__(
+        self, run_dir: str | os.PathLike, purpose: str = "train this run", claim: bool = True
+    ):
         self.path = RunLayout(run_dir).lock
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+            self.handle = open_own(self.path, os.O_CREAT | os.O_RDWR)
         except OSError as error:
             raise RunFileError(
                 f"Cannot write the run folder {self.path.parent} ({error.strerror}): choose a "
@@ -116,6 +223,11 @@ class RunFolderLock:
                 f"wait for it to end before you {purpose}, or write another run (--run.variant "
                 "or --seed_everything)."
             ) from None
+        if claim:
+            self.claim()
+
+    def claim(self) -> None:
+        """Write this process into the lock file, for the message of a refused second writer."""
         os.ftruncate(self.handle, 0)
         os.pwrite(self.handle, f"pid {os.getpid()}: {' '.join(sys.argv)}".encode(), 0)
 

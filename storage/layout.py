@@ -8,13 +8,19 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
     command.txt                       the command that trained it (written last: a finished run)
     train.log                         its output, when a reproduction trained it
     metrics.csv                       every logged metric (RunMetricsCSV)
+    hparams.yaml                      the model's hyperparameters, as Lightning's CSV log keeps them
     wandb_run_id                      its W&B run, continued on a resume
+    wandb/                            the W&B run's files (offline runs)
     .lock                             held while a process writes the run (RunFolderLock)
     checkpoints/{best,last}.ckpt      Lightning checkpoints, read with weights_only=True
     traces/<split>/<tag>.safetensors  what TraceRecorder recorded
     weights/<tag>.safetensors         WeightSnapshot's weights
     analysis.json                     a reproduction's cached analysis of the run
     measurements.json                 what a reproduction's report reads of the run (no weights)
+
+A run folder is data: nothing in it is read or written through a symbolic link, the paths it keeps
+about itself are relative to it, and class paths in its files are resolved only when trusted
+(`storage.trusted_classes`).
 """
 
 from __future__ import annotations

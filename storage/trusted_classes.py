@@ -25,6 +25,16 @@ SUITE_PACKAGES = ("lightning_modules", "datamodules")
 CLASS_KEYS = ("class_path", "_class_path")
 """Keys under which Lightning and jsonargparse record a class, at any depth of a config."""
 
+CONFIG_MODULES = (
+    "pytorch_lightning.callbacks",
+    "lightning.pytorch.callbacks",
+    "torch.optim",
+    "torch.optim.lr_scheduler",
+)
+"""Modules whose classes (by name, directly in the module) a run's saved `config.yaml` may also
+name: Lightning's callbacks (`ModelCheckpoint`, `EarlyStopping`) and torch's optimisers and
+learning-rate schedulers."""
+
 INSTANTIATORS = (
     "pytorch_lightning.cli.instantiate_module",
     "lightning.pytorch.cli.instantiate_module",
@@ -47,6 +57,16 @@ def is_trusted(class_path: object, trusted: Collection[str] = ()) -> bool:
     return len(parts) > 1 and parts[0] in SUITE_PACKAGES and all(p.isidentifier() for p in parts)
 
 
+def is_trusted_in_config(class_path: object, trusted: Collection[str] = ()) -> bool:
+    """`is_trusted`, or a class named directly in one of `CONFIG_MODULES`."""
+    if is_trusted(class_path, trusted):
+        return True
+    if not isinstance(class_path, str):
+        return False
+    module, _, name = class_path.rpartition(".")
+    return module in CONFIG_MODULES and name.isidentifier() and name[:1].isupper()
+
+
 def class_paths(settings: object) -> Iterator[tuple[str, object]]:
     """Every `(key, value)` under a class key or `_instantiator`, at any depth of `settings`."""
     if isinstance(settings, dict):
@@ -59,24 +79,29 @@ def class_paths(settings: object) -> Iterator[tuple[str, object]]:
             yield from class_paths(value)
 
 
-def refusal(where: str, class_path: object) -> UntrustedClassError:
+def refusal(where: str, class_path: object, command: str = "probes ...") -> UntrustedClassError:
     return UntrustedClassError(
         f"{where} names the class {class_path!r}, which is not one of the suite's classes "
         f"({', '.join(p + '.*' for p in SUITE_PACKAGES)}): the suite imports no other class a "
         "file names. If you trust that file and its class, name the class on the command line "
-        "(python -m probes ... --trust-class CLASS)."
+        f"(python -m {command} --trust-class CLASS)."
     )
 
 
-def check_class_paths(settings: object, where: str, trusted: Collection[str] = ()) -> None:
-    """Refuse `settings` (a checkpoint's hyperparameters or a saved config, nested to any depth)
-    when a class path in it is neither the suite's nor `trusted`; nothing is imported."""
+def check_class_paths(
+    settings: object, where: str, trusted: Collection[str] = (), config: bool = False
+) -> None:
+    """Refuse `settings` (a checkpoint's hyperparameters or, with `config`, a run's saved
+    `config.yaml`, nested to any depth) when a class path in it is neither the suite's (nor, in a
+    config, one of `CONFIG_MODULES`) nor `trusted`; nothing is imported."""
+    accepted = is_trusted_in_config if config else is_trusted
+    command = "experiments fit ..." if config else "probes ..."
     for key, value in class_paths(settings):
         if key == "_instantiator":
             if value not in INSTANTIATORS:
-                raise refusal(where, value)
-        elif not is_trusted(value, trusted):
-            raise refusal(where, value)
+                raise refusal(where, value, command)
+        elif not accepted(value, trusted):
+            raise refusal(where, value, command)
 
 
 def resolve_class(

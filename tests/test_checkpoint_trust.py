@@ -160,7 +160,7 @@ def test_resume_with_other_sizes_is_one_clear_error(tmp_path, tiny_run, capsys):
     error = refused(capsys, "fit", "--config", str(config), "--run.root", str(run.parents[2]),
                     "--model.hidden_size", "16", "--trainer.max_epochs", "2",
                     "--ckpt_path", str(run / "checkpoints" / "last.ckpt"))  # fmt: skip
-    assert "hidden_size=8 (config: 16)" in error and "config.yaml" in error
+    assert "hidden_size=8 (config: 16)" in error and f"fit --resume {run}" in error
     assert sorted((p, p.stat().st_mtime_ns) for p in run.rglob("*")) == before
 
 

@@ -45,6 +45,11 @@ def test_read_rows_skips_blank_lines_and_refuses_a_file_without_rows(tmp_path):
     [
         ("validation.tsv", b"", "validation.tsv is empty: a split file needs at least one"),
         ("train.tsv", b"\xff", "train.tsv is not UTF-8 text (byte 0xff on line 233)"),
+        (
+            "train.tsv",
+            b"000 " + b"t1 " * 3_000_000 + b"\t000\t0 1\n",
+            "train.tsv, line 233 has 9,000,012 characters, more than the 10,000 a row may have",
+        ),
     ],
 )
 def test_cli_reports_a_bad_data_file_in_one_line(tmp_path, file, bad, message):

@@ -238,3 +238,12 @@ def test_torchvision_reader_is_used_for_plain_files_when_it_imports(tmp_path, mo
     assert len(calls) == 4
     assert torch.equal(load_mnist(tmp_path / "gz").train_images, images)
     assert len(calls) == 4  # the gzipped files were read by the suite's reader
+
+
+def test_a_header_whose_sizes_overflow_int64_names_the_file(tmp_path):
+    """2^31 x 2^31 x 4 bytes wrap to 0 in int64: the file must not pass as an empty one."""
+    path = tmp_path / "train-images-idx3-ubyte"
+    sizes = (2**31, 2**31, 4)
+    path.write_bytes(IMAGE_MAGIC.to_bytes(4, "big") + b"".join(n.to_bytes(4, "big") for n in sizes))
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte has 16 bytes but its header"):
+        read_idx(path, IMAGE_MAGIC)

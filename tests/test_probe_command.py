@@ -218,6 +218,8 @@ def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
     [
         ("truncated", "not JSON: "),
         ("no rows", "no 'rows'"),
+        ("rows of other fields", "its rows lack "),
+        ("a row holding a list", "a row holds a value that is neither"),
     ],
 )
 def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path, capsys, damage,
@@ -230,10 +232,15 @@ def test_unreadable_stored_result_is_discarded_and_computed_again(runs, tmp_path
     text = broken.read_text()
     if damage == "truncated":
         broken.write_text(text[: len(text) // 2])
-    else:
+    else:  # valid JSON, but not a whole result of its task
         record = json.loads(text)
-        del record["rows"]
-        broken.write_text(json.dumps(record))  # valid JSON, but no rows
+        if damage == "no rows":
+            del record["rows"]
+        elif damage == "rows of other fields":
+            record["rows"] = [{"wrong": 1.0}]
+        else:
+            record["rows"][0]["accuracy"] = [1, 2]
+        broken.write_text(json.dumps(record))
     assert probe(*arguments) == 0
     captured = capsys.readouterr()
     assert "3 already stored, 1 to compute" in captured.out
@@ -338,7 +345,7 @@ def broken_runs(root: Path) -> dict[str, Path]:
          "has no batch.target, decoder.hidden"),
         ("connectivity", "torn", [], "best.ckpt is corrupt or not a checkpoint"),
         ("connectivity", "other", [], "a run of lightning_modules.language_model.LanguageModel, "
-         "has no decoder.weight_ih_l0, encoder.weight_hh_l0"),
+         "has no decoder.weight_hh_l0, decoder.weight_ih_l0, encoder.weight_hh_l0"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_clear_error_and_writes_no_table(tmp_path, capsys, probe_name, run,
@@ -401,3 +408,44 @@ def test_parquet_without_pyarrow_is_one_error_before_any_work(runs, tmp_path, ca
                  "--format", "parquet", *OPTIONS) == 2  # fmt: skip
     assert "--format parquet needs pyarrow" in capsys.readouterr().err
     assert not tmp_path.joinpath("cache").exists()
+
+
+def test_connectivity_reads_an_lstm_by_its_four_gates_and_refuses_gru_gates(tmp_path, capsys):
+    """An LSTM's stacked weights are 4 gate blocks: the GRU gates of the defaults are refused
+    with one line naming the LSTM's, and its forget gate is read from the second block."""
+    units, inputs = 4, 3
+    state = {}
+    for module in ("encoder", "decoder"):
+        state[f"{module}.weight_ih_l0"] = torch.zeros(4 * units, inputs)
+        state[f"{module}.weight_hh_l0"] = torch.zeros(4 * units, units)
+    state["encoder.weight_hh_l0"][units + 1] = 1.0  # forget gate: unit 1 receives 4 edges
+    run = tmp_path / "runs" / "lstm" / "seed=0"
+    (run / "checkpoints").mkdir(parents=True)
+    torch.save({"state_dict": state, "hyper_parameters": {
+        "_class_path": "lightning_modules.seq2seq.Seq2Seq", "cell": "lstm"}},
+        run / "checkpoints" / "best.ckpt")  # fmt: skip
+    assert probe("connectivity", "--runs", run, "--out", tmp_path / "out") == 2
+    error = capsys.readouterr().err
+    assert "is an LSTM, which has no update_gate" in error and "forget_gate" in error
+    assert len(error.strip().splitlines()) == 1 and "Traceback" not in error
+    matrices = ["--matrices", "encoder.forget_gate.hh:to:0.5", "encoder.input_gate.hh:to:0.5"]
+    assert probe("connectivity", "--runs", run, "--out", tmp_path / "out", *matrices) == 0
+    table = pd.read_csv(tmp_path / "out" / "connectivity.csv")
+    assert table[["matrix", "edges", "connected"]].values.tolist() == [
+        ["encoder.forget_gate.hh:to:0.5", 4, 1],
+        ["encoder.input_gate.hh:to:0.5", 0, 0],
+    ]
+
+
+def test_a_lone_stored_result_of_other_fields_is_one_clear_error(runs, tmp_path, capsys):
+    arguments = ["connectivity", "--runs", f"{runs}/a/seed=1", "--out", tmp_path,
+                 "--checkpoint", "best", "--matrices", "encoder.candidate.ih:to:0.45"]  # fmt: skip
+    assert probe(*arguments) == 0
+    [stored] = (tmp_path / "cache" / "connectivity").glob("*.json")
+    record = json.loads(stored.read_text())
+    stored.write_text(json.dumps({**record, "rows": [{"wrong": 1.0}]}))
+    capsys.readouterr()
+    assert probe(*arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert "lack the field 'matrix'" in error and "Traceback" not in error
+    assert len(error.splitlines()) == 1

@@ -7,6 +7,8 @@
   that fails is undone.
 - A reproduction (`experiments.runner.fit` with `reuse`) resumes an interrupted run from its
   `last.ckpt`, ending with an uninterrupted run's `metrics.csv`.
+- A step-based fit (paper 3's toy model) killed and resumed equals an uninterrupted one.
+- A fit on two processes (DDP on CPU) writes one run: one lock, one metrics.csv, one W&B run.
 - A second fit into a run folder being written is refused before it writes anything.
 - Written files follow the umask (not `mkstemp`'s 0600).
 """
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import signal
@@ -24,7 +27,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
+from safetensors.torch import load_file
 
 from experiments import runner
 from experiments.cli import main
@@ -33,6 +38,7 @@ from storage import RunLayout
 from storage.files import (
     RunFileError,
     RunFolderLock,
+    load_checkpoint,
     save_tensors_atomic,
     write_text_atomic,
 )
@@ -280,3 +286,62 @@ def test_written_files_follow_the_umask(tmp_path, umask):
         os.umask(old)
     for path in written:
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+
+
+def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path):
+    """`--trainer.devices 2 --trainer.strategy ddp` on CPU: rank zero alone holds the run's lock
+    and writes its files, so the fit ends with one metrics.csv (every epoch validated once, at
+    the steps of a one-process fit: 6 batches per process and epoch) and one W&B run."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    process = start_fit(config, tmp_path / "runs", "--trainer.accelerator", "cpu",
+                        "--trainer.devices", "2", "--trainer.strategy", "ddp")  # fmt: skip
+    assert process.wait(timeout=300) == 0, process.stderr.read()
+    layout = RunLayout(tmp_path / "runs" / "paper1" / "tiny" / "seed=3")
+    metrics = rows(layout.metrics)
+    validated = [(r["epoch"], r["step"]) for r in metrics if r["val/seq_acc"]]
+    assert validated == [("0", "5"), ("1", "11")]
+    assert len([r for r in metrics if r["test/new_compositions/seq_acc"]]) == 1
+    assert layout.lock.read_text().startswith(f"pid {process.pid}:")  # rank zero, the one started
+    offline_runs = [p.name for p in (layout.path / "wandb").glob("offline-run-*")]
+    assert len(offline_runs) == 1 and offline_runs[0].endswith(layout.wandb_run_id.read_text())
+
+
+STEP_BASED = {
+    "toy_2d": (["--data.init_args.steps_per_epoch", "8", "--data.init_args.eval_size", "50",
+                "--trainer.max_steps", "20"], 13, "toy_2d_A"),
+    "scan": (["--data.init_args.steps_per_epoch", "10", "--data.init_args.eval_size", "20",
+              "--trainer.max_steps", "25", "--trainer.val_check_interval", "5"], 17, "scan_A"),
+}  # fmt: skip
+"""Paper 3's step-based configs, shrunk: (overrides, the step the fit is killed before, variant)."""
+
+
+@pytest.mark.parametrize("config", sorted(STEP_BASED))
+def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, config):
+    """Paper 3's configs count `--trainer.max_steps` (shrunk epochs here; the toy validated after
+    every step, SCAN every 5): killed mid-epoch and resumed from its last checkpoint (the end of
+    an epoch), a fit ends with the metrics.csv, weights and weight snapshots of an uninterrupted
+    one (Lightning's own step-based resumption logged one step off and redrew the epoch)."""
+    overrides, kill_step, variant = STEP_BASED[config]
+    arguments = ["--config", str(ROOT / "experiments" / "configs" / "paper3" / f"{config}.yaml"),
+                 *overrides, "--trainer.enable_progress_bar", "false"]  # fmt: skip
+    run = Path("paper3") / variant / "seed=0"
+    main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
+    kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
+    killed = subprocess.run(
+        [sys.executable, "-m", "experiments", "fit", *arguments, "--run.root",
+         str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == 9, killed.stderr
+    main(["fit", *arguments, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])
+    whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
+    assert parts.metrics.read_text() == whole.metrics.read_text()
+    expected = load_checkpoint(whole.checkpoint("last"))["state_dict"]
+    resumed = load_checkpoint(parts.checkpoint("last"))["state_dict"]
+    assert all(torch.equal(expected[k], resumed[k]) for k in expected)
+    snapshots = sorted(p.name for p in whole.weights.iterdir())
+    assert snapshots == sorted(p.name for p in parts.weights.iterdir()) and snapshots
+    for name in snapshots:
+        expected, resumed = load_file(whole.weights / name), load_file(parts.weights / name)
+        assert all(torch.equal(expected[k], resumed[k]) for k in expected), name

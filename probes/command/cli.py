@@ -255,8 +255,9 @@ def result_path(cache: Path, probe: RunProbe, key: str) -> Path:
 
 
 def stored_rows(path: Path, probe: RunProbe) -> list[dict] | None:
-    """The rows of `probe`'s result stored at `path`, or None where nothing is stored; a file
-    that does not parse or lacks the fields `work` writes raises UnreadableResult."""
+    """The rows of `probe`'s result stored at `path` (keyed by content: a copied run shares its
+    original's), or None where nothing is stored; a file that does not parse, lacks the fields
+    `work` writes, or whose rows hold other than numbers and text raises UnreadableResult."""
     if not path.is_file():
         return None
     try:
@@ -275,23 +276,47 @@ def stored_rows(path: Path, probe: RunProbe) -> list[dict] | None:
     rows = record["rows"]
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise UnreadableResult("'rows' is not a list of objects")
+    if not all(isinstance(v, SCALARS) for row in rows for v in row.values()):
+        raise UnreadableResult("a row holds a value that is neither a number nor text")
     return rows
+
+
+SCALARS = (str, int, float, bool, type(None))
+"""What a stored row's values may be (JSON's numbers, text, booleans and null)."""
+
+
+def odd_fields(stored: dict[str, list[dict]]) -> dict[str, str]:
+    """The stored results that lack a field every other stored result's rows have (at least two
+    others), by key, with the reason; a table whose only result lacks one is refused when it is
+    summarised (`summarised`)."""
+    fields_of = {key: set().union(*rows) for key, rows in stored.items() if rows}
+    odd = {}
+    for key, found in fields_of.items():
+        others = [fields for other, fields in fields_of.items() if other != key]
+        missing = set.intersection(*others) - found if len(others) >= 2 else set()
+        if missing:
+            odd[key] = f"its rows lack {', '.join(sorted(missing))}, which the others have"
+    return odd
 
 
 def stored_results(probe: RunProbe, cache: Path, tasks: list[Task]) -> dict[str, list[dict]]:
     """The rows of each of `tasks` whose result is stored whole, by key. One that is stored but
     not whole (a truncated file, say) is deleted, with one warning line, to be computed again."""
-    stored = {}
+    stored, unreadable = {}, {}
     for task in tasks:
-        path = result_path(cache, probe, task.key)
         try:
-            rows = stored_rows(path, probe)
+            rows = stored_rows(result_path(cache, probe, task.key), probe)
             if rows is not None:
                 stored[task.key] = rows
         except UnreadableResult as error:
-            print(f"discarding unreadable stored result {path} ({error}): computing it again",
-                  file=sys.stderr, flush=True)  # fmt: skip
-            path.unlink(missing_ok=True)
+            unreadable[task.key] = str(error)
+    unreadable.update(odd_fields(stored))
+    for key, reason in unreadable.items():
+        path = result_path(cache, probe, key)
+        print(f"discarding unreadable stored result {path} ({reason}): computing it again",
+              file=sys.stderr, flush=True)  # fmt: skip
+        path.unlink(missing_ok=True)
+        stored.pop(key, None)
     return stored
 
 
@@ -476,13 +501,25 @@ def result_table(
     return pd.DataFrame(rows)
 
 
+def summarised(probe: RunProbe, table: pd.DataFrame) -> pd.DataFrame:
+    """`probe.summary_table(table)`; a table without a field it needs (stored results of other
+    fields) is one ProbeInputError."""
+    try:
+        return probe.summary_table(table)
+    except KeyError as error:
+        raise ProbeInputError(
+            f"the stored results of {probe.name} lack the field {error}: delete the cache "
+            f"folder's {probe.name}/ (--cache, default OUT/cache) and run the command again"
+        ) from None
+
+
 def write_outputs(probe: RunProbe, options, table: pd.DataFrame, out: Path, arguments) -> list:
     out.mkdir(parents=True, exist_ok=True)
     written = [save_table(table, out / f"{probe.name}.{arguments.format}")]
     figures: dict[str, Path] = {}
     tables = {probe.name: table}
     if not table.empty:
-        summary = probe.summary_table(table)
+        summary = summarised(probe, table)
         tables[f"{probe.name}.summary"] = summary
         text = f"# {probe.name} ({probe.paper})\n\n{markdown_table(summary, index=False)}\n"
         written.append(write_text_atomic(out / f"{probe.name}.summary.md", text))

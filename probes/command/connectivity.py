@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from probes.command.base import PAPER1, WeightProbe, convention_option, grouped, option
 from probes.command.outputs import pyplot, save_figure
 from probes.weights import connectivity, gate_weights
+from storage.files import RunFileError
 from storage.run_folder import RunFolder
 
 
@@ -77,13 +78,22 @@ class ConnectivityProbe(WeightProbe):
             parsed_matrix(matrix)
 
     def parameters(self, options) -> list[str]:
-        return sorted({parsed_matrix(m).parameter for m in options.matrices})
+        parsed = [parsed_matrix(m) for m in options.matrices]
+        return sorted({m.parameter for m in parsed} |
+                      {f"{m.module}.weight_hh_l{m.layer}" for m in parsed})  # fmt: skip
 
     def check(self, run, tag, options) -> None:
+        """Also refuse a gate the run's cell lacks (an LSTM has no update or reset gate)."""
         super().check(run, tag, options)
         state = self.state(run, tag)
-        for matrix in options.matrices:  # a gate its cell has not: one ValueError
-            self.weights(state, matrix, options.update_gate_convention)
+        for matrix in options.matrices:
+            try:
+                self.weights(state, matrix, options.update_gate_convention)
+            except ValueError as error:
+                raise RunFileError(
+                    f"{run.weights_path(tag)}: {error}; name one of them in --matrices "
+                    "(LAYER.GATE.KIND:SIDE:THRESHOLD)"
+                ) from None
 
     def weights(self, state, matrix: str, convention: str):
         parsed = parsed_matrix(matrix)

@@ -1,0 +1,18 @@
+"""A callback for the kill-and-resume tests of step-based fits: the process ends at once, as if
+killed, when the fit is about to train its `step`-th batch (after the checkpoints of the steps
+before it were written)."""
+
+from __future__ import annotations
+
+import os
+
+from pytorch_lightning.callbacks import Callback
+
+
+class KillAtStep(Callback):
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            os._exit(9)
