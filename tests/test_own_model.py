@@ -123,7 +123,9 @@ def test_a_recorded_run_gives_its_weights_to_connectivity_and_a_model_probe_one_
     capsys.readouterr()
     assert main(["connectivity", "--runs", str(run), "--out", str(out), "--matrices",
                  "rnn.l0.update_gate.hh:to:0.2"]) == 2  # fmt: skip
-    assert "is an LSTM: its gates are input_gate, forget_gate" in capsys.readouterr().err
+    assert "is an LSTM, which has no update_gate: its gates are input_gate, forget_gate" in (
+        capsys.readouterr().err
+    )
     assert main(["pruning", "--runs", str(run), "--out", str(tmp_path / "pruning")]) == 2
     error = capsys.readouterr().err
     assert "was recorded from a model of your own" in error and "gate-saturation" in error

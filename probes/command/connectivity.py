@@ -91,7 +91,7 @@ class ConnectivityProbe(WeightProbe):
                 self.weights(state, matrix, options.update_gate_convention)
             except ValueError as error:
                 raise RunFileError(
-                    f"{run.weights_path(tag)}: {error}; name one of them in --matrices "
+                    f"{self.weights_file(run, tag)}: {error}; name one of them in --matrices "
                     "(LAYER.GATE.KIND:SIDE:THRESHOLD)"
                 ) from None
 
