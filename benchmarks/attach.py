@@ -1,9 +1,9 @@
 """`make bench`: what `probes.attach` costs a researcher's model, as ratios measured in one run.
 
 Two client models of `tests/client_models.py` at working sizes: the word-language-model LSTM
-(vocabulary 10,000, 200 units, 2 layers, 35 steps x 20 streams, time-first) and the tutorial
-seq2seq GRU (vocabulary 1,000, 256 units, 20 source tokens, a 20-step greedy decoder loop, batch
-32). For each, in evaluation mode without gradients, three sides alternate `--repeats` times and
+(vocabulary 10,000, 200 units and the medium size's 650, 2 layers, 35 steps x 20 streams,
+time-first) and the tutorial seq2seq GRU (vocabulary 1,000, 256 units, 20 source tokens, a
+20-step greedy decoder loop, batch 32). For each, in evaluation mode without gradients, three sides alternate `--repeats` times and
 the fastest of each counts: the model's forward before attaching, after attaching with nothing
 open (target: at most 1.05x, i.e. nothing but noise), and inside `trace()` with every site of
 every layer recorded (target: at most 2x). Threads: `torch.get_num_threads()` as set by
@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> None:
     models = {
         "word-language-model LSTM": (WordLanguageModel(10_000, 200, 200),
                                      torch.randint(10_000, (35, 20))),
+        # The medium size of PyTorch's word_language_model (650 units, 2 layers): issue 31's
+        # target for tracing.
+        "word-language-model 650": (WordLanguageModel(10_000, 650, 650),
+                                    torch.randint(10_000, (35, 20))),
         "tutorial seq2seq GRU": (TutorialSeq2Seq(1_000, 256, 20), torch.randint(1_000, (32, 20))),
     }  # fmt: skip
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
