@@ -3,11 +3,11 @@
 Two client models of `tests/client_models.py` at working sizes: the word-language-model LSTM
 (vocabulary 10,000, 200 units and the medium size's 650, 2 layers, 35 steps x 20 streams,
 time-first) and the tutorial seq2seq GRU (vocabulary 1,000, 256 units, 20 source tokens, a
-20-step greedy decoder loop, batch 32). For each, in evaluation mode without gradients, three sides alternate `--repeats` times and
-the fastest of each counts: the model's forward before attaching, after attaching with nothing
-open (target: at most 1.05x, i.e. nothing but noise), and inside `trace()` with every site of
-every layer recorded (target: at most 2x). Threads: `torch.get_num_threads()` as set by
-`OMP_NUM_THREADS`.
+20-step greedy decoder loop, batch 32). For each, in evaluation mode without gradients, three
+sides alternate `--repeats` times and the fastest of each counts: the model's forward before
+attaching, after attaching with nothing open (target: at most 1.05x, i.e. nothing but noise),
+and inside `trace()` with every site of every layer recorded (target: at most 2x). Threads:
+`torch.get_num_threads()` as set by `OMP_NUM_THREADS`.
 """
 
 from __future__ import annotations
