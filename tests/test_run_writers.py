@@ -316,16 +316,12 @@ STEP_BASED = {
 """Paper 3's step-based configs, shrunk: (overrides, the step the fit is killed before, variant)."""
 
 
-@pytest.mark.parametrize("config", sorted(STEP_BASED))
-def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, config):
-    """Paper 3's configs count `--trainer.max_steps` (shrunk epochs here; the toy validated after
-    every step, SCAN every 5): killed mid-epoch and resumed from its last checkpoint (the end of
-    an epoch), a fit ends with the metrics.csv, weights and weight snapshots of an uninterrupted
-    one (Lightning's own step-based resumption logged one step off and redrew the epoch)."""
-    overrides, kill_step, variant = STEP_BASED[config]
-    arguments = ["--config", str(ROOT / "experiments" / "configs" / "paper3" / f"{config}.yaml"),
-                 *overrides, "--trainer.enable_progress_bar", "false"]  # fmt: skip
-    run = Path("paper3") / variant / "seed=0"
+def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: Path,
+                       kill_step: int) -> None:  # fmt: skip
+    """Fit `config` once uninterrupted and once killed before training step `kill_step` and
+    resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
+    metrics.csv, weights and weight snapshots."""
+    arguments = ["--config", str(config), *arguments, "--trainer.enable_progress_bar", "false"]
     main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
     killed = subprocess.run(
@@ -345,3 +341,27 @@ def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_pat
     for name in snapshots:
         expected, resumed = load_file(whole.weights / name), load_file(parts.weights / name)
         assert all(torch.equal(expected[k], resumed[k]) for k in expected), name
+
+
+@pytest.mark.parametrize("config", sorted(STEP_BASED))
+def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, config):
+    """Paper 3's configs count `--trainer.max_steps` (shrunk epochs here; the toy validated after
+    every step, SCAN every 5): killed mid-epoch and resumed from its last checkpoint (the end of
+    an epoch), a fit ends with the metrics.csv, weights and weight snapshots of an uninterrupted
+    one (Lightning's own step-based resumption logged one step off and redrew the epoch)."""
+    overrides, kill_step, variant = STEP_BASED[config]
+    path = ROOT / "experiments" / "configs" / "paper3" / f"{config}.yaml"
+    killed_and_resumed(tmp_path, path, overrides, Path("paper3") / variant / "seed=0", kill_step)
+
+
+def test_paper2s_language_model_killed_and_resumed_equals_an_uninterrupted_one(tmp_path):
+    """Paper 2's epoch-based language model (shrunk: 4,000 tokens, 8 units, 3 epochs of 5
+    batches), killed in its second epoch and resumed from the first epoch's last checkpoint,
+    ends as an uninterrupted fit: the same metrics.csv, weights and weight snapshots (issue 30:
+    an exact resume for every paper's configs)."""
+    overrides = ["--data.corpus_length", "4000", "--data.rules", "10", "--data.conduit_length",
+                 "2", "--data.probe_rules", "8", "--model.embedding_size", "8",
+                 "--model.hidden_size", "8", "--trainer.max_epochs", "3",
+                 "--trainer.limit_train_batches", "5", "--run.variant", "tiny"]  # fmt: skip
+    path = ROOT / "experiments" / "configs" / "paper2" / "language_model.yaml"
+    killed_and_resumed(tmp_path, path, overrides, Path("paper2") / "tiny" / "seed=0", 7)
