@@ -8,7 +8,7 @@ export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 # Extra options of a reproduction, e.g. `make reproduce-paper1 ARGS=--reuse-runs` to continue one.
 ARGS ?=
 
-.PHONY: venv test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 headlines bench lint clean
+.PHONY: venv browser test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 headlines bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,15 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# The browser tests of `python -m probes view` drive Debian's Chromium and its driver: installed
+# here where they are missing and apt-get can (root, or sudo); else those tests fail saying so.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  sudo=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q \
+	    chromium chromium-driver; }
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest tests
 
 reproduce-paper1: $(STAMP)

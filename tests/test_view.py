@@ -6,7 +6,8 @@ beside it: a run folder that does not exist, one that has recorded nothing yet, 
 trace has no time axis (a classifier's). Checks: the address printed, the page loads with the
 first example's heat map under its tokens, switching examples changes those tokens, the filter
 narrows the list, each bad run is one message on the page, and every view's screenshot is not
-blank. The browser tests skip, saying why, where Chromium, its driver or selenium is missing.
+blank. Without Chromium and its driver the browser tests fail saying so (`make test` installs
+them).
 """
 
 from __future__ import annotations
@@ -180,10 +181,10 @@ def page(runs):
 def browser():
     missing = [name for name in CHROMIUM if shutil.which(name) is None]
     if missing:
-        pytest.skip(f"{' and '.join(missing)} not installed (apt-get install chromium "
-                    "chromium-driver; .ci/run does)")  # fmt: skip
-    pytest.importorskip("dash", reason="Dash is not installed (pip install -e '.[view]')")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+        pytest.fail(f"{' and '.join(missing)} not installed: the browser tests drive Debian's "
+                    "Chromium (apt-get install chromium chromium-driver; `make test` installs "
+                    "them where it can)")  # fmt: skip
+    from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
