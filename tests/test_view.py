@@ -25,9 +25,7 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
-from experiments.cli import main as experiments_main
 from probes.attach import attach
 from probes.command.cli import main as probes_main
 from probes.command.record import record_run
@@ -35,7 +33,7 @@ from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError
 from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
 from storage.run_folder import RunFolder
-from tests.test_runs import TINY
+from tests.test_runs import fit
 
 CHROMIUM = ("chromium", "chromedriver")
 GROUP = [5, 2]
@@ -48,11 +46,7 @@ GROUP_ORDER = "probes.table2.encoder.hidden: group of 2 first"
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The tiny suite run and three run folders the page cannot show, by what they are."""
     folder = tmp_path_factory.mktemp("view_runs")
-    config = folder / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
-    experiments_main(["fit", "--config", str(config), "--run.root", str(folder / "runs"),
-                      "--trainer.max_epochs", "1"])  # fmt: skip
-    suite = folder / "runs" / "paper1" / "tiny" / "seed=3"
+    suite = fit(folder, "runs", "--trainer.max_epochs", "1")
     (suite / "measurements.json").write_text(json.dumps(MEASUREMENTS))
     unfinished = folder / "runs" / "paper1" / "unfinished" / "seed=1"
     unfinished.mkdir(parents=True)
