@@ -72,6 +72,12 @@ def finished(run: Path, command: Sequence[str]) -> bool:
     return same and tested and any(path.is_file() for path in checkpoints)
 
 
+def fit_command(arguments: Sequence[str]) -> list[str]:
+    """The interpreter's arguments of the fit `arguments` (`python -m experiments fit ...`), as
+    `command.txt` and `started.txt` record them (what `finished` compares)."""
+    return ["-m", "experiments", "fit", *arguments]
+
+
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     """Train `run` with `python -m experiments fit <arguments>`, from an empty folder.
 
@@ -80,7 +86,7 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     from that checkpoint (`--ckpt_path`), so its metrics and W&B run continue; it ends as an
     uninterrupted run would. Anything else is trained from scratch.
     """
-    command = ["-m", "experiments", "fit", *arguments]
+    command = fit_command(arguments)
     if reuse and finished(run, command):
         return False
     layout = RunLayout(run)

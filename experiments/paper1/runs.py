@@ -46,6 +46,7 @@ from experiments.runner import (
     SittingError,
     finished,
     fit,
+    fit_command,
     portable,
     run_all,
     write_measurements,
@@ -133,7 +134,7 @@ def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
     missing = missing_fields(kept, list(needed))
     if kept is not None and not missing:
         return kept
-    if kept is not None and not finished(layout.path, ["-m", "experiments", "fit", *arguments]):
+    if kept is not None and not finished(layout.path, fit_command(arguments)):
         # The run folder is gone (a fresh machine, a run root rebuilt from the committed
         # files): the fields of `needed` read only the weights before training, which the
         # command's seed fixes, so they are measured on those rather than training it again.
