@@ -10,11 +10,12 @@
     attached.detach()                     # or: with attach(model) as attached: ...
 
 Sites are `<path>.<site>` for a one-layer module and `<path>.l<k>.<site>` for layer k of a stack
-(k from 0), with the cell's sites (`lightning_modules.recurrent.SITES`): GRU hidden, update_gate,
-reset_gate, candidate; LSTM hidden, cell, input_gate, forget_gate, candidate, output_gate. A
-bidirectional layer's units are the forward direction's then the backward one's, as in torch's
-output. Edits are the suite's `Intervention`s; their units and steps are checked against the
-layer (every direction) when the block opens.
+(k from 0; a model that is itself a torch `nn.LSTM` or `nn.GRU` has the path `lstm` or `gru`,
+its class name lower-cased), with the cell's sites (`lightning_modules.recurrent.SITES`): GRU
+hidden, update_gate, reset_gate, candidate; LSTM hidden, cell, input_gate, forget_gate,
+candidate, output_gate. A bidirectional layer's units are the forward direction's then the
+backward one's, as in torch's output. Edits are the suite's `Intervention`s; their units and
+steps are checked against the layer (every direction) when the block opens.
 
 Calls are sequences. A call of a module whose initial state is the final state its previous call
 returned (that tensor, or a view of its memory such as `.detach()`) continues that call's

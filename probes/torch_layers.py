@@ -39,7 +39,10 @@ class TorchLayer:
 
 
 def layer_name(path: str, module: nn.RNNBase, index: int) -> str:
-    """The name a layer's sites start with: the module's path, plus `.l<index>` in a stack."""
+    """The name a layer's sites start with: the module's path, plus `.l<index>` in a stack. The
+    model itself (path "", a bare `nn.LSTM` attached) is named after its class, lower-cased
+    (`lstm`, `lstm.l1`), so that no site name starts with a dot."""
+    path = path or type(module).__name__.lower()
     return path if module.num_layers == 1 else f"{path}.l{index}"
 
 

@@ -214,3 +214,29 @@ def test_a_module_it_cannot_trace_is_skipped_with_a_warning_naming_it():
     with attached.trace() as trace:
         outputs, _ = model["rnn"](inputs)
     assert set(attached.modules) == {"rnn"} and torch.equal(trace["rnn.hidden"], outputs.detach())
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_bare_torch_lstm_attached_names_its_sites_after_its_class(layers):
+    """A researcher's model that is itself an `nn.LSTM` (path ""): sites `lstm.hidden` or
+    `lstm.l1.hidden`, never `.hidden`; the trace equals the textbook equations and an edit by
+    that name reaches the layer."""
+    torch.manual_seed(0)
+    module = nn.LSTM(3, 4, num_layers=layers).double()
+    inputs = torch.randn(5, 2, 3, dtype=torch.double)
+    attached = attach(module)
+    layer = "lstm" if layers == 1 else "lstm.l1"
+    assert f"{layer}.hidden" in attached.sites
+    assert not any(site.startswith(".") for site in attached.sites)
+    with attached.trace() as trace:
+        module(inputs)
+    assert set(trace) == set(attached.sites)
+    assert set(trace.valid) == ({"lstm"} if layers == 1 else {"lstm.l0", "lstm.l1"})
+    below = inputs if layers == 1 else trace["lstm.l0.hidden"].transpose(0, 1)
+    zeros = torch.zeros(2, 4, dtype=torch.double)
+    by_hand = lstm_by_hand(module, layers - 1, below, zeros, zeros)
+    torch.testing.assert_close(trace[f"{layer}.forget_gate"], by_hand["forget_gate"])
+    with attached.edit([Intervention(f"{layer}.hidden", units=(1,), operation="zero")]):
+        with attached.trace() as edited:
+            module(inputs)
+    assert (edited[f"{layer}.hidden"][..., 1] == 0).all()
