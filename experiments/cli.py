@@ -16,7 +16,9 @@ logged before the checkpoint's step and the W&B run continues under the id kept 
 weight shapes (the config, not the checkpoint, says what is trained), and no class it names is
 imported (Lightning's own `--ckpt_path` handling would merge the checkpoint's hyperparameters,
 class path included, into the config). A fresh fit into a folder that holds a run is refused unless
-`--run.replace true`, which empties the folder first. Paths a run keeps about itself are relative
+`--run.replace true`, which replaces it as one transaction (`storage.replacement`): the new run
+whole once the fit (and its test) finished, else the old run as it was; a folder that a killed
+replacement left is restored by the next command on it. Paths a run keeps about itself are relative
 to it, so a copied or moved run resumes with its own files.
 """
 
@@ -50,13 +52,13 @@ from storage.files import (
     AtomicCheckpointIO,
     RunFileError,
     RunFolderLock,
-    empty_run_folder,
     load_checkpoint,
     read_own_text,
     recorded_entries,
     write_text_atomic,
 )
 from storage.layout import RUNS_ENV, default_run_root
+from storage.replacement import drop_old_run, hold_old_run, restore_old_run, settle_replacement
 
 LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", "vocab_size")
 """What a model takes from its DataModule (`--data.<name>` linked to `--model.init_args.<name>`)."""
@@ -107,6 +109,14 @@ def make_loggers(
     return loggers
 
 
+def stop_wandb_run() -> None:
+    """End this process's W&B run, if it started one: Lightning leaves a failed fit's open, and its
+    service would write on into the run's `wandb/` folder after a failed replacement deleted it."""
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and wandb.run is not None:
+        wandb.run.finish(exit_code=1)
+
+
 class _ArgumentParser(LightningArgumentParser):
     """On a bad argument, say what is wrong and where the options are listed, without first
     printing the whole usage (dozens of lines for a LightningCLI)."""
@@ -147,11 +157,20 @@ class ExperimentCLI(LightningCLI):
         kwargs.setdefault("subclass_mode_model", True)
         kwargs.setdefault("subclass_mode_data", True)
         self.run_lock: RunFolderLock | None = None
+        self.replacing: Path | None = None  # the run folder whose old run is held aside
         self.given_run_dir = run_dir
         self.trusted_classes = list(trusted_classes)
         self.resume_checkpoint: dict | None = None
         try:
             super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
+        except BaseException:  # KeyboardInterrupt too (Lightning ends it as SystemExit)
+            if self.replacing is not None:
+                stop_wandb_run()
+                restore_old_run(self.replacing)
+            raise
+        else:
+            if self.replacing is not None:
+                drop_old_run(self.replacing)
         finally:
             if self.run_lock is not None:
                 self.run_lock.release()
@@ -165,7 +184,8 @@ class ExperimentCLI(LightningCLI):
         parser.add_argument("--run.variant", type=str, default="default", help="e.g. guided.")
         parser.add_argument(
             "--run.replace", type=bool, default=False,
-            help="A fresh fit into a folder holding a run: delete that run first (else refused).",
+            help="A fresh fit into a folder holding a run (refused without this): replace that "
+            "run whole once the fit finishes; a fit that fails keeps it.",
         )  # fmt: skip
         # A config that gives the model's arguments without a class_path means the seq2seq model.
         parser.set_defaults({"model": {"class_path": "lightning_modules.seq2seq.Seq2Seq"}})
@@ -194,10 +214,13 @@ class ExperimentCLI(LightningCLI):
         """Replaces Lightning's, which merges the checkpoint's hyperparameters (its class path
         too) into the config: a given `--ckpt_path` (`last` and `best` name the run's own) must
         exist, be a checkpoint, and be of the configured model class and sizes (and, for a fit,
-        hold the training state); nothing it names is imported."""
-        fitting = self.config.get("subcommand") == "fit"
+        hold the training state); nothing it names is imported. A run folder it reads that a
+        killed `fit --run.replace` left mid-replacement is restored first."""
+        subcommand = self.config.get("subcommand")
+        fitting = subcommand == "fit"
         self.resume_step = 0 if fitting else math.inf
         config = self._config()
+        settle_replacement(self.run_dir(), purpose=f"{subcommand} it")
         ckpt_path = getattr(config, "ckpt_path", None)
         if ckpt_path in ("best", "last"):
             ckpt_path = config.ckpt_path = str(RunLayout(self.run_dir()).checkpoint(ckpt_path))
@@ -205,6 +228,7 @@ class ExperimentCLI(LightningCLI):
             raise RunFileError(f"--ckpt_path {ckpt_path} is not supported: give a checkpoint file.")
         if ckpt_path is None:
             return
+        settle_replacement(Path(ckpt_path).absolute().parent.parent, purpose=f"{subcommand} it")
         checkpoint = load_checkpoint(ckpt_path)
         check_resume(checkpoint, config, ckpt_path, LINKS, self.trusted_classes)
         if fitting:
@@ -214,7 +238,8 @@ class ExperimentCLI(LightningCLI):
 
     def _take_run_folder(self, run_dir: Path) -> None:
         """Lock the run folder; a fresh fit into one that holds a run is refused unless
-        `--run.replace`, which empties it first."""
+        `--run.replace`, which moves the old run aside until the fit ends (`__init__` then
+        deletes it, or restores it if the command failed)."""
         purpose = f"{self.config.get('subcommand')} it"
         self.run_lock = RunFolderLock(run_dir, purpose=purpose, claim=False)
         fresh_fit = self.config.get("subcommand") == "fit" and self.resume_checkpoint is None
@@ -228,7 +253,8 @@ class ExperimentCLI(LightningCLI):
             )
         self.run_lock.claim()
         if recorded:
-            empty_run_folder(run_dir)
+            hold_old_run(run_dir)
+            self.replacing = run_dir
 
     def instantiate_trainer(self, **kwargs):
         config = self._config()

@@ -27,6 +27,7 @@ from torch import nn
 
 from storage import RunLayout
 from storage.files import RunFileError, read_own_text
+from storage.replacement import settle_replacement
 from storage.trusted_classes import check_class_paths
 
 TRAINING_STATE = {"optimizer_states": list, "loops": dict, "global_step": int, "epoch": int}
@@ -192,6 +193,7 @@ def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None
     resumed = _option(arguments, "--resume")
     run = Path(resumed[-1]).absolute() if resumed else None
     if run is not None:
+        settle_replacement(run, purpose="resume it")
         if arguments[:1] != ["fit"] or any(
             a.split("=")[0] in ("--config", "--ckpt_path") for a in arguments
         ):
@@ -212,5 +214,6 @@ def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None
     configs += [a.split("=", 1)[1] for a in arguments if a.startswith("--config=")]
     for config in map(Path, configs):
         if in_run_folder(config):
+            settle_replacement(config.parent, purpose="read its config")
             check_run_config(config, trusted)
     return arguments, run, trusted

@@ -1,6 +1,7 @@
 """The ground floor: atomic writes, safetensors, weights-only checkpoint loading, the run-folder
 lock (:mod:`storage.files`), the one definition of a run folder's layout (:mod:`storage.layout`),
-the reader of a run folder (:mod:`storage.run_folder`) and the check that a class path read from a
+the reader of a run folder (:mod:`storage.run_folder`), a fit's replacement of the run in its
+folder as one transaction (:mod:`storage.replacement`) and the check that a class path read from a
 file is trusted (:mod:`storage.trusted_classes`). It imports no other package of the suite (the
 trusted classes are imported by path, when a run is rebuilt)."""
 

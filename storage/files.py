@@ -12,7 +12,6 @@ import errno
 import fcntl
 import os
 import secrets
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -179,18 +178,6 @@ def recorded_entries(run_dir: str | os.PathLike) -> list[Path]:
     if not run_dir.is_dir():
         return []
     return sorted(p for p in run_dir.iterdir() if p.name not in RUN_OUTSIDE_FIT)
-
-
-def empty_run_folder(run_dir: str | os.PathLike) -> None:
-    """Remove everything in `run_dir` but its lock (held by the caller): links are removed, never
-    followed."""
-    for entry in Path(run_dir).iterdir():
-        if entry.name == ".lock":
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
 
 
 class RunFolderLock:

@@ -12,6 +12,9 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
     wandb_run_id                      its W&B run, continued on a resume
     wandb/                            the W&B run's files (offline runs)
     .lock                             held while a process writes the run (RunFolderLock)
+    .old-run/                         the run a `fit --run.replace` replaces, held until the fit
+                                      ends (.old-run.moving and .old-run.deleting on its way
+                                      aside and out: storage.replacement)
     checkpoints/{best,last}.ckpt      Lightning checkpoints, read with weights_only=True
     traces/<split>/<tag>.safetensors  what TraceRecorder recorded
     weights/<tag>.safetensors         WeightSnapshot's weights
@@ -56,6 +59,9 @@ class RunLayout:
         self.metrics = self.path / "metrics.csv"
         self.wandb_run_id = self.path / "wandb_run_id"
         self.lock = self.path / ".lock"
+        self.old_run = self.path / ".old-run"
+        self.old_run_moving = self.path / ".old-run.moving"
+        self.old_run_deleting = self.path / ".old-run.deleting"
         self.analysis = self.path / "analysis.json"
         self.measurements = self.path / self.MEASUREMENTS
         self.checkpoints = self.path / "checkpoints"

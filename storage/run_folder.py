@@ -4,7 +4,8 @@
 `<run>/traces/<split>/<tag>.safetensors` (`TraceRecorder`), `<run>/weights/<tag>.safetensors`
 (`WeightSnapshot`) and `<run>/metrics.csv`. A missing or unreadable file is one `RunFileError`
 naming the file and the fix. A checkpoint is data: the classes it names are imported only when
-they are the suite's or named by the user (`storage.trusted_classes`).
+they are the suite's or named by the user (`storage.trusted_classes`). A folder that a killed
+`fit --run.replace` left mid-replacement is first restored to its old run (`storage.replacement`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import Tensor
 
 from storage.files import RunFileError, load_checkpoint
 from storage.layout import UNTRAINED, RunLayout
+from storage.replacement import settle_replacement
 from storage.trusted_classes import check_class_paths, resolve_class
 
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
@@ -54,6 +56,7 @@ class RunFolder:
                 f"Run folder {self.path} does not exist: train it first "
                 "(python -m experiments fit --config ...) or give the right --runs path."
             )
+        settle_replacement(self.path, purpose="read it")
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"

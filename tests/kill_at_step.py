@@ -1,6 +1,6 @@
-"""A callback for the kill-and-resume tests of step-based fits: the process ends at once, as if
-killed, when the fit is about to train its `step`-th batch (after the checkpoints of the steps
-before it were written)."""
+"""Callbacks for the kill-and-resume tests of step-based fits: when the fit is about to train its
+`step`-th batch (after the checkpoints of the steps before it were written), the process ends at
+once, as if killed (`KillAtStep`), or is interrupted as by Ctrl-C (`InterruptAtStep`)."""
 
 from __future__ import annotations
 
@@ -16,3 +16,9 @@ class KillAtStep(Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if trainer.global_step == self.step:
             os._exit(9)
+
+
+class InterruptAtStep(KillAtStep):
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise KeyboardInterrupt

@@ -8,7 +8,11 @@ byte for byte and the last weights exactly.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +24,8 @@ from experiments import runner
 from experiments.cli import main, wandb_run_id
 from storage import RunFolder, RunLayout
 from storage.files import RunFileError, load_checkpoint
+from storage.replacement import settle_replacement
+from tests.test_run_writers import ROOT
 from tests.test_runs import TINY
 
 RUN = Path("paper1") / "tiny" / "seed=3"
@@ -263,6 +269,119 @@ def test_replace_leaves_no_file_of_the_old_run(runs, finished, tmp_path):
     assert_same_run(finished, fresh)
     assert RunFolder(finished).model().hparams.hidden_size == 16
     assert yaml.safe_load(RunLayout(finished).config.read_text())["run"]["replace"] is False
+
+
+def contents(run: Path) -> dict[str, bytes]:
+    """Every file of `run` but its lock (which names its last holder), by relative path: its
+    bytes, or a link's target."""
+    return {
+        str(p.relative_to(run)): str(p.readlink()).encode() if p.is_symlink() else p.read_bytes()
+        for p in run.rglob("*")
+        if p.name != ".lock" and (p.is_file() or p.is_symlink())
+    }
+
+
+def holding_folders(run: Path) -> list[str]:
+    return [p.name for p in run.iterdir() if p.name.startswith(".old-run")]
+
+
+def test_a_replacing_fit_that_fails_leaves_the_old_run_as_it_was(
+    runs, finished, capsys, monkeypatch
+):
+    """The batch size is only refused by the DataLoader, after the new fit wrote its config and
+    started its W&B run (offline here, whose files must not come back into the restored run)."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    before = contents(finished)
+    error = refused(capsys, "fit", "--config", str(runs["config"]), "--run.root",
+                    str(finished.parents[2]), "--run.replace", "true",
+                    "--data.init_args.batch_size", "0")  # fmt: skip
+    assert "batch_size should be a positive integer" in error
+    assert contents(finished) == before and not holding_folders(finished)
+
+
+def test_a_replacing_fit_interrupted_by_ctrl_c_leaves_the_old_run_as_it_was(runs, finished):
+    """Lightning ends a fit interrupted in training with SystemExit(1), its checkpoints written."""
+    before = contents(finished)
+    interrupt = {"class_path": "tests.kill_at_step.InterruptAtStep", "init_args": {"step": 8}}
+    handler = signal.getsignal(signal.SIGINT)  # Lightning ignores a second Ctrl-C from then on
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            fit(runs["config"], finished.parents[2], "--run.replace", "true",
+                f"--trainer.callbacks+={json.dumps(interrupt)}")  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert stopped.value.code == 1
+    assert contents(finished) == before and not holding_folders(finished)
+
+
+def test_a_replacing_fit_that_finishes_leaves_no_old_file_and_no_holding_folder(runs, finished):
+    old_checkpoint = RunLayout(finished).checkpoint("last").read_bytes()
+    fit(runs["config"], finished.parents[2], "--trainer.max_epochs", "1", "--run.replace", "true")
+    assert not holding_folders(finished)
+    assert RunLayout(finished).checkpoint("last").read_bytes() != old_checkpoint
+    assert load_checkpoint(RunLayout(finished).checkpoint("last"))["epoch"] == 0
+
+
+def test_a_replacing_fit_killed_midway_is_restored_by_the_next_command(runs, finished, capsys):
+    """SIGKILLed (as by `kill -9`) in its third step, a replacing fit leaves the new run's first
+    files beside the held old run; the next command restores the old run and says so."""
+    before = contents(finished)
+    kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": 2}}
+    killed = subprocess.run(
+        [sys.executable, "-m", "experiments", "fit", "--config", str(runs["config"]),
+         "--run.root", str(finished.parents[2]), "--run.replace", "true",
+         f"--trainer.callbacks+={json.dumps(kill)}"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == 9, killed.stderr
+    assert holding_folders(finished) == [".old-run"]
+    assert RunLayout(finished).config.is_file() and contents(finished) != before  # the new run's
+    with pytest.raises(SystemExit):  # a fresh fit, refused: the restored old run is a run
+        main(["fit", "--config", str(runs["config"]), "--run.root", str(finished.parents[2])])
+    note, error = capsys.readouterr().err.splitlines()
+    assert note == (
+        f"note: {finished}: restored the run that an unfinished fit --run.replace was replacing "
+        "(the replacing fit's files are deleted)."
+    )
+    assert error.startswith("error: ") and "already holds a run" in error
+    assert contents(finished) == before and not holding_folders(finished)
+
+
+def test_a_folder_left_on_each_step_of_a_replacement_is_settled_whole(tmp_path, capsys):
+    """A kill while the old run is moved aside, while the new fit writes, or while the finished
+    fit deletes the old run: the folder ends with one whole run, the old one unless the new one
+    finished. Links inside are moved or deleted as links, never followed."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("a file of the user's")
+    old = {"config.yaml": b"old config", "checkpoints/last.ckpt": b"old weights"}
+    new = {"config.yaml": b"new config", "metrics.csv": b"new metrics"}
+
+    def folder(name, outside_entries, held, holding):
+        run = tmp_path / name
+        for files, under in ((outside_entries, run), (held, run / holding)):
+            for path, data in files.items():
+                (under / path).parent.mkdir(parents=True, exist_ok=True)
+                (under / path).write_bytes(data)
+        (run / holding / "link").symlink_to(outside)
+        return run
+
+    moving = folder("moving", {"config.yaml": b"old config"},
+                    {"checkpoints/last.ckpt": b"old weights"}, ".old-run.moving")  # fmt: skip
+    held = folder("held", new, old, ".old-run")
+    deleting = folder("deleting", new, old, ".old-run.deleting")
+    for run in (moving, held):
+        settle_replacement(run)
+        assert contents(run) == {**old, "link": str(outside).encode()}
+        assert not holding_folders(run) and "restored the run" in capsys.readouterr().err
+    settle_replacement(deleting)
+    assert contents(deleting) == new and not holding_folders(deleting)
+    assert "deleted what was left" in capsys.readouterr().err
+    assert outside.read_text() == "a file of the user's"
+    (held / ".old-run").symlink_to(outside)
+    with pytest.raises(RunFileError, match="symbolic link"):
+        settle_replacement(held)
+    assert outside.read_text() == "a file of the user's"
 
 
 # Row 7: a copied or moved run resumes with its own files.

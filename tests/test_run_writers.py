@@ -288,16 +288,23 @@ def test_written_files_follow_the_umask(tmp_path, umask):
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
 
 
-def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path):
+@pytest.mark.parametrize("replacing", [False, True])
+def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path, replacing):
     """`--trainer.devices 2 --trainer.strategy ddp` on CPU: rank zero alone holds the run's lock
     and writes its files, so the fit ends with one metrics.csv (every epoch validated once, at
-    the steps of a one-process fit: 6 batches per process and epoch) and one W&B run."""
+    the steps of a one-process fit: 6 batches per process and epoch) and one W&B run; replacing
+    a run, rank zero alone moves the old one aside (the other rank, started while it is held,
+    leaves the folder alone) and deletes it once the fit finished."""
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
-    process = start_fit(config, tmp_path / "runs", "--trainer.accelerator", "cpu",
-                        "--trainer.devices", "2", "--trainer.strategy", "ddp")  # fmt: skip
+    ddp = ("--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp")
+    if replacing:
+        old = start_fit(config, tmp_path / "runs", *ddp, "--trainer.max_epochs", "1")
+        assert old.wait(timeout=300) == 0, old.stderr.read()
+    process = start_fit(config, tmp_path / "runs", *ddp, "--run.replace", str(replacing).lower())
     assert process.wait(timeout=300) == 0, process.stderr.read()
     layout = RunLayout(tmp_path / "runs" / "paper1" / "tiny" / "seed=3")
+    assert not any(p.name.startswith(".old-run") for p in layout.path.iterdir())
     metrics = rows(layout.metrics)
     validated = [(r["epoch"], r["step"]) for r in metrics if r["val/seq_acc"]]
     assert validated == [("0", "5"), ("1", "11")]
