@@ -16,6 +16,7 @@ screenshot is not blank. Without Chromium and its driver the browser tests fail 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -172,10 +173,17 @@ def test_a_port_in_use_is_one_error(runs, capsys):
 @pytest.fixture(scope="module")
 def page(runs):
     """The command serving every run of `runs` on a free port: its address, as printed."""
+    with served([str(path) for path in runs.values()]) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def served(folders: list[str]):
+    """`python -m probes view` over `folders` on a free port, until the block ends: its address,
+    as printed."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    folders = [str(path) for path in runs.values()]
     command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs", *folders]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
@@ -194,21 +202,30 @@ def page(runs):
 
 @pytest.fixture(scope="module")
 def browser():
+    try:
+        driver = headless_chromium()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    yield driver
+    driver.quit()
+
+
+def headless_chromium(width: int = 1400, height: int = 1000):
+    """Debian's Chromium, headless, driven by selenium; a `RuntimeError` naming the fix where it
+    or its driver is missing."""
     missing = [name for name in CHROMIUM if shutil.which(name) is None]
     if missing:
-        pytest.fail(f"{' and '.join(missing)} not installed: the browser tests drive Debian's "
-                    "Chromium (apt-get install chromium chromium-driver; `make test` installs "
-                    "them where it can)")  # fmt: skip
+        raise RuntimeError(f"{' and '.join(missing)} not installed: the browser tests drive "
+                           "Debian's Chromium (apt-get install chromium chromium-driver; `make "
+                           "test` installs them where it can)")  # fmt: skip
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000"):  # fmt: skip
+                     f"--window-size={width},{height}"):  # fmt: skip
         options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    yield driver
-    driver.quit()
+    return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
 
 
 @pytest.fixture(scope="module")
