@@ -326,6 +326,8 @@ def test_a_pattern_search_lists_the_planted_spans_and_a_click_shows_one(
     choose(browser, "run", str(runs["planted"]))
     planted = planted_trace()
     wait_until(lambda: heatmap_tokens(browser) == planted_tokens(planted, 0), 30, "example 0")
+    browser.find_element(By.ID, "pattern-find").click()  # no units chosen yet: one message
+    wait_until(lambda: "Pick the units" in text_of(browser, "message"), 30, "the message")
     cells = browser.find_element(By.CSS_SELECTOR, "#heatmap .nsewdrag")
     ActionChains(browser).move_to_element(cells).click().perform()  # the middle unit, 2
     wait_until(lambda: chosen_units(browser) == ["unit 2"], 30, "unit 2 chosen by a click")
@@ -346,8 +348,11 @@ def test_a_pattern_search_lists_the_planted_spans_and_a_click_shows_one(
     assert_not_blank(browser, screenshots / "pattern_search.png")
 
     # the second match's example is filtered out of the list: a click clears the filter
-    browser.find_element(By.ID, "filter-tokens").send_keys("0 1 2", Keys.ENTER)
-    wait_until(lambda: "1 of 6 examples" in text_of(browser, "example-count"), 30, "the filter")
+    until_shown(
+        lambda: type_into(browser, "filter-tokens", "0 1 2" + Keys.ENTER),
+        lambda: "1 of 6 examples" in text_of(browser, "example-count"),
+        "the filter",
+    )
     matched, start, stop = EXPECTED[1]
     cells = browser.find_elements(By.CSS_SELECTOR, "#pattern-matches td[data-dash-column=tokens]")
     cells[1].click()
@@ -374,6 +379,11 @@ def test_two_tags_of_one_run_side_by_side_share_the_order_and_colour_scale(
     choose(browser, "side-run", str(runs["suite"]))
     wait_until(lambda: "(best)" in text_of(browser, "side-text"), 30, "B: the suite run, best")
     choose(browser, "side-tag", "epoch=1")
+    described = [
+        f"A: {runs['suite']} (epoch=0)",
+        f"B: {runs['suite']} (epoch=1), units in A's order",
+    ]
+    wait_until(lambda: text_of(browser, "side-text").splitlines() == described, 30, str(described))
     tokens = run.example_site(split, "epoch=0", 0, "encoder.hidden").tokens
     order = GROUP + [unit for unit in range(values["epoch=0"].shape[0]) if unit not in GROUP]
     marked = [f"● {unit}" for unit in GROUP]
@@ -382,10 +392,6 @@ def test_two_tags_of_one_run_side_by_side_share_the_order_and_colour_scale(
         wait_until(lambda g=graph, e=expected: shows(browser, g, e), 30, f"{graph}: {tag}")
         wait_until(lambda g=graph: heatmap_tokens(browser, g) == tokens, 10, f"{graph}: tokens")
         wait_until(lambda g=graph: unit_labels(browser, g)[:2] == marked, 10, f"{graph}: order")
-    assert text_of(browser, "side-text").splitlines() == [
-        f"A: {runs['suite']} (epoch=0)",
-        f"B: {runs['suite']} (epoch=1), units in A's order",
-    ]
     gates = all(float(v.min()) >= 0 and float(v.max()) <= 1 for v in values.values())
     scale = [0, 1] if gates else [-max(largest.values()), max(largest.values())]
     for graph in ("side-first", "side-second"):
@@ -462,17 +468,22 @@ def choose(browser, dropdown_id: str, option: str) -> None:
     raise AssertionError(f"the dropdown {dropdown_id} does not offer {option}")
 
 
-def choose_until(browser, dropdown_id: str, option: str, shown, seconds: float = 10) -> None:
+def choose_until(browser, dropdown_id: str, option: str, shown) -> None:
     """Pick `option` until the page `shown` it: a choice made while the page's first callbacks
     still run can be undone by them."""
-    for _ in range(3):
-        choose(browser, dropdown_id, option)
+    until_shown(lambda: choose(browser, dropdown_id, option), shown, f"{option} in {dropdown_id}")
+
+
+def until_shown(act, shown, what: str, tries: int = 3, seconds: float = 10) -> None:
+    """`act` again until the page `shown` its effect, at most `tries` times."""
+    for _ in range(tries):
+        act()
         try:
-            wait_until(shown, seconds, f"{option} in {dropdown_id} shown")
+            wait_until(shown, seconds, what)
             return
         except AssertionError:
             continue
-    raise AssertionError(f"picking {option} in {dropdown_id} never showed")
+    raise AssertionError(f"{what}: never shown after {tries} tries")
 
 
 def heatmap_title(browser) -> str:

@@ -21,7 +21,13 @@ from dash.exceptions import PreventUpdate
 from torch import Tensor
 
 from probes.command.view.page import EXAMPLES_PER_PAGE, RunCache, answered, labelled
-from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError, step_tokens_key
+from probes.command.view.runs import (
+    MOST_EXAMPLES,
+    RecordedTrace,
+    ViewedRun,
+    ViewError,
+    step_tokens_key,
+)
 from probes.traces import valid_key, valid_steps
 
 STAGE = "pattern"
@@ -206,6 +212,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Output("examples", "selected_rows", allow_duplicate=True),
         Output("examples", "page_current", allow_duplicate=True),
         Output("pattern-pending", "data", allow_duplicate=True),
+        problem,
         Input("examples", "data"),
         State("pattern-pending", "data"),
         prevent_initial_call=True,
@@ -347,12 +354,23 @@ def show_match(cell, matches, rows) -> tuple:
 
 
 def show_pending_example(rows, pending) -> tuple:
-    """Once the cleared filters list every example, the match's example selected."""
-    listed = [int(row["example"]) for row in rows or []]
-    if pending is None or pending not in listed:
+    """Once the cleared filters list every example, the match's example selected; one message
+    where the list still leaves it out (past its first `MOST_EXAMPLES`)."""
+    if pending is None:
         raise PreventUpdate
+    listed = [int(row["example"]) for row in rows or []]
+    if pending not in listed:
+        return (
+            no_update,
+            no_update,
+            None,
+            (
+                f"Example {pending} is past the first {MOST_EXAMPLES} examples listed: filter the "
+                "list by its tokens to reach it."
+            ),
+        )
     index = listed.index(pending)
-    return [index], index // EXAMPLES_PER_PAGE, None
+    return [index], index // EXAMPLES_PER_PAGE, None, ""
 
 
 def highlight(runs: RunCache, figure, units, first, last, path, split, tag, site, order):
