@@ -1,17 +1,22 @@
 """`python -m probes view`: the page over a tiny recorded run of the suite, driven by a real
 browser (Debian's Chromium and chromium-driver, through selenium).
 
-The run is a one-epoch fit of `tests.test_runs.TINY` (paper 1's lookup tables, GRU seq2seq);
-beside it: a run folder that does not exist, one that has recorded nothing yet, and one whose
-trace has no time axis (a classifier's). Checks: the address printed, the page loads with the
-first example's heat map under its tokens, switching examples changes those tokens, the filter
-narrows the list, each bad run is one message on the page, and every view's screenshot is not
-blank. Without Chromium and its driver the browser tests fail saying so (`make test` installs
-them).
+The run is a two-epoch fit of `tests.test_runs.TINY` (paper 1's lookup tables, GRU seq2seq);
+beside it: a run folder that does not exist, one that has recorded nothing yet, one whose trace
+has no time axis (a classifier's), a run of one's own LSTM with planted patterns
+(`tests.test_view_pattern_search.planted_trace`) and a copy of the suite run with other examples
+and a missing site. Checks: the address printed, the page loads with the first example's heat
+map under its tokens, switching examples changes those tokens, the filter narrows the list, each
+bad run is one message on the page, a pattern search lists the planted spans best first and a
+click on one shows its example with the span marked, two epochs side by side share the order of
+units and the colour scale (a second run that differs is one message), and every view's
+screenshot is not blank. Without Chromium and its driver the browser tests fail saying so
+(`make test` installs them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -34,6 +39,7 @@ from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
 from storage.run_folder import RunFolder
 from tests.test_runs import fit
+from tests.test_view_pattern_search import EXPECTED, PLANTED_UNITS, SELECTION, planted_trace
 
 CHROMIUM = ("chromium", "chromedriver")
 GROUP = [5, 2]
@@ -44,9 +50,11 @@ GROUP_ORDER = "probes.table2.encoder.hidden: group of 2 first"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """The tiny suite run and three run folders the page cannot show, by what they are."""
+    """The tiny suite run and three run folders the page cannot show, by what they are; a run of
+    one's own model with planted patterns (`planted_trace`), and a copy of the suite run whose
+    best trace holds its examples in reverse and whose first epoch lacks `encoder.hidden`."""
     folder = tmp_path_factory.mktemp("view_runs")
-    suite = fit(folder, "runs", "--trainer.max_epochs", "1")
+    suite = fit(folder, "runs")  # two epochs: two tags to show side by side
     (suite / "measurements.json").write_text(json.dumps(MEASUREMENTS))
     unfinished = folder / "runs" / "paper1" / "unfinished" / "seed=1"
     unfinished.mkdir(parents=True)
@@ -54,11 +62,23 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     classifier = folder / "runs" / "paper3" / "classifier" / "seed=1"
     save_tensors_atomic({"hidden.0": torch.rand(6, 8), "prediction": torch.zeros(6, dtype=int)},
                         classifier / "traces" / "test" / "last.safetensors")  # fmt: skip
+    planted = folder / "runs" / "own" / "planted" / "seed=1"
+    save_tensors_atomic(planted_trace(), planted / "traces" / "test" / "best.safetensors")
+    other = folder / "runs" / "paper1" / "other" / "seed=3"
+    shutil.copytree(suite, other)
+    traces = RunFolder(suite)
+    reversed_best = {k: v.flip(0) for k, v in traces.trace("new_compositions", "best").items()}
+    first_epoch = traces.trace("new_compositions", "epoch=0")
+    del first_epoch["encoder.hidden"]
+    for tag, entries in (("best", reversed_best), ("epoch=0", first_epoch)):
+        save_tensors_atomic(entries, other / "traces" / "new_compositions" / f"{tag}.safetensors")
     return {
         "suite": suite,
         "missing": folder / "runs" / "paper1" / "no_such_run" / "seed=1",
         "unfinished": unfinished,
         "unshowable": classifier,
+        "planted": planted,
+        "other": other,
     }
 
 
@@ -153,16 +173,25 @@ def test_a_port_in_use_is_one_error(runs, capsys):
 @pytest.fixture(scope="module")
 def page(runs):
     """The command serving every run of `runs` on a free port: its address, as printed."""
+    with served([str(path) for path in runs.values()]) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def served(folders: list[str]):
+    """`python -m probes view` over `folders` on a free port, until the block ends: its address,
+    as printed."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    folders = [str(runs[kind]) for kind in ("suite", "missing", "unfinished", "unshowable")]
     command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs", *folders]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     try:
         printed = server.stdout.readline()
-        assert f"4 run folder(s) at http://127.0.0.1:{port}/" in printed, server.stderr.read()
+        assert f"{len(folders)} run folder(s) at http://127.0.0.1:{port}/" in printed, (
+            server.stderr.read()
+        )
         address = printed.split(" at ")[1].split()[0]
         wait_until(lambda: answers(address), 60, "the page to answer")
         yield address
@@ -173,21 +202,30 @@ def page(runs):
 
 @pytest.fixture(scope="module")
 def browser():
+    try:
+        driver = headless_chromium()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    yield driver
+    driver.quit()
+
+
+def headless_chromium(width: int = 1400, height: int = 1000):
+    """Debian's Chromium, headless, driven by selenium; a `RuntimeError` naming the fix where it
+    or its driver is missing."""
     missing = [name for name in CHROMIUM if shutil.which(name) is None]
     if missing:
-        pytest.fail(f"{' and '.join(missing)} not installed: the browser tests drive Debian's "
-                    "Chromium (apt-get install chromium chromium-driver; `make test` installs "
-                    "them where it can)")  # fmt: skip
+        raise RuntimeError(f"{' and '.join(missing)} not installed: the browser tests drive "
+                           "Debian's Chromium (apt-get install chromium chromium-driver; `make "
+                           "test` installs them where it can)")  # fmt: skip
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000"):  # fmt: skip
+                     f"--window-size={width},{height}"):  # fmt: skip
         options.add_argument(argument)
-    driver = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
-    yield driver
-    driver.quit()
+    return webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
 
 
 @pytest.fixture(scope="module")
@@ -277,6 +315,113 @@ def test_a_run_the_page_cannot_show_is_one_message(browser, page, runs, screensh
     assert_not_blank(browser, screenshots / f"{kind}.png")
 
 
+def test_a_pattern_search_lists_the_planted_spans_and_a_click_shows_one(
+    browser, page, runs, screenshots
+):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    opened(browser, page, runs)
+    choose(browser, "run", str(runs["planted"]))
+    planted = planted_trace()
+    wait_until(lambda: heatmap_tokens(browser) == planted_tokens(planted, 0), 30, "example 0")
+    browser.find_element(By.ID, "pattern-find").click()  # no units chosen yet: one message
+    wait_until(lambda: "Pick the units" in text_of(browser, "message"), 30, "the message")
+    cells = browser.find_element(By.CSS_SELECTOR, "#heatmap .nsewdrag")
+    ActionChains(browser).move_to_element(cells).click().perform()  # the middle unit, 2
+    wait_until(lambda: chosen_units(browser) == ["unit 2"], 30, "unit 2 chosen by a click")
+    example, start, stop = SELECTION
+    type_into(browser, "pattern-from", str(start))
+    type_into(browser, "pattern-to", str(stop - 1))
+    browser.find_element(By.ID, "pattern-on-units").click()
+    units = [f"unit {unit}" for unit in PLANTED_UNITS]
+    wait_until(lambda: chosen_units(browser) == units, 30, f"the units on: {units}")
+    marks = [[start - 0.5, stop - 0.5, unit - 0.5, unit + 0.5] for unit in PLANTED_UNITS]
+    wait_until(lambda: highlights(browser) == marks, 30, f"the selection marked: {marks}")
+    browser.find_element(By.ID, "pattern-find").click()
+    expected = [[str(e), f"{a}-{b - 1}"] for e, a, b in EXPECTED]
+    wait_until(lambda: listed_matches(browser) == expected, 30, f"the matches {expected}")
+    assert f"{len(EXPECTED)} other span(s)" in text_of(browser, "pattern-summary")
+    assert text_of(browser, "message") == ""
+    scroll_to(browser, "pattern-summary")
+    assert_not_blank(browser, screenshots / "pattern_search.png")
+
+    # the second match's example is filtered out of the list: a click clears the filter
+    until_shown(
+        lambda: type_into(browser, "filter-tokens", "0 1 2" + Keys.ENTER),
+        lambda: "1 of 6 examples" in text_of(browser, "example-count"),
+        "the filter",
+    )
+    matched, start, stop = EXPECTED[1]
+    cells = browser.find_elements(By.CSS_SELECTOR, "#pattern-matches td[data-dash-column=tokens]")
+    cells[1].click()
+    tokens = planted_tokens(planted, matched)
+    wait_until(lambda: heatmap_tokens(browser) == tokens, 30, f"example {matched}: {tokens}")
+    assert f"example {matched}" in text_of(browser, "example-text")
+    assert "6 of 6 examples" in text_of(browser, "example-count")
+    marks = [[start - 0.5, stop - 0.5, unit - 0.5, unit + 0.5] for unit in PLANTED_UNITS]
+    wait_until(lambda: highlights(browser) == marks, 30, f"the match marked: {marks}")
+    assert_not_blank(browser, screenshots / "pattern_match.png")
+
+
+def test_two_tags_of_one_run_side_by_side_share_the_order_and_colour_scale(
+    browser, page, runs, screenshots
+):
+    run, split = opened(browser, page, runs)
+    values = {tag: run.example_site(split, tag, 0, "encoder.hidden").values.T
+              for tag in ("epoch=0", "epoch=1")}  # fmt: skip
+    largest = {tag: float(v.abs().max()) for tag, v in values.items()}
+    assert largest["epoch=0"] != largest["epoch=1"]  # one scale for both is not either's own
+    title = f"encoder.hidden, example 0 ({split}, epoch=0)"
+    choose_until(browser, "tag", "epoch=0", lambda: heatmap_title(browser) == title)
+    choose(browser, "order", GROUP_ORDER)
+    choose(browser, "side-run", str(runs["suite"]))
+    wait_until(lambda: "(best)" in text_of(browser, "side-text"), 30, "B: the suite run, best")
+    choose(browser, "side-tag", "epoch=1")
+    described = [
+        f"A: {runs['suite']} (epoch=0)",
+        f"B: {runs['suite']} (epoch=1), units in A's order",
+    ]
+    wait_until(lambda: text_of(browser, "side-text").splitlines() == described, 30, str(described))
+    tokens = run.example_site(split, "epoch=0", 0, "encoder.hidden").tokens
+    order = GROUP + [unit for unit in range(values["epoch=0"].shape[0]) if unit not in GROUP]
+    marked = [f"● {unit}" for unit in GROUP]
+    for graph, tag in (("side-first", "epoch=0"), ("side-second", "epoch=1")):
+        expected = values[tag][order].float()
+        wait_until(lambda g=graph, e=expected: shows(browser, g, e), 30, f"{graph}: {tag}")
+        wait_until(lambda g=graph: heatmap_tokens(browser, g) == tokens, 10, f"{graph}: tokens")
+        wait_until(lambda g=graph: unit_labels(browser, g)[:2] == marked, 10, f"{graph}: order")
+    gates = all(float(v.min()) >= 0 and float(v.max()) <= 1 for v in values.values())
+    scale = [0, 1] if gates else [-max(largest.values()), max(largest.values())]
+    for graph in ("side-first", "side-second"):
+        assert [plotted(browser, graph)[end] for end in ("zmin", "zmax")] == pytest.approx(scale)
+    assert text_of(browser, "message") == ""
+    scroll_to(browser, "side-text")
+    assert_not_blank(browser, screenshots / "side_by_side.png")
+
+
+@pytest.mark.parametrize(
+    "tag, message",
+    [("best", "holds other examples than"), ("epoch=0", "has no site 'encoder.hidden'")],
+)
+def test_a_second_run_with_other_examples_or_without_the_site_is_one_message(
+    browser, page, runs, screenshots, tag, message
+):
+    opened(browser, page, runs)
+    choose(browser, "side-run", str(runs["other"]))
+    if tag != "best":
+        wait_until(lambda: "holds other examples" in text_of(browser, "message"), 30, "best")
+        choose(browser, "side-tag", tag)
+    wait_until(lambda: message in text_of(browser, "message"), 30, message)
+    shown = text_of(browser, "message")
+    assert str(runs["other"]) in shown and len(shown.splitlines()) == 1
+    assert "Traceback" not in browser.page_source
+    assert heatmap_tokens(browser, "side-second") == []
+    scroll_to(browser, "side-text")
+    assert_not_blank(browser, screenshots / f"side_by_side_refused_{tag}.png")
+
+
 # ---- helpers -----------------------------------------------------------------------------------
 def wait_until(condition, seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
@@ -302,19 +447,56 @@ def text_of(browser, element_id: str) -> str:
 
 
 def choose(browser, dropdown_id: str, option: str) -> None:
-    """Pick `option` in the dropdown `dropdown_id` (Dash 4's dropdown: a button, then a list)."""
+    """Pick `option` in the dropdown `dropdown_id` (Dash 4's dropdown: a button, then a list),
+    opening it again where its list did not come (the page was busy redrawing)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    def listed():
+        options = browser.find_elements(By.CSS_SELECTOR, "label.dash-dropdown-option")
+        return next((o for o in options if o.text == option), None)
+
+    for _ in range(3):
+        browser.find_element(By.ID, dropdown_id).click()
+        try:
+            wait_until(listed, 5, f"the option {option} in {dropdown_id}")
+        except AssertionError:
+            browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+            continue
+        listed().click()
+        return
+    raise AssertionError(f"the dropdown {dropdown_id} does not offer {option}")
+
+
+def choose_until(browser, dropdown_id: str, option: str, shown) -> None:
+    """Pick `option` until the page `shown` it: a choice made while the page's first callbacks
+    still run can be undone by them."""
+    until_shown(lambda: choose(browser, dropdown_id, option), shown, f"{option} in {dropdown_id}")
+
+
+def until_shown(act, shown, what: str, tries: int = 3, seconds: float = 10) -> None:
+    """`act` again until the page `shown` its effect, at most `tries` times."""
+    for _ in range(tries):
+        act()
+        try:
+            wait_until(shown, seconds, what)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"{what}: never shown after {tries} tries")
+
+
+def heatmap_title(browser) -> str:
     from selenium.webdriver.common.by import By
 
-    browser.find_element(By.ID, dropdown_id).click()
-    options = browser.find_elements(By.CSS_SELECTOR, "label.dash-dropdown-option")
-    next(o for o in options if o.text == option).click()
+    return browser.find_element(By.CSS_SELECTOR, "#heatmap .gtitle").text
 
 
-def unit_labels(browser) -> list[str]:
-    """The unit labels beside the heat map, top to bottom."""
+def unit_labels(browser, graph: str = "heatmap") -> list[str]:
+    """The unit labels beside a heat map, top to bottom."""
     from selenium.webdriver.common.by import By
 
-    return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, "#heatmap .ytick text")]
+    return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, f"#{graph} .ytick text")]
 
 
 def hover_text(browser) -> str:
@@ -324,11 +506,73 @@ def hover_text(browser) -> str:
     return browser.find_element(By.CSS_SELECTOR, "#heatmap .hovertext").text
 
 
-def heatmap_tokens(browser) -> list[str]:
-    """The tick labels above the heat map: the tokens of the example's steps."""
+def heatmap_tokens(browser, graph: str = "heatmap") -> list[str]:
+    """The tick labels above a heat map: the tokens of the example's steps."""
     from selenium.webdriver.common.by import By
 
-    return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, "#heatmap .xtick text")]
+    return [tick.text for tick in browser.find_elements(By.CSS_SELECTOR, f"#{graph} .xtick text")]
+
+
+def plotted(browser, graph: str) -> dict:
+    """The heat map trace that Plotly draws in the graph `graph` (its `z`, `zmin`, `zmax`)."""
+    return browser.execute_script(
+        "const trace = document.querySelector(`#${arguments[0]} .js-plotly-plot`)._fullData[0];"
+        "return {z: trace.z, zmin: trace.zmin, zmax: trace.zmax};",
+        graph,
+    )
+
+
+def shows(browser, graph: str, values: torch.Tensor) -> bool:
+    """Whether the heat map in `graph` draws `values` [units, time]."""
+    return torch.allclose(torch.tensor(plotted(browser, graph)["z"]), values, atol=1e-6)
+
+
+def highlights(browser) -> list[list[float]]:
+    """The heat map's marks of the pattern's units over its span: [x0, x1, y0, y1] each."""
+    return browser.execute_script(
+        "return (document.querySelector('#heatmap .js-plotly-plot').layout.shapes || [])"
+        ".filter(s => s.name === 'pattern').map(s => [s.x0, s.x1, s.y0, s.y1]);"
+    )
+
+
+def chosen_units(browser) -> list[str]:
+    """The units chosen for the pattern, as the dropdown shows them."""
+    from selenium.webdriver.common.by import By
+
+    chips = browser.find_elements(By.CSS_SELECTOR, "#pattern-units .dash-dropdown-value-item")
+    return [chip.text.strip() for chip in chips]
+
+
+def listed_matches(browser) -> list[list[str]]:
+    """The pattern's matches as listed: [example, steps] each, best first."""
+    from selenium.webdriver.common.by import By
+
+    cells = {column: browser.find_elements(By.CSS_SELECTOR,
+                                           f"#pattern-matches td[data-dash-column={column}]")
+             for column in ("example", "steps")}  # fmt: skip
+    return [[e.text, s.text] for e, s in zip(cells["example"], cells["steps"], strict=True)]
+
+
+def planted_tokens(planted: dict, example: int) -> list[str]:
+    """The token ids of the valid steps of a planted example, as the heat map shows them."""
+    kept = planted["valid.lstm"][example].tolist()
+    ids = planted["batch.input"][example].tolist()
+    return [str(token) for token, valid in zip(ids, kept, strict=True) if valid]
+
+
+def scroll_to(browser, element_id: str) -> None:
+    """Scroll the page so that the element `element_id` is at the top of the window."""
+    browser.execute_script("document.getElementById(arguments[0]).scrollIntoView()", element_id)
+
+
+def type_into(browser, element_id: str, text: str) -> None:
+    """Replace the text of the input `element_id` with `text`."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    field = browser.find_element(By.ID, element_id)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(text)
 
 
 def assert_not_blank(browser, path: Path) -> None:

@@ -4,15 +4,22 @@ example; read a site of it as a heat map (units x time, the tokens above, values
 Built on Dash: its components and callbacks are the page, Plotly draws the heat map, and no
 JavaScript is written here. Each callback answers a problem with one line in the page's message
 (`#message`), never a traceback.
+
+Further views are modules of this package (`VIEWS`), each with a `section(run_paths)` placed
+under the heat map (`PLACE = "example"`) or below both columns (`"page"`), a `STAGE` (its
+problem store), and `register_callbacks(app, runs)`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
 from probes.command.view.unit_orders import INDEX, UnitOrder
@@ -21,9 +28,12 @@ from storage.files import RunFileError
 EXAMPLE_COLUMNS = ("example", "input", "target", "output", "right")
 RIGHT_CHOICES = {"all": "all", "yes": "right", "no": "wrong"}
 PREFERRED_SITES = ("encoder.hidden", "lstm.hidden")
+EXAMPLES_PER_PAGE = 15
 STAGES = ("run", "examples", "orders", "example")
 """Each stage of the page keeps its problem in a store `problem-<stage>`; `#message` shows the
 first."""
+VIEWS = ("pattern_search", "side_by_side")
+"""The modules of `probes.command.view` that add a view to the page (they build on this one)."""
 
 
 class RunCache:
@@ -56,6 +66,8 @@ def answered(function: Callable, *empty) -> Callable:
     def guarded(*arguments):
         try:
             return (*function(*arguments), "")
+        except PreventUpdate:  # Dash's way of changing nothing, not a problem
+            raise
         except Exception as error:  # shown on the page as one line, never a traceback
             return (*empty, one_line(error))
 
@@ -65,24 +77,38 @@ def answered(function: Callable, *empty) -> Callable:
 def build_app(run_paths: Sequence[str], trusted_classes: Sequence[str] = ()) -> Dash:
     """The Dash app over the run folders `run_paths` (`runs.matching_run_paths`)."""
     app = Dash(__name__, title="recurrent-probes view", update_title=None)
-    app.layout = layout(run_paths)
-    register_callbacks(app, RunCache(trusted_classes))
+    views = [import_module(f"probes.command.view.{name}") for name in VIEWS]
+    app.layout = layout(run_paths, views)
+    runs = RunCache(trusted_classes)
+    register_callbacks(app, runs, views)
+    for view in views:
+        view.register_callbacks(app, runs)
     return app
 
 
-def layout(run_paths: Sequence[str]) -> html.Div:
-    """The page: its message, the run, split and tag, the examples beside the example's view."""
-    stores = [dcc.Store(id=f"problem-{stage}", data="") for stage in STAGES]
-    alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"}
+def stages(views: Sequence[ModuleType]) -> list[str]:
+    return [*STAGES, *(view.STAGE for view in views)]
+
+
+def layout(run_paths: Sequence[str], views: Sequence[ModuleType] = ()) -> html.Div:
+    """The page: its message (in sight however far the page is scrolled), the run, split and
+    tag, the examples beside the example's view; the sections of `views` under the heat map or
+    below."""
+    stores = [dcc.Store(id=f"problem-{stage}", data="") for stage in stages(views)]
+    sections = {place: [v.section(run_paths) for v in views if v.PLACE == place]
+                for place in ("example", "page")}  # fmt: skip
+    alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0",
+             "position": "sticky", "top": 0, "zIndex": 10, "background": "white"}  # fmt: skip
     message = html.Div(id="message", role="alert", style=alert)
     columns = html.Div(
         [html.Div(examples_column(), style={"flex": "2", "minWidth": "28em"}),
-         html.Div(example_column(), style={"flex": "3", "minWidth": "30em"})],
+         html.Div(example_column() + sections["example"],
+                  style={"flex": "3", "minWidth": "30em"})],
         style={"display": "flex", "gap": "1.5em", "flexWrap": "wrap"},
     )  # fmt: skip
     return html.Div(
         [html.H3("recurrent-probes: recorded runs"), message, choosers(run_paths), columns,
-         *stores],
+         *sections["page"], *stores],
         style={"fontFamily": "sans-serif", "margin": "1em"},
     )  # fmt: skip
 
@@ -121,7 +147,7 @@ def examples_column() -> list:
         data=[],
         row_selectable="single",
         selected_rows=[],
-        page_size=15,
+        page_size=EXAMPLES_PER_PAGE,
         style_cell={"textAlign": "left", "fontFamily": "monospace", "padding": "2px 6px"},
         style_data_conditional=[
             {"if": {"filter_query": "{right} = no", "column_id": "right"}, "color": "#b00020"},
@@ -143,7 +169,7 @@ def example_column() -> list:
     ]  # fmt: skip
 
 
-def register_callbacks(app: Dash, runs: RunCache) -> None:
+def register_callbacks(app: Dash, runs: RunCache, views: Sequence[ModuleType] = ()) -> None:
     app.callback(
         Output("split", "options"),
         Output("split", "value"),
@@ -191,7 +217,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
     )(answered(lambda *chosen: example_view(runs, *chosen), empty_figure(), ""))
     app.callback(
         Output("message", "children"),
-        [Input(f"problem-{stage}", "data") for stage in STAGES],
+        [Input(f"problem-{stage}", "data") for stage in stages(views)],
     )(lambda *problems: next((p for p in problems if p), ""))
 
 

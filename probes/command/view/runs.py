@@ -99,6 +99,12 @@ class RecordedTrace:
         with safe_open(self.path, "pt") as handle:
             return {key: handle.get_tensor(key) for key in keys}
 
+    def read_units(self, site: str, units: Sequence[int]) -> Tensor:
+        """`units` of `site` over every example, `[batch, time, len(units)]`: a slice of the
+        memory-mapped file, only those units copied out."""
+        with safe_open(self.path, "pt") as handle:
+            return handle.get_slice(site)[:, :, list(units)]
+
     def read_row(self, keys: Sequence[str], row: int) -> dict[str, Tensor]:
         """Example `row` of each entry, `[1, ...]`: a memory-mapped slice of the file."""
         if not 0 <= row < self.rows:
