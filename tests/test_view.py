@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -153,16 +155,25 @@ def test_a_port_in_use_is_one_error(runs, capsys):
 @pytest.fixture(scope="module")
 def page(runs):
     """The command serving every run of `runs` on a free port: its address, as printed."""
+    with serving([runs[kind] for kind in ("suite", "missing", "unfinished", "unshowable")]) as at:
+        yield at
+
+
+@contextmanager
+def serving(folders: Sequence[Path]) -> Iterator[str]:
+    """`python -m probes view` over `folders` on a free port, stopped on exit: its address, as
+    printed."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    folders = [str(runs[kind]) for kind in ("suite", "missing", "unfinished", "unshowable")]
-    command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs", *folders]
+    command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs",
+               *map(str, folders)]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     try:
         printed = server.stdout.readline()
-        assert f"4 run folder(s) at http://127.0.0.1:{port}/" in printed, server.stderr.read()
+        expected = f"{len(folders)} run folder(s) at http://127.0.0.1:{port}/"
+        assert expected in printed, server.stderr.read()
         address = printed.split(" at ")[1].split()[0]
         wait_until(lambda: answers(address), 60, "the page to answer")
         yield address
@@ -307,7 +318,9 @@ def choose(browser, dropdown_id: str, option: str) -> None:
 
     browser.find_element(By.ID, dropdown_id).click()
     options = browser.find_elements(By.CSS_SELECTOR, "label.dash-dropdown-option")
-    next(o for o in options if o.text == option).click()
+    chosen = next(o for o in options if o.text == option)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chosen)  # a long list
+    chosen.click()
 
 
 def unit_labels(browser) -> list[str]:

@@ -4,6 +4,9 @@
   entries (tokens, predictions) for the list of examples, and one example's row of one site at a
   time (memory-mapped slices through safetensors' `safe_open`). It knows nothing of the page.
 - `page.py` is the page: its layout and callbacks (Dash, Plotly heat maps).
+- `decomposition.py` reaches a run's model and decomposes an example's logits by contextual
+  decomposition, each input token alone the phrase; `decomposition_page.py` is its section of the
+  page (the tokens coloured by relevance).
 - `command.py` is the command line: the options, the address printed, the server bound to
   127.0.0.1.
 """

@@ -14,6 +14,10 @@ from pathlib import Path
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 
+from probes.command.view.decomposition_page import (
+    decomposition_section,
+    register_decomposition_callbacks,
+)
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
 from probes.command.view.unit_orders import INDEX, UnitOrder
 from storage.files import RunFileError
@@ -140,6 +144,7 @@ def example_column() -> list:
                  style={"display": "flex", "gap": "1em"}),
         html.Pre(id="example-text", style={"margin": "0.5em 0"}),
         dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
+        decomposition_section(),
     ]  # fmt: skip
 
 
@@ -193,6 +198,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Output("message", "children"),
         [Input(f"problem-{stage}", "data") for stage in STAGES],
     )(lambda *problems: next((p for p in problems if p), ""))
+    register_decomposition_callbacks(app, runs)
 
 
 def run_splits(runs: RunCache, path: str | None, split: str | None) -> tuple:
