@@ -111,6 +111,17 @@ def test_an_example_reads_its_row_of_one_site_not_the_whole_trace(runs, monkeypa
     assert run.example_site(split, "best", 1, "decoder.hidden").values.dim() == 2
 
 
+def test_no_callback_is_sent_the_list_of_examples(runs):
+    """The list can hold thousands of rows: a callback that took it as an input or state would
+    upload it at every switch of examples (the table's `selected_row_ids` name the example)."""
+    from probes.command.view.page import build_app
+
+    app = build_app([str(runs["suite"])])
+    sent = [f"{item['id']}.{item['property']}" for callback in app.callback_map.values()
+            for item in callback["inputs"] + callback["state"]]  # fmt: skip
+    assert "examples.selected_row_ids" in sent and "examples.data" not in sent
+
+
 def test_units_are_ordered_by_the_groups_and_saturation_a_run_holds(runs):
     saturation = {"left": [0.1, 0, 0.5, 0], "right": [0, 0, 0.4, 0.2]}
     measured = {"analysis": {

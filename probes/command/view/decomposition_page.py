@@ -23,8 +23,7 @@ STAGES = ("choices", "logits", "tokens")
 HIDDEN = {"display": "none"}
 SHOW = "on"
 EXAMPLE = [Input("cd-show", "value"), Input("run", "value"), Input("split", "value"),
-           Input("tag", "value"), Input("examples", "data"),
-           Input("examples", "selected_rows")]  # fmt: skip
+           Input("tag", "value"), Input("examples", "selected_row_ids")]  # fmt: skip
 """What names the example decomposed: the section open, and the page's run, split, tag and
 selected example."""
 
@@ -88,11 +87,12 @@ def register_decomposition_callbacks(app: Dash, runs) -> None:
     )(lambda *problems: next((p for p in problems if p), ""))
 
 
-def chosen_example(shown, path, split, tag, rows, selected) -> int | None:
-    """The row of the example shown, where the section is open and one is."""
-    if not (shown and path and split and tag and rows and selected):
+def chosen_example(shown, path, split, tag, selected) -> int | None:
+    """The row of the example shown (`selected`: the table's `selected_row_ids`), where the
+    section is open and one is."""
+    if not (shown and path and split and tag and selected):
         return None
-    return int(rows[selected[0]]["example"]) if selected[0] < len(rows) else None
+    return int(selected[0])
 
 
 def step_choices(decompositions: Decompositions, *example) -> tuple:
@@ -101,7 +101,7 @@ def step_choices(decompositions: Decompositions, *example) -> tuple:
     row = chosen_example(*example)
     if row is None:
         return [], None
-    _, path, split, tag, _, _ = example
+    _, path, split, tag, _ = example
     run: ViewedRun = decompositions.runs(path)
     inputs = decompositions.example(path, split, tag, row)
     outputs = run.spell(inputs.output_key, decompositions.predictions(path, split, tag, row))
@@ -120,7 +120,7 @@ def logit_choices(decompositions: Decompositions, step, *example) -> tuple:
     row = chosen_example(*example)
     if row is None or step is None:
         return [], None
-    _, path, split, tag, _, _ = example
+    _, path, split, tag, _ = example
     relevance = decompositions.relevance(path, split, tag, row, step)
     key = decompositions.example(path, split, tag, row).output_key
     words = decompositions.runs(path).spell(key, torch.arange(len(relevance.full)))
@@ -136,7 +136,7 @@ def coloured_tokens(decompositions: Decompositions, logit, step, *example) -> tu
     row = chosen_example(*example)
     if row is None or step is None or logit is None:
         return [], ""
-    _, path, split, tag, _, _ = example
+    _, path, split, tag, _ = example
     run: ViewedRun = decompositions.runs(path)
     inputs = decompositions.example(path, split, tag, row)
     relevance = decompositions.relevance(path, split, tag, row, step)

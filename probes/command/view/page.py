@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 
@@ -163,6 +164,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Output("site", "value"),
         Output("examples", "data"),
         Output("examples", "selected_rows"),
+        Output("examples", "selected_row_ids"),  # the table derives them only from clicks
         Output("example-count", "children"),
         Output("problem-examples", "data"),
         Input("run", "value"),
@@ -171,7 +173,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Input("filter-tokens", "value"),
         Input("filter-right", "value"),
         State("site", "value"),
-    )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], ""))
+    )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], [], ""))
     app.callback(
         Output("order", "options"),
         Output("order", "value"),
@@ -190,8 +192,7 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Input("split", "value"),
         Input("tag", "value"),
         Input("site", "value"),
-        Input("examples", "data"),
-        Input("examples", "selected_rows"),
+        Input("examples", "selected_row_ids"),  # not the list: it would be sent at each switch
         Input("order", "value"),
     )(answered(lambda *chosen: example_view(runs, *chosen), empty_figure(), ""))
     app.callback(
@@ -215,7 +216,7 @@ def split_examples(runs: RunCache, path, split, tag, tokens, right, site) -> tup
     """The tags of `split`, the sites and the filtered examples of the chosen tag (the chosen tag
     and site kept where the trace has them)."""
     if not path or not split:
-        return [], None, [], None, [], [], ""
+        return [], None, [], None, [], [], [], ""
     run = runs(path)
     tags = run.tags(split)
     tag = tag if tag in tags else tags[0]
@@ -229,7 +230,8 @@ def split_examples(runs: RunCache, path, split, tag, tokens, right, site) -> tup
         shown, count = shown[:MOST_EXAMPLES], f"{count} (the first {MOST_EXAMPLES} listed)"
     if run.vocabulary_problem:
         count += f"; {run.vocabulary_problem}"
-    return tags, tag, trace.sites, site, shown, [0] if shown else [], count
+    first = [0] if shown else []
+    return tags, tag, trace.sites, site, shown, first, [shown[0]["id"]] if shown else [], count
 
 
 def matches(row: dict, tokens: str | None, right: str) -> bool:
@@ -247,14 +249,16 @@ def site_orders(runs: RunCache, path, split, tag, site, order) -> tuple:
     return names, order if order in names else INDEX
 
 
-def example_view(runs: RunCache, path, split, tag, site, rows, selected, order) -> tuple:
-    """The heat map and the text of the selected example, its units in the chosen order."""
-    if not (path and split and tag and site and rows and selected):
+def example_view(runs: RunCache, path, split, tag, site, selected, order) -> tuple:
+    """The heat map and the text of the selected example (`selected`: its id, the table's
+    `selected_row_ids`), its units in the chosen order."""
+    if not (path and split and tag and site and selected):
         return empty_figure(), ""
-    if selected[0] >= len(rows):
+    run = runs(path)
+    rows = run.examples(split, tag)
+    if not 0 <= selected[0] < len(rows):
         return no_update, no_update
     row = rows[selected[0]]
-    run = runs(path)
     example = run.example_site(split, tag, int(row["example"]), site)
     orders = run.unit_orders(split, tag, site)
     unit_order = orders.get(order, orders[INDEX])
@@ -283,7 +287,7 @@ def heatmap(example: ExampleSite, order: UnitOrder, title: str) -> go.Figure:
             z=values,
             x=list(range(steps)),
             y=list(range(units)),
-            customdata=hover,
+            customdata=numpy.array(hover),  # an array: plotly checks a list cell by cell
             colorscale="Viridis" if gate_like else "RdBu_r",
             zmid=None if gate_like else 0,
             zmin=0 if gate_like else None,
