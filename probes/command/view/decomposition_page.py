@@ -11,7 +11,8 @@ is one line in the section's own message (`#cd-message`), never a traceback.
 from __future__ import annotations
 
 import torch
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 from plotly.colors import sample_colorscale
 
 from probes.command.view.decomposition import Decompositions
@@ -22,10 +23,10 @@ COLOURS = "RdBu_r"
 STAGES = ("choices", "logits", "tokens")
 HIDDEN = {"display": "none"}
 SHOW = "on"
-EXAMPLE = [Input("cd-show", "value"), Input("run", "value"), Input("split", "value"),
-           Input("tag", "value"), Input("examples", "selected_row_ids")]  # fmt: skip
-"""What names the example decomposed: the section open, and the page's run, split, tag and
-selected example."""
+EXAMPLE = Input("cd-example", "data")
+"""The example decomposed, `[run, split, tag, row]`, or None while the section is closed: set by
+one callback (`example_choice`), so that while the section is closed switching examples costs
+the page one request more, not one per callback here."""
 
 
 def decomposition_section() -> html.Div:
@@ -34,6 +35,7 @@ def decomposition_section() -> html.Div:
     from probes.command.view.page import labelled  # the page imports this module first
 
     stores = [dcc.Store(id=f"cd-problem-{stage}", data="") for stage in STAGES]
+    stores.append(dcc.Store(id="cd-example", data=None))
     alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"}
     controls = html.Div(
         [labelled("output step", dcc.Dropdown(id="cd-step", clearable=False)),
@@ -61,17 +63,26 @@ def register_decomposition_callbacks(app: Dash, runs) -> None:
         lambda shown: {} if shown else HIDDEN
     )
     app.callback(
+        Output("cd-example", "data"),
+        Input("cd-show", "value"),
+        Input("run", "value"),
+        Input("split", "value"),
+        Input("tag", "value"),
+        Input("examples", "selected_row_ids"),
+        State("cd-example", "data"),
+    )(example_choice)
+    app.callback(
         Output("cd-step", "options"),
         Output("cd-step", "value"),
         Output("cd-problem-choices", "data"),
-        *EXAMPLE,
-    )(answered(lambda *chosen: step_choices(decompositions, *chosen), [], None))
+        EXAMPLE,
+    )(answered(lambda chosen: step_choices(decompositions, chosen), [], None))
     app.callback(
         Output("cd-logit", "options"),
         Output("cd-logit", "value"),
         Output("cd-problem-logits", "data"),
         Input("cd-step", "value"),
-        *EXAMPLE,
+        EXAMPLE,
     )(answered(lambda *chosen: logit_choices(decompositions, *chosen), [], None))
     app.callback(
         Output("cd-tokens", "children"),
@@ -79,7 +90,7 @@ def register_decomposition_callbacks(app: Dash, runs) -> None:
         Output("cd-problem-tokens", "data"),
         Input("cd-logit", "value"),
         Input("cd-step", "value"),
-        *EXAMPLE,
+        EXAMPLE,
     )(answered(lambda *chosen: coloured_tokens(decompositions, *chosen), [], ""))
     app.callback(
         Output("cd-message", "children"),
@@ -87,21 +98,24 @@ def register_decomposition_callbacks(app: Dash, runs) -> None:
     )(lambda *problems: next((p for p in problems if p), ""))
 
 
-def chosen_example(shown, path, split, tag, selected) -> int | None:
-    """The row of the example shown (`selected`: the table's `selected_row_ids`), where the
-    section is open and one is."""
-    if not (shown and path and split and tag and selected):
-        return None
-    return int(selected[0])
+def example_choice(shown, path, split, tag, selected, current) -> list | None:
+    """`[run, split, tag, row]` of the example shown (`selected`: the table's
+    `selected_row_ids`) while the section is open, else None; no update where that is what the
+    page holds already."""
+    chosen = None
+    if shown and path and split and tag and selected:
+        chosen = [path, split, tag, int(selected[0])]
+    if chosen == current:
+        raise PreventUpdate  # nothing new: the section's callbacks are not run
+    return chosen
 
 
-def step_choices(decompositions: Decompositions, *example) -> tuple:
+def step_choices(decompositions: Decompositions, chosen: list | None) -> tuple:
     """The example's output steps, each with the token the model outputs there; the last
     chosen."""
-    row = chosen_example(*example)
-    if row is None:
+    if chosen is None:
         return [], None
-    _, path, split, tag, _ = example
+    path, split, tag, row = chosen
     run: ViewedRun = decompositions.runs(path)
     inputs = decompositions.example(path, split, tag, row)
     outputs = run.spell(inputs.output_key, decompositions.predictions(path, split, tag, row))
@@ -114,13 +128,12 @@ def step_choices(decompositions: Decompositions, *example) -> tuple:
     return options, options[-1]["value"] if options else None
 
 
-def logit_choices(decompositions: Decompositions, step, *example) -> tuple:
+def logit_choices(decompositions: Decompositions, step, chosen: list | None) -> tuple:
     """Every logit at `step`, largest first (the model's logit beside each token); the predicted
     token chosen."""
-    row = chosen_example(*example)
-    if row is None or step is None:
+    if chosen is None or step is None:
         return [], None
-    _, path, split, tag, _ = example
+    path, split, tag, row = chosen
     relevance = decompositions.relevance(path, split, tag, row, step)
     key = decompositions.example(path, split, tag, row).output_key
     words = decompositions.runs(path).spell(key, torch.arange(len(relevance.full)))
@@ -130,13 +143,12 @@ def logit_choices(decompositions: Decompositions, step, *example) -> tuple:
     return options, order[0]
 
 
-def coloured_tokens(decompositions: Decompositions, logit, step, *example) -> tuple:
+def coloured_tokens(decompositions: Decompositions, logit, step, chosen: list | None) -> tuple:
     """The example's input tokens, each coloured by its relevance to `logit` at `step`, and a line
     saying what the colours are."""
-    row = chosen_example(*example)
-    if row is None or step is None or logit is None:
+    if chosen is None or step is None or logit is None:
         return [], ""
-    _, path, split, tag, _ = example
+    path, split, tag, row = chosen
     run: ViewedRun = decompositions.runs(path)
     inputs = decompositions.example(path, split, tag, row)
     relevance = decompositions.relevance(path, split, tag, row, step)
