@@ -287,12 +287,40 @@ def decompose_recurrent(
     return layers
 
 
+StepInputs = Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+"""(own inputs, context_beta, context_gamma) -> the (relevant, irrelevant) parts of a decoder
+step's input, for `decompose_attention_decoder`."""
+
+
+def concatenated_inputs(own: Tensor, relevant_context: Tensor, irrelevant_context: Tensor):
+    """The tutorial's decoder input `[own; context]` split: `[0; context_beta]` and `[own;
+    context_gamma]` (the decoder's own inputs are not the phrase)."""
+    relevant = torch.cat([torch.zeros_like(own), relevant_context], -1)
+    return relevant, torch.cat([own, irrelevant_context], -1)
+
+
+def full_focus_inputs(focus: nn.Linear) -> StepInputs:
+    """The input parts of a full-focus decoder (i-machine-think's `--full_focus`, paper 1's
+    models): its input is `context * relu(focus([context; own]))`. The gate `relu(...)` is
+    computed from the full context and held fixed, as the attention weights are; given it the
+    input is linear in the context, so it splits exactly: `context_beta * gate` and
+    `context_gamma * gate`."""
+
+    def split(own: Tensor, relevant_context: Tensor, irrelevant_context: Tensor):
+        context = relevant_context + irrelevant_context
+        gate = torch.relu(focus(torch.cat([context, own], -1)))
+        return relevant_context * gate, irrelevant_context * gate
+
+    return split
+
+
 def decompose_attention_decoder(
     module: nn.GRU | nn.LSTM,
     inputs: Tensor,
     keys: Decomposition,
     attention_weights: Callable[[Tensor, Tensor], Tensor],
     initial: tuple[tuple[Tensor, Tensor], ...],
+    step_inputs: StepInputs | None = None,
 ) -> LayerParts:
     """CD through a one-layer decoder that attends over an encoder's states (Bahdanau et al.
     2015, as PyTorch's seq2seq tutorial writes it), one step at a time.
@@ -317,6 +345,10 @@ def decompose_attention_decoder(
     value, so `beta + gamma` is the decoder's state (and `states.logits` its logits) up to
     rounding. What the weights hold fixed is where the phrase decides where to attend: that
     influence is counted in neither part's context but through the parts it weights.
+
+    `step_inputs` (optional) builds the step's input parts another way from (the step's own
+    inputs `[batch, 1, features]`, `context_beta`, `context_gamma`, each `[batch, 1, units]`):
+    e.g. `full_focus_inputs` for i-machine-think's full-focus decoders (paper 1).
     """
     if module.num_layers != 1 or module.bidirectional:
         raise ValueError("decompose_attention_decoder: the decoder must be one unidirectional "
@@ -329,9 +361,10 @@ def decompose_attention_decoder(
     for step in range(inputs.shape[1]):
         query = (state[0][0] + state[0][1]).unsqueeze(1)
         weights = attention_weights(query, full_keys)
-        step_inputs = inputs[:, step : step + 1]
-        relevant_inputs = torch.cat([torch.zeros_like(step_inputs), weights @ keys.relevant], -1)
-        irrelevant_inputs = torch.cat([step_inputs, weights @ keys.irrelevant], -1)
+        own = inputs[:, step : step + 1]
+        relevant_inputs, irrelevant_inputs = (step_inputs or concatenated_inputs)(
+            own, weights @ keys.relevant, weights @ keys.irrelevant
+        )
         parts = decompose_layer(layer, relevant_inputs, irrelevant_inputs, outside_phrase, state)
         state = parts.final
         relevant_states.append(parts.states.relevant)

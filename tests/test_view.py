@@ -24,8 +24,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,17 @@ def test_an_example_reads_its_row_of_one_site_not_the_whole_trace(runs, monkeypa
     assert run.example_site(split, "best", 1, "decoder.hidden").values.dim() == 2
 
 
+def test_no_callback_is_sent_the_list_of_examples(runs):
+    """The list can hold thousands of rows: a callback that took it as an input or state would
+    upload it at every switch of examples (the table's `selected_row_ids` name the example)."""
+    from probes.command.view.page import build_app
+
+    app = build_app([str(runs["suite"])])
+    sent = [f"{item['id']}.{item['property']}" for callback in app.callback_map.values()
+            for item in callback["inputs"] + callback["state"]]  # fmt: skip
+    assert "examples.selected_row_ids" in sent and "examples.data" not in sent
+
+
 def test_units_are_ordered_by_the_groups_and_saturation_a_run_holds(runs):
     saturation = {"left": [0.1, 0, 0.5, 0], "right": [0, 0, 0.4, 0.2]}
     measured = {"analysis": {
@@ -173,31 +186,39 @@ def test_a_port_in_use_is_one_error(runs, capsys):
 @pytest.fixture(scope="module")
 def page(runs):
     """The command serving every run of `runs` on a free port: its address, as printed."""
-    with served([str(path) for path in runs.values()]) as address:
+    with served(list(runs.values())) as address:
         yield address
 
 
 @contextlib.contextmanager
-def served(folders: list[str]):
+def served(folders: Sequence[Path]) -> Iterator[str]:
     """`python -m probes view` over `folders` on a free port, until the block ends: its address,
     as printed."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
-    command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs", *folders]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
-    try:
-        printed = server.stdout.readline()
-        assert f"{len(folders)} run folder(s) at http://127.0.0.1:{port}/" in printed, (
-            server.stderr.read()
-        )
-        address = printed.split(" at ")[1].split()[0]
-        wait_until(lambda: answers(address), 60, "the page to answer")
-        yield address
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    command = [sys.executable, "-m", "probes", "view", "--port", str(port), "--runs",
+               *map(str, folders)]  # fmt: skip
+    # The server logs every request: into a file, not a pipe nobody reads, which would fill up
+    # and stop the server mid-session.
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+        try:
+            expected = f"{len(folders)} run folder(s) at http://127.0.0.1:{port}/"
+
+            def printed() -> str:
+                log.seek(0)
+                return log.read()
+
+            wait_until(lambda: expected in printed() or server.poll() is not None, 60, expected)
+            assert expected in printed(), printed()
+            address = printed().split(expected.split(" at ")[0] + " at ")[1].split()[0]
+            wait_until(lambda: answers(address), 60, "the page to answer")
+            yield address
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -463,7 +484,9 @@ def choose(browser, dropdown_id: str, option: str) -> None:
         except AssertionError:
             browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
             continue
-        listed().click()
+        chosen = listed()
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chosen)  # long
+        chosen.click()
         return
     raise AssertionError(f"the dropdown {dropdown_id} does not offer {option}")
 

@@ -7,6 +7,9 @@
 - `pattern_search.py` finds the spans of a split where chosen units are on (LSTMVis's search);
   `side_by_side.py` shows an example in a second run or epoch beside the first: views that
   `page.py` places on the page (`page.VIEWS`).
+- `decomposition.py` reaches a run's model and decomposes an example's logits by contextual
+  decomposition, each input token alone the phrase; `decomposition_page.py` is its section of the
+  page (the tokens coloured by relevance).
 - `command.py` is the command line: the options, the address printed, the server bound to
   127.0.0.1.
 """

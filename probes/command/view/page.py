@@ -17,10 +17,15 @@ from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
+import numpy
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from probes.command.view.decomposition_page import (
+    decomposition_section,
+    register_decomposition_callbacks,
+)
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
 from probes.command.view.unit_orders import INDEX, UnitOrder
 from storage.files import RunFileError
@@ -166,6 +171,7 @@ def example_column() -> list:
                  style={"display": "flex", "gap": "1em"}),
         html.Pre(id="example-text", style={"margin": "0.5em 0"}),
         dcc.Graph(id="heatmap", figure=empty_figure(), config={"displaylogo": False}),
+        decomposition_section(),
     ]  # fmt: skip
 
 
@@ -184,6 +190,7 @@ def register_callbacks(app: Dash, runs: RunCache, views: Sequence[ModuleType] = 
         Output("site", "value"),
         Output("examples", "data"),
         Output("examples", "selected_rows"),
+        Output("examples", "selected_row_ids"),  # the table derives them only from clicks
         Output("example-count", "children"),
         Output("problem-examples", "data"),
         Input("run", "value"),
@@ -192,7 +199,7 @@ def register_callbacks(app: Dash, runs: RunCache, views: Sequence[ModuleType] = 
         Input("filter-tokens", "value"),
         Input("filter-right", "value"),
         State("site", "value"),
-    )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], ""))
+    )(answered(lambda *chosen: split_examples(runs, *chosen), [], None, [], None, [], [], [], ""))
     app.callback(
         Output("order", "options"),
         Output("order", "value"),
@@ -211,14 +218,14 @@ def register_callbacks(app: Dash, runs: RunCache, views: Sequence[ModuleType] = 
         Input("split", "value"),
         Input("tag", "value"),
         Input("site", "value"),
-        Input("examples", "data"),
-        Input("examples", "selected_rows"),
+        Input("examples", "selected_row_ids"),  # not the list: it would be sent at each switch
         Input("order", "value"),
     )(answered(lambda *chosen: example_view(runs, *chosen), empty_figure(), ""))
     app.callback(
         Output("message", "children"),
         [Input(f"problem-{stage}", "data") for stage in stages(views)],
     )(lambda *problems: next((p for p in problems if p), ""))
+    register_decomposition_callbacks(app, runs)
 
 
 def run_splits(runs: RunCache, path: str | None, split: str | None) -> tuple:
@@ -235,21 +242,30 @@ def split_examples(runs: RunCache, path, split, tag, tokens, right, site) -> tup
     """The tags of `split`, the sites and the filtered examples of the chosen tag (the chosen tag
     and site kept where the trace has them)."""
     if not path or not split:
-        return [], None, [], None, [], [], ""
+        return [], None, [], None, [], [], [], ""
     run = runs(path)
     tags = run.tags(split)
     tag = tag if tag in tags else tags[0]
     trace = run.trace(split, tag)
     if site not in trace.sites:
         site = next((s for s in PREFERRED_SITES if s in trace.sites), trace.sites[0])
-    rows = run.examples(split, tag)
+    shown, count = listed_examples(runs, path, split, tag, tokens, right)
+    if run.vocabulary_problem:
+        count += f"; {run.vocabulary_problem}"
+    first = [0] if shown else []
+    return tags, tag, trace.sites, site, shown, first, [shown[0]["id"]] if shown else [], count
+
+
+def listed_examples(runs: RunCache, path, split, tag, tokens, right) -> tuple[list[dict], str]:
+    """The rows the list shows under the filters (at most `MOST_EXAMPLES`), and their count: the
+    one home of what the list holds, so that a callback needs the chosen run, split, tag and
+    filters, never the list itself (which would be sent to the server at each call)."""
+    rows = runs(path).examples(split, tag)
     shown = [row for row in rows if matches(row, tokens, right)]
     count = f"{len(shown)} of {len(rows)} examples"
     if len(shown) > MOST_EXAMPLES:
         shown, count = shown[:MOST_EXAMPLES], f"{count} (the first {MOST_EXAMPLES} listed)"
-    if run.vocabulary_problem:
-        count += f"; {run.vocabulary_problem}"
-    return tags, tag, trace.sites, site, shown, [0] if shown else [], count
+    return shown, count
 
 
 def matches(row: dict, tokens: str | None, right: str) -> bool:
@@ -267,14 +283,16 @@ def site_orders(runs: RunCache, path, split, tag, site, order) -> tuple:
     return names, order if order in names else INDEX
 
 
-def example_view(runs: RunCache, path, split, tag, site, rows, selected, order) -> tuple:
-    """The heat map and the text of the selected example, its units in the chosen order."""
-    if not (path and split and tag and site and rows and selected):
+def example_view(runs: RunCache, path, split, tag, site, selected, order) -> tuple:
+    """The heat map and the text of the selected example (`selected`: its id, the table's
+    `selected_row_ids`), its units in the chosen order."""
+    if not (path and split and tag and site and selected):
         return empty_figure(), ""
-    if selected[0] >= len(rows):
+    run = runs(path)
+    rows = run.examples(split, tag)
+    if not 0 <= selected[0] < len(rows):
         return no_update, no_update
     row = rows[selected[0]]
-    run = runs(path)
     example = run.example_site(split, tag, int(row["example"]), site)
     orders = run.unit_orders(split, tag, site)
     unit_order = orders.get(order, orders[INDEX])
@@ -303,7 +321,7 @@ def heatmap(example: ExampleSite, order: UnitOrder, title: str) -> go.Figure:
             z=values,
             x=list(range(steps)),
             y=list(range(units)),
-            customdata=hover,
+            customdata=numpy.array(hover),  # an array: plotly checks a list cell by cell
             colorscale="Viridis" if gate_like else "RdBu_r",
             zmid=None if gate_like else 0,
             zmin=0 if gate_like else None,

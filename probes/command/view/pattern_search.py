@@ -20,7 +20,13 @@ from dash import Dash, Input, Output, Patch, State, ctx, dash_table, dcc, html, 
 from dash.exceptions import PreventUpdate
 from torch import Tensor
 
-from probes.command.view.page import EXAMPLES_PER_PAGE, RunCache, answered, labelled
+from probes.command.view.page import (
+    EXAMPLES_PER_PAGE,
+    RunCache,
+    answered,
+    labelled,
+    listed_examples,
+)
 from probes.command.view.runs import (
     MOST_EXAMPLES,
     RecordedTrace,
@@ -162,7 +168,8 @@ def section(run_paths: Sequence[str]) -> html.Div:
 
 def register_callbacks(app: Dash, runs: RunCache) -> None:
     chosen_site = [State(name, "value") for name in ("run", "split", "tag", "site")]
-    example_states = [State("examples", "data"), State("examples", "selected_rows")]
+    example_states = [State("examples", "selected_row_ids")]  # not the list: sent at each call
+    filters = [State(name, "value") for name in ("filter-tokens", "filter-right")]
     problem = Output(f"problem-{STAGE}", "data", allow_duplicate=True)
     app.callback(
         Output("pattern-units", "options"),
@@ -195,9 +202,11 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         *[State(f"pattern-{name}", "value") for name in ("units", "from", "to", "threshold")],
         State("pattern-searched", "data"),
     )(answered(lambda *chosen: search(runs, *chosen), [], 0, "", None, None))
+    selected = [Output("examples", name, allow_duplicate=True)
+                for name in ("selected_rows", "selected_row_ids", "page_current")]  # fmt: skip
+    listed = [State(name, "value") for name in ("run", "split", "tag")]
     app.callback(
-        Output("examples", "selected_rows", allow_duplicate=True),
-        Output("examples", "page_current", allow_duplicate=True),
+        *selected,
         Output("pattern-from", "value"),
         Output("pattern-to", "value"),
         Output("filter-tokens", "value"),
@@ -205,18 +214,18 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Output("pattern-pending", "data", allow_duplicate=True),
         Input("pattern-matches", "active_cell"),
         State("pattern-matches", "data"),
-        State("examples", "data"),
+        *listed, *filters,
         prevent_initial_call=True,
-    )(show_match)
+    )(lambda *chosen: show_match(runs, *chosen))  # fmt: skip
     app.callback(
-        Output("examples", "selected_rows", allow_duplicate=True),
-        Output("examples", "page_current", allow_duplicate=True),
+        *selected,
         Output("pattern-pending", "data", allow_duplicate=True),
         problem,
-        Input("examples", "data"),
+        Input("example-count", "children"),  # set each time the list is made again
         State("pattern-pending", "data"),
+        *listed, *filters,
         prevent_initial_call=True,
-    )(show_pending_example)
+    )(lambda *chosen: show_pending_example(runs, *chosen))  # fmt: skip
     app.callback(
         Output("heatmap", "figure", allow_duplicate=True),
         Input("heatmap", "figure"),
@@ -240,8 +249,8 @@ def unit_order(runs: RunCache, path, split, tag, site, order) -> list[int]:
     return orders.get(order, next(iter(orders.values()))).units
 
 
-def chosen_units(runs: RunCache, click, _, path, split, tag, site, order, rows, selected, units,
-                 first, last, threshold) -> tuple:  # fmt: skip
+def chosen_units(runs: RunCache, click, _, path, split, tag, site, order, selected, units, first,
+                 last, threshold) -> tuple:  # fmt: skip
     """A click on the heat map adds its cell's unit to the chosen ones, or takes it out; the
     button takes the units that are on at every step of the span (LSTMVis's selection)."""
     units = list(units or [])
@@ -250,7 +259,7 @@ def chosen_units(runs: RunCache, click, _, path, split, tag, site, order, rows, 
             return (no_update,)
         unit = unit_order(runs, path, split, tag, site, order)[int(click["points"][0]["y"])]
         return ([u for u in units if u != unit] if unit in units else [*units, unit],)
-    example = shown_example(rows, selected)
+    example = shown_example(selected)
     values = runs(path).example_site(split, tag, example, site).values
     first, last, threshold = checked_span(first, last, threshold, example, len(values))
     on = (values[first : last + 1] >= threshold).all(0)
@@ -263,10 +272,11 @@ def chosen_units(runs: RunCache, click, _, path, split, tag, site, order, rows, 
     return (found,)
 
 
-def shown_example(rows, selected) -> int:
-    if not rows or not selected or selected[0] >= len(rows):
+def shown_example(selected_ids) -> int:
+    """The example selected in the list (a row's id is its example)."""
+    if not selected_ids:
         raise ViewError("Pick an example in the list first: the pattern is a span of it.")
-    return int(rows[selected[0]]["example"])
+    return int(selected_ids[0])
 
 
 def checked_span(first, last, threshold, example: int, steps: int) -> tuple[int, int, float]:
@@ -281,8 +291,8 @@ def checked_span(first, last, threshold, example: int, steps: int) -> tuple[int,
     return first, last, float(threshold)
 
 
-def search(runs: RunCache, _, path, split, tag, site, rows, selected, units, first, last,
-           threshold, searched) -> tuple:  # fmt: skip
+def search(runs: RunCache, _, path, split, tag, site, selected, units, first, last, threshold,
+           searched) -> tuple:  # fmt: skip
     """The matches of the chosen units over the span, as the list's rows, a summary, and the
     site they are of (`searched`); another run, split, tag or site empties the list."""
     if ctx.triggered_id != "pattern-find":
@@ -296,7 +306,7 @@ def search(runs: RunCache, _, path, split, tag, site, rows, selected, units, fir
             "Pick the units to look for: click cells of the heat map, or press "
             "'units on over the span'."
         )
-    example = shown_example(rows, selected)
+    example = shown_example(selected)
     run = runs(path)
     trace = run.trace(split, tag)
     values, valid = split_units(trace, site, units)
@@ -339,38 +349,41 @@ def listed_matches(run: ViewedRun, trace: RecordedTrace, site: str, matches: lis
     return rows
 
 
-def show_match(cell, matches, rows) -> tuple:
+def show_match(runs: RunCache, cell, matches, path, split, tag, tokens, right) -> tuple:
     """A click on a match: its example selected in the list (the filters cleared first where they
     hide it) and its span set as the chosen one, which the heat map marks."""
     if not cell or cell.get("row_id") is None or cell["row_id"] >= len(matches or []):
         raise PreventUpdate
     match = matches[cell["row_id"]]
     span = (match["from"], match["to"])
-    listed = [int(row["example"]) for row in rows or []]
+    listed = listed_ids(runs, path, split, tag, tokens, right)
     if match["example"] in listed:
-        index = listed.index(match["example"])
-        return [index], index // EXAMPLES_PER_PAGE, *span, no_update, no_update, None
-    return no_update, no_update, *span, "", "all", match["example"]
+        return *selection(listed, match["example"]), *span, no_update, no_update, None
+    return no_update, no_update, no_update, *span, "", "all", match["example"]
 
 
-def show_pending_example(rows, pending) -> tuple:
+def show_pending_example(runs: RunCache, _, pending, path, split, tag, tokens, right) -> tuple:
     """Once the cleared filters list every example, the match's example selected; one message
     where the list still leaves it out (past its first `MOST_EXAMPLES`)."""
     if pending is None:
         raise PreventUpdate
-    listed = [int(row["example"]) for row in rows or []]
+    listed = listed_ids(runs, path, split, tag, tokens, right)
     if pending not in listed:
-        return (
-            no_update,
-            no_update,
-            None,
-            (
-                f"Example {pending} is past the first {MOST_EXAMPLES} examples listed: filter the "
-                "list by its tokens to reach it."
-            ),
-        )
-    index = listed.index(pending)
-    return [index], index // EXAMPLES_PER_PAGE, None, ""
+        message = (f"Example {pending} is past the first {MOST_EXAMPLES} examples listed: filter "
+                   "the list by its tokens to reach it.")  # fmt: skip
+        return no_update, no_update, no_update, None, message
+    return *selection(listed, pending), None, ""
+
+
+def listed_ids(runs: RunCache, path, split, tag, tokens, right) -> list[int]:
+    """The examples the list shows, in its order (`page.listed_examples`)."""
+    return [int(row["id"]) for row in listed_examples(runs, path, split, tag, tokens, right)[0]]
+
+
+def selection(listed: list[int], example: int) -> tuple:
+    """The list's selected row, its id and the page that shows it, for `example`."""
+    index = listed.index(example)
+    return [index], [example], index // EXAMPLES_PER_PAGE
 
 
 def highlight(runs: RunCache, figure, units, first, last, path, split, tag, site, order):

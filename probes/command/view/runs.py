@@ -198,7 +198,8 @@ class ViewedRun:
     def examples(self, split: str, tag: str) -> list[dict]:
         """One row per example: `example` (its row), `input`, `target`, `output` (tokens, where
         recorded) and `right` (`yes`/`no` where the trace has a target and an output, else
-        `-`). Read once per trace file."""
+        `-`), and `id` (the row again: the page's table gives the selected rows' ids, so that
+        its callbacks need not be sent the whole list). Read once per trace file."""
         trace = self.trace(split, tag)
         key = (split, tag, trace.path.stat().st_mtime_ns)
         if key not in self._examples:
@@ -224,7 +225,8 @@ class ViewedRun:
             )
         rows = []
         for row in range(trace.rows):
-            example = {"example": row, "input": "", "target": "", "output": "", "right": "-"}
+            example = {"example": row, "input": "", "target": "", "output": "", "right": "-",
+                       "id": row}  # fmt: skip
             if input_key is not None:
                 ids = entries[input_key][row]
                 if seq2seq:

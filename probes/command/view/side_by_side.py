@@ -57,15 +57,14 @@ def register_callbacks(app: Dash, runs: RunCache) -> None:
         Output("side-text", "children"),
         Output(f"problem-{STAGE}", "data"),
         *[Input(name, "value") for name in ("run", "split", "tag", "site")],
-        Input("examples", "data"),
-        Input("examples", "selected_rows"),
+        Input("examples", "selected_row_ids"),  # not the list: it would be sent at each switch
         Input("order", "value"),
         Input("side-run", "value"),
         Input("side-tag", "value"),
     )(lambda *chosen: side_by_side(runs, compared, *chosen))
 
 
-def side_by_side(runs: RunCache, compared: dict, path, split, tag, site, rows, selected, order,
+def side_by_side(runs: RunCache, compared: dict, path, split, tag, site, selected, order,
                  second_path, second_tag) -> tuple:  # fmt: skip
     """B's tags of the split, A's and B's heat maps of the shown example on one scale, which is
     which, and the problem: one line, with B's tags still offered to pick another."""
@@ -74,9 +73,9 @@ def side_by_side(runs: RunCache, compared: dict, path, split, tag, site, rows, s
         if not (path and split and tag and site and second_path):
             return [], None, empty_figure(), empty_figure(), "", ""
         tags, second_tag = second_tags(runs, path, split, tag, second_path, second_tag)
-        if not rows or not selected or selected[0] >= len(rows):
+        if not selected:
             return tags, second_tag, empty_figure(), empty_figure(), "", ""
-        example = int(rows[selected[0]]["example"])
+        example = int(selected[0])
         figures = compared_heatmaps(runs, compared, path, split, tag, site, example, order,
                                     second_path, second_tag)  # fmt: skip
         return tags, second_tag, *figures, ""
