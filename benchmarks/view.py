@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -142,22 +141,15 @@ def measure_server(run: Path, switches: int) -> dict:
 
 def measure_browser(run: Path, switches: int) -> dict | str:
     """Measure 3: the real page in Chromium, or why it cannot be measured here."""
-    missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
-    if missing:
-        return f"skipped: {' and '.join(missing)} not installed (apt-get install chromium " \
-            "chromium-driver)"  # fmt: skip
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.test_view import serving
+    from tests.view_page import headless_chromium, served
 
-    options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000"):  # fmt: skip
-        options.add_argument(argument)
-    browser = webdriver.Chrome(options=options, service=Service(shutil.which("chromedriver")))
+    try:
+        browser = headless_chromium()
+    except RuntimeError as error:
+        return f"not measured: {error}"
 
     def answered(row: int) -> None:
         """Wait until the server's answer for example `row` is on the page (its text)."""
@@ -174,7 +166,7 @@ def measure_browser(run: Path, switches: int) -> dict | str:
         )  # fmt: skip
 
     try:
-        with serving([run]) as address:
+        with served([run]) as address:
             evict(run)
             began = time.perf_counter()
             browser.get(address)

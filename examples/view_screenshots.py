@@ -2,10 +2,11 @@
 
 Fits a small run of paper 1 (the tests' tiny lookup-table GRU, `tests.test_runs.TINY`, with 16
 units and four short epochs), serves the page over it and drives Debian's Chromium through three
-views, as a user would (the helpers of `tests/test_view.py`): an example's heat map with a value
-on hover; a pattern search (the units on over a span of an example, every other span of the split
-where they are, and a click on the second match, its span marked); and the best checkpoint beside
-the first epoch. Each PNG is reduced to 256 colours, which keeps it well under 200 KB.
+views, as a user would (the browser tests' helpers, `tests/view_page.py`): an example's heat map
+with a value on hover; a pattern search (the units on over a span of an example, every other span
+of the split where they are, and a click on the second match, its span marked); and the best
+checkpoint beside the first epoch. Each PNG is reduced to 256 colours, which keeps it well under
+200 KB.
 
     .venv/bin/python -m examples.view_screenshots [--out docs/view]
 
@@ -27,7 +28,7 @@ from PIL import Image
 from probes.command.view.pattern_search import find_pattern, split_units
 from probes.command.view.runs import ViewedRun
 from tests.test_runs import fit
-from tests.test_view import (
+from tests.view_page import (
     choose,
     headless_chromium,
     heatmap_tokens,

@@ -31,7 +31,7 @@ from tests import test_view
 from tests.client_models import WordLanguageModel
 from tests.test_recurrent_cd import saturated
 from tests.test_runs import fit
-from tests.test_view import assert_not_blank, choose, served, text_of, wait_until
+from tests.view_page import assert_not_blank, choose, served, text_of, wait_until
 
 PLANTED_TOKEN = 3
 PLANTED_AT = [2, 4, 1, 5, 0]
