@@ -143,11 +143,22 @@ def against_null(claim: Claim, on_untrained: Claim) -> Claim:
     return cannot_fail(judged, f"the untrained models pass the same rule ({on_untrained.rule})")
 
 
-def judged_against_untrained(claims: Sequence[Claim], untrained: Sequence[Claim]) -> list[Claim]:
+def judged_against_untrained(
+    claims: Sequence[Claim], untrained: Sequence[Claim], reason: str | None = None
+) -> list[Claim]:
     """Every claim of `claims` beside the same claim on the untrained models (`against_null`),
-    where `untrained` has it."""
+    where `untrained` has it. With `reason` (the null model came after results existed), a claim
+    it makes uninformative keeps its verdict before as its newest `earlier` state, with
+    `reason`, so the report's Rule changes name it."""
     by_id = {claim.id: claim for claim in untrained}
-    return [against_null(c, by_id[c.id]) if c.id in by_id else c for c in claims]
+    judged = [against_null(c, by_id[c.id]) if c.id in by_id else c for c in claims]
+    if reason is None:
+        return judged
+    return [
+        replace(after, earlier=(Earlier(before.verdict, before.rule, reason), *before.earlier))
+        if after.verdict != before.verdict else after
+        for before, after in zip(claims, judged, strict=True)
+    ]  # fmt: skip
 
 
 def cannot_fail(claim: Claim, why: str) -> Claim:

@@ -366,12 +366,13 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             logits.append(step_logits)
             attentions.append(weights)
             decoder_sites.append(sites)
-            token = step_logits.argmax(-1)
             if target is not None and teacher_forcing_ratio >= 1:  # no draw: leaves torch's RNG
-                token = target[:, step]
-            elif target is not None and teacher_forcing_ratio > 0:
-                forced = torch.rand(token.shape, generator=generator) < teacher_forcing_ratio
-                token = torch.where(forced.to(token.device), target[:, step], token)
+                token = target[:, step]  # and no argmax, unused (paper 4's integrated gradients)
+            else:
+                token = step_logits.argmax(-1)
+                if target is not None and teacher_forcing_ratio > 0:
+                    forced = torch.rand(token.shape, generator=generator) < teacher_forcing_ratio
+                    token = torch.where(forced.to(token.device), target[:, step], token)
         attention = torch.stack(attentions, 1) if self.attention is not None else None
         if record is not None:
             record.update({f"encoder.{k}": v for k, v in encoder_record.items()})

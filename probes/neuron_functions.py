@@ -415,8 +415,9 @@ def hypothesis_samples(
     mine = traced.token == token
     own = traced.rows(mine)
     generator = torch.Generator().manual_seed(seed)
-    others = traced.rows(torch.nonzero(~mine).flatten())
-    others = others.rows(torch.randperm(len(others.token), generator=generator)[: len(own.token)])
+    other_rows = torch.nonzero(~mine).flatten()  # drawn before their record is copied
+    drawn = torch.randperm(len(other_rows), generator=generator)[: len(own.token)]
+    others = traced.rows(other_rows[drawn])
     storing_mask_own, storing_mask_other = _time_mask(own, -1, -1), _time_mask(others, -1, -1)
     features = {
         "storing": (

@@ -19,6 +19,7 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
     traces/<split>/<tag>.safetensors  what TraceRecorder recorded
     weights/<tag>.safetensors         WeightSnapshot's weights
     analysis.json                     a reproduction's cached analysis of the run
+    analysis_<tag>.json               the same of its weight snapshot <tag> (e.g. epoch=init)
     measurements.json                 what a reproduction's report reads of the run (no weights)
 
 A run folder is data: nothing in it is read or written through a symbolic link, the paths it keeps
@@ -83,6 +84,10 @@ class RunLayout:
 
     def trace(self, split: str, tag: str) -> Path:
         return self.traces(split) / f"{tag}.safetensors"
+
+    def analysis_at(self, tag: str) -> Path:
+        """The cached analysis of checkpoint `best` (`analysis`) or of another tag."""
+        return self.analysis if tag == "best" else self.path / f"analysis_{tag}.json"
 
     def weight_snapshot(self, tag: str) -> Path:
         return self.weights / f"{tag}.safetensors"

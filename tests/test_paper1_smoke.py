@@ -15,7 +15,7 @@ from experiments.report import RULE_VERDICTS, UNINFORMATIVE, VERDICTS
 from probes.command.cli import main
 from storage import RunLayout
 from storage.run_folder import RunFolder
-from tests.smoke import smoke_reproduction
+from tests.smoke import assert_initial_weights_rebuilt, smoke_reproduction
 
 ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.")
 """Sections 3-4's claims, decided on the analyses: also on the untrained GRUs (issue 29)."""
@@ -208,12 +208,11 @@ def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_u
 ):
     """A run root rebuilt from committed measurement files alone (its run folders lost): the
     untrained analysis is measured on the weights the same command starts from, rebuilt by a
-    one-epoch fit in a scratch folder, and equals the one measured on the real run's `epoch=init`
+    one-batch fit in a scratch folder, and equals the one measured on the real run's `epoch=init`
     snapshot; nothing is trained into the run's folder and no scratch folder is left."""
-    from experiments.paper1.runs import initial_weights, measure_model, model_arguments
+    from experiments.paper1.runs import measure_model, model_arguments
     from experiments.paper1.scales import SCALES
     from experiments.runner import Sitting
-    from storage.layout import UNTRAINED
 
     folder, _, _ = smoke
     for name, value in offline_env(folder).items():
@@ -221,11 +220,7 @@ def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_u
     root = folder / "runs"
     layout = RunLayout.of(root, "paper1", "baseline", 1)
     scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
-    arguments = model_arguments("baseline", 1, scale, root)
-    with initial_weights(layout, arguments, root) as scratch:
-        rebuilt = scratch.state_dict(UNTRAINED)
-    real = RunFolder(layout.path).state_dict(UNTRAINED)
-    assert set(rebuilt) == set(real) and all(rebuilt[k].equal(v) for k, v in real.items())
+    assert_initial_weights_rebuilt(layout, model_arguments("baseline", 1, scale, root), root)
     before = json.loads(layout.measurements.read_text())
     aside = folder / "aside"
     layout.path.rename(aside)

@@ -13,7 +13,12 @@ from datamodules.token_positioning import EOS, TokenPositioningDataModule
 from experiments.report import VERDICTS
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from lightning_modules.seq2seq import Seq2Seq
-from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
+from tests.smoke import (
+    assert_initial_weights_rebuilt,
+    assert_shards_merge,
+    smoke_command,
+    smoke_reproduction,
+)
 
 
 def test_token_positioning_accuracy_counts_the_token_at_its_position():
@@ -103,12 +108,15 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
                              ("two_signals", 0)]]  # fmt: skip
     record = json.loads((kept / measurements[0]).read_text())
     assert record["analysis"] == analysis and "--run.root" not in record["command"]
-    shutil.rmtree(tmp_path / "runs")  # no checkpoint, no metrics.csv: the measurements only
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments.paper4", "--scale", "smoke", "--runs", str(kept),
-         "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    (tmp_path / "runs").rename(tmp_path / "aside")  # no checkpoint, no metrics.csv: only these
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "experiments.paper4", "--scale", "smoke", "--runs", str(kept),
+             "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        (tmp_path / "aside").rename(tmp_path / "runs")
     assert done.returncode == 0, done.stdout + done.stderr
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
@@ -158,3 +166,155 @@ def test_the_chance_that_random_function_groups_share_a_unit():
     quarter = {name: list(range(32)) for name in one_each}
     assert _chance_of_a_shared_unit(quarter, 128) > 0.999
     assert _chance_of_a_shared_unit({name: [] for name in one_each}, 128) == 0.0
+
+
+# ---- issue 29's null model: the untrained weights ---------------------------------------------
+def test_the_untrained_weights_are_measured_as_the_trained_ones(smoke):
+    """Each run's measurements hold its untrained weights' (`epoch=init`): their test accuracy,
+    here recomputed by hand from the snapshot (greedy decoding of the test split, the token at
+    its position), and for a GRU the same analysis on every requested row; the claims carry the
+    rule's verdict on them, but for those without a null model."""
+    from safetensors.torch import load_file
+
+    from experiments.paper4.untrained import NO_NULL
+    from experiments.report import RULE_VERDICTS
+    from storage import RunLayout
+    from storage.layout import UNTRAINED
+    from storage.run_folder import RunFolder
+
+    folder, _, claims = smoke
+    layout = RunLayout.of(folder / "runs", "paper4", "gru", 0)
+    record = json.loads(layout.measurements.read_text())
+    untrained = record["untrained"]
+    run = RunFolder(layout.path)
+    model, datamodule = run.model(UNTRAINED), run.datamodule(UNTRAINED)
+    snapshot = load_file(layout.weight_snapshot(UNTRAINED))
+    assert all(model.state_dict()[k].equal(v) for k, v in snapshot.items())
+    assert not all(run.state_dict("best")[k].equal(v) for k, v in snapshot.items())
+    hits = total = 0
+    with torch.no_grad():
+        for batch in datamodule.split_dataloader("test"):
+            logits, _ = model(batch["source"], batch["source_lengths"],
+                              steps=batch["target"].shape[1])  # fmt: skip
+            outputs = logits.argmax(-1).tolist()
+            for row, (tokens, positions) in enumerate(
+                zip(batch["signal_token"].tolist(), batch["signal_position"].tolist(), strict=True)
+            ):
+                for token, position in zip(tokens, positions, strict=True):
+                    total += 1
+                    hits += position <= len(outputs[row]) and outputs[row][position - 1] == token
+    assert total > 1000 and untrained["test_position_acc"] == pytest.approx(hits / total, abs=1e-6)
+    assert untrained["test_position_acc"] != record["test_position_acc"]
+    analysis = untrained["analysis"]
+    assert analysis["correct_only"] is False and analysis["rows"] == record["analysis"]["rows"]
+    assert analysis["test_position_acc"] == untrained["test_position_acc"]
+    assert analysis["tokens"].keys() == record["analysis"]["tokens"].keys()
+    assert analysis["tokens"] != record["analysis"]["tokens"]
+    lstm = json.loads(RunLayout.of(folder / "runs", "paper4", "lstm", 0).measurements.read_text())
+    assert lstm["untrained"]["analysis"] is None and 0 <= lstm["untrained"]["test_position_acc"]
+    for claim in claims.values():
+        assert (claim["null"] is None) == (claim["id"] in NO_NULL), claim["id"]
+        assert claim["null"] is None or claim["null"] in RULE_VERDICTS
+    report = (folder / "report" / "report.md").read_text()
+    assert "| verdict | untrained | rule |" in report and "Measured for every run." in report
+
+
+def test_untrained_weights_rebuilt_from_the_seed_are_the_snapshot(smoke):
+    """A run folder gone, its untrained weights are rebuilt from its command alone (a one-batch
+    fit in a scratch folder): bit for bit the run's `epoch=init` snapshot."""
+    from experiments.paper4.runs import arguments_of
+    from experiments.paper4.scales import SCALES
+    from storage import RunLayout
+
+    root = smoke[0] / "runs"
+    layout = RunLayout.of(root, "paper4", "gru", 1)
+    assert_initial_weights_rebuilt(layout, arguments_of("gru", 1, SCALES["smoke"], root), root)
+
+
+def test_measurements_from_before_the_null_model(smoke, tmp_path):
+    """Measurements without the untrained weights' (from before issue 29), their run folders
+    gone: `--reuse-runs` rebuilds the report from them alone, saying the null model is not
+    measured for those runs; with `--measure-untrained` it is measured on the weights rebuilt
+    from each run's seed, nothing trained, and equals what the runs' own snapshots gave."""
+    folder, _, _ = smoke
+    root = tmp_path / "runs"
+    shutil.copytree(folder / "report" / "runs", root)
+    stripped = {run: root / "paper4" / run / "measurements.json"
+                for run in ("gru/seed=1", "lstm/seed=0")}  # fmt: skip
+    before = {run: json.loads(path.read_text()) for run, path in stripped.items()}
+    for run, path in stripped.items():
+        path.write_text(json.dumps({k: v for k, v in before[run].items() if k != "untrained"}))
+    old = reproduction("--runs", root, "--reuse-runs", "--out", tmp_path / "old")
+    assert old.returncode == 0, old.stdout + old.stderr
+    report = (tmp_path / "old" / "report.md").read_text()
+    assert "measurements of gru seed=1, lstm seed=0 predate it" in report
+    assert "| verdict | untrained |" not in report  # no claim has an untrained verdict
+    old_claims = json.loads((tmp_path / "old" / "results.json").read_text())
+    assert all(claim["null"] is None for claim in old_claims)
+    new = reproduction("--runs", root, "--reuse-runs", "--measure-untrained", "--out",
+                       tmp_path / "new")  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    for run, path in stripped.items():
+        again = json.loads(path.read_text())
+        assert again["untrained"] == before[run]["untrained"], run
+        assert again["trained"] == before[run]["trained"], run
+    assert ((tmp_path / "new" / "results.json").read_text()
+            == (folder / "report" / "results.json").read_text())  # fmt: skip
+    assert not list(root.rglob("*.ckpt")) and not list(root.glob(".initial-weights-*"))
+
+
+def synthetic_analysis(steady: float, outputting: float, hit: int) -> dict:
+    """An analysis as `claims_of` reads it, of one token on 2 units a function: the storing
+    units change `steady` times as much as the others, the outputting units' |h_T| is
+    `outputting`, every manipulation hits `hit` of 10 rows (its control 1)."""
+    from probes.neuron_functions import MANIPULATIONS
+
+    verification = {name: [hit, 10] for name in MANIPULATIONS}
+    verification |= {f"control.{name}": [1, 10] for name in MANIPULATIONS}
+    verification |= {f"storing_zero.T={t}": [hit, 10] for t in range(2, 14)}
+    token = {"storing": [0, 1], "counting": [2, 3], "triggering": [4, 5], "outputting": [6, 7],
+             "accuracy": {"storing": 1.0, "counting": 0.5, "triggering": 1.0},
+             "verification": verification, "outputting_abs": outputting,
+             "counting_directions": {"rising": 3, "falling": 1}, "storing_change_ratio": steady,
+             "gates": dict.fromkeys(("update_output", "update_output_masked", "reset_store",
+                                     "reset_store_masked", "update_drive_from_triggering",
+                                     "reset_drive_from_triggering"), 0.5)}  # fmt: skip
+    return {"hidden_size": 128, "coverage": {"tokens": 0.48, "positions": 0.75}, "rows": 10,
+            "correct": 10 if hit else 0, "tokens": {"the": token}, "counting_rho": -0.9,
+            "counting_rises": 0.95, "random_inputs_accuracy": hit / 10}  # fmt: skip
+
+
+def test_a_claim_the_untrained_weights_pass_is_uninformative():
+    """Issue 29's verdict logic on paper 4's claims: the storing units are as steady untrained
+    as trained (the rule passes both: uninformative, its verdict before kept with the reason);
+    the outputting values near +-1 and the accuracies fail untrained (kept, the null beside);
+    the data's coverage and the losses from correct rows have no null; measurements without
+    the untrained weights' leave every claim as it was."""
+    from experiments.paper4.claims import claims_of
+    from experiments.paper4.scales import SCALES, VARIANTS
+    from experiments.paper4.untrained import NULL_MODEL, judged_claims
+
+    scale = SCALES["smoke"]
+    trained = synthetic_analysis(steady=0.2, outputting=0.95, hit=10)
+    untrained = synthetic_analysis(steady=0.25, outputting=0.1, hit=0)
+    records = {(name, seed): {"untrained": {"analysis": untrained, "test_position_acc": 0.0}}
+               for name in VARIANTS for seed in scale.seeds[name]}  # fmt: skip
+    claims = claims_of([trained] * 2, {name: [0.985] * len(scale.seeds[name]) for name in VARIANTS})
+    judged = {claim.id: claim for claim in judged_claims(claims, records, scale)}
+    before = {claim.id: claim for claim in claims}
+    steady = judged["finding1.storing_steady"]
+    assert before["finding1.storing_steady"].verdict == "reproduced"
+    assert (steady.verdict, steady.rule_verdict, steady.null) == ("uninformative", "reproduced",
+                                                                  "reproduced")  # fmt: skip
+    assert "every requested row" in steady.uninformative_because
+    assert (steady.earlier[0].verdict, steady.earlier[0].reason) == ("reproduced", NULL_MODEL)
+    for kept in ("finding4.outputting_values_near_one", "accuracy.gru", "table1.counting_k1"):
+        assert before[kept].verdict != "not reproduced", kept
+        assert judged[kept].verdict == before[kept].verdict, kept
+        assert judged[kept].null == "not reproduced", kept
+        assert judged[kept].earlier == before[kept].earlier, kept
+    for none in ("data.coverage_tokens", "direction.storing_zero_drops",
+                 "finding1.one_group_for_every_position"):  # fmt: skip
+        assert judged[none].null is None and judged[none] == before[none], none
+    del records[("lstm", 0)]["untrained"]
+    assert judged_claims(claims, records, scale) == claims

@@ -12,20 +12,16 @@ accuracy before it and the units kept). With `--reuse-runs` a run whose measurem
 from the same command is never trained or measured again, so the report can be rebuilt from the
 measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
 analysis get it from their run folder, the run kept, or, where that folder is gone, from the
-weights the same command starts from, rebuilt by a one-epoch fit in a scratch folder: the seed
-fixes them, so nothing is trained again (`measured`, `initial_weights`).
+weights the same command starts from, rebuilt by a one-batch fit in a scratch folder: the seed
+fixes them, so nothing is trained again (`experiments.measured`, shared with paper 4).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
+from experiments.measured import measured, measured_before
 from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
 from experiments.paper1.analyses import analyse_run
 from experiments.paper1.scales import (
@@ -41,16 +37,7 @@ from experiments.paper1.scales import (
     Scale,
     run_dir,
 )
-from experiments.runner import (
-    Sitting,
-    SittingError,
-    finished,
-    fit,
-    fit_command,
-    portable,
-    run_all,
-    write_measurements,
-)
+from experiments.runner import Sitting, run_all
 from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.layout import UNTRAINED
@@ -95,82 +82,6 @@ def validation_curve(run: RunFolder) -> dict[str, list[float]]:
     return {"step": metrics["step"].astype(int).tolist(),
             "seq_acc": metrics["val/seq_acc"].tolist(),
             "loss": metrics["val/loss"].tolist()}  # fmt: skip
-
-
-BOOKKEEPING = ("kept", "trained", "measured")
-"""The fields of a measurements record that say when, not what (`write_measurements`, `kept`)."""
-
-
-def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
-                needed: Sequence[str] = ()) -> dict | None:  # fmt: skip
-    """The run's measurements from an earlier invocation of the same command (`Sitting.kept`),
-    complete or not; merging (nothing is trained or measured), measurements without a field of
-    `needed` stop the reproduction naming the run."""
-    kept = sitting.kept(layout, arguments)
-    missing = missing_fields(kept, needed)
-    if missing and sitting.merged:
-        raise SittingError(
-            f"{layout.path.relative_to(sitting.root)} was measured without "
-            f"{', '.join(missing)} (before issue 29's untrained analysis): measure it again where "
-            "it was trained (with --reuse-runs: the run is kept) and merge again"
-        )
-    return kept
-
-
-def missing_fields(record: dict | None, needed: Sequence[str]) -> list[str]:
-    """The fields of `needed` that the kept `record` lacks (none without a record)."""
-    return [] if record is None else [name for name in needed if name not in record]
-
-
-def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
-             needed: dict | None = None) -> dict:  # fmt: skip
-    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record and each
-    of `needed` (field -> `measure(RunFolder)`), or read back the measurements taken from the
-    same command (with `reuse`). Kept measurements without a field of `needed` (taken before it
-    existed) get it from the run folder, every other field kept: the run is not trained again
-    where it is finished (`fit` with `reuse`), else it is, and measured anew."""
-    needed = needed or {}
-    kept = kept_record(layout, arguments, sitting, list(needed))
-    missing = missing_fields(kept, list(needed))
-    if kept is not None and not missing:
-        return kept
-    if kept is not None and not finished(layout.path, fit_command(arguments)):
-        # The run folder is gone (a fresh machine, a run root rebuilt from the committed
-        # files): the fields of `needed` read only the weights before training, which the
-        # command's seed fixes, so they are measured on those rather than training it again.
-        with initial_weights(layout, arguments, sitting.root) as run:
-            record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-            record |= {name: needed[name](run) for name in missing}
-        return {**write_measurements(layout, record, kept["trained"]), "kept": True}
-    trained = fit(layout.path, arguments, sitting.reuse)
-    torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
-    run = RunFolder(layout.path)
-    if kept is not None and not trained:
-        record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-        record |= {name: needed[name](run) for name in missing}
-    else:
-        record = {"command": portable(arguments, sitting.root), **measure(run),
-                  **{name: field(run) for name, field in needed.items()}}  # fmt: skip
-    return {**write_measurements(layout, record), "kept": not trained}
-
-
-@contextlib.contextmanager
-def initial_weights(layout: RunLayout, arguments: list[str], root: Path):
-    """The run `layout` of the fit `arguments` (`python -m experiments fit`, run root `root`)
-    trained for one epoch in a temporary run root under `root`, removed afterwards: its
-    `UNTRAINED` weights are those the same command starts from (the seed fixes them;
-    `tests/test_paper1_smoke.py` checks it), its last checkpoint gives their model and DataModule
-    settings. Yields its `RunFolder`."""
-    with tempfile.TemporaryDirectory(dir=root, prefix=".initial-weights-") as scratch:
-        at = arguments.index("--run.root") + 1
-        one_epoch = [*arguments[:at], scratch, *arguments[at + 1 :], "--trainer.max_epochs", "1"]
-        run = Path(scratch) / layout.path.relative_to(root)
-        try:
-            fit(run, one_epoch)  # the last --trainer.max_epochs given wins
-        except RuntimeError as error:
-            log = RunLayout(run).train_log.read_text().splitlines()[-20:]
-            raise RuntimeError(f"{error}; its log ended:\n" + "\n".join(log)) from None
-        yield RunFolder(run)
 
 
 def analysis_of(run: RunFolder, seed: int, tag: str = ANALYSED) -> dict:
@@ -222,10 +133,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     tasks = {key: functools.partial(measure_model, *key, scale, sitting) for key in keys}
 
     def done_before(key) -> bool:
-        arguments = model_arguments(*key, scale, sitting.root)
-        needed = list(untrained_fields(*key))
-        kept = kept_record(RunLayout.of(sitting.root, "paper1", *key), arguments, sitting, needed)
-        return kept is not None and not missing_fields(kept, needed)
+        return measured_before(RunLayout.of(sitting.root, "paper1", *key),
+                               model_arguments(*key, scale, sitting.root), sitting,
+                               list(untrained_fields(*key)))  # fmt: skip
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]

@@ -30,6 +30,7 @@ from probes.neuron_functions import (
 from probes.neuron_manipulation import gate_interaction, verify_neurons
 from storage import RunLayout
 from storage.files import write_text_atomic
+from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
 POSITIONS = ANALYSED_POSITIONS
@@ -159,14 +160,15 @@ def figure2_points(traced, neurons: list[TokenNeurons], vocab: list[str]) -> pd.
     )
 
 
-def analyse(run: RunFolder, scale: Scale) -> dict:
-    """Sections 3-5 on one trained GRU: stage 1-3 for every analysed token, Table 1, the gate
-    interaction and the figures' data, as a JSON-ready dict."""
+def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
+    """Sections 3-5 on one GRU (`model`, on `datamodule`'s held-out pairs): stage 1-3 for every
+    analysed token, Table 1, the gate interaction and the figures' data, as a JSON-ready dict;
+    with `correct_only`, on the rows the model answers correctly, else on every requested row
+    (`correct_only` records which)."""
     torch.manual_seed(0)
-    model, datamodule = run.model("best"), run.datamodule("best")
     tokens = analysed_tokens(datamodule, scale.tokens)
     traced, correct = analysed_rows(model, datamodule, tokens, POSITIONS, scale.analysis_rows,
-                                    ANALYSED_SPLITS, scale.correct_only)  # fmt: skip
+                                    ANALYSED_SPLITS, correct_only)  # fmt: skip
     found, per_token = [], {}
     for token in tokens:
         if not analysable(traced, token):
@@ -192,26 +194,34 @@ def analyse(run: RunFolder, scale: Scale) -> dict:
         "coverage": signal_coverage(datamodule, tokens, POSITIONS),
         "rows": int(correct.numel()),
         "correct": int(correct.sum()),
+        "correct_only": correct_only,
         "tokens": per_token,
         "counting_curves": {str(p): c for p, c in curves.items()},
         "counting_rho": rho,
         "counting_rises": rises,
         "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
-        "test_position_acc": run.test_accuracy("test", "position_acc"),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }
 
 
-def analysis_of(path: Path, scale: Scale, reuse: bool) -> dict:
-    """`analyse`, cached in `<run>/analysis.json` (read back only with `reuse`)."""
-    cache = RunLayout(path).analysis
-    if (
-        reuse
-        and cache.is_file()
-        and cache.stat().st_mtime >= RunLayout(path).command.stat().st_mtime
-    ):
+def analysis_of(path: Path, scale: Scale, reuse: bool, tag: str = "best") -> dict:
+    """`analyse` of the run's checkpoint or weight snapshot `tag`, cached in
+    `RunLayout.analysis_at(tag)` (read back only with `reuse`), with the test accuracy beside
+    it. The trained model (`best`) is analysed on the rows it answers correctly (unless the
+    scale says otherwise) and its test accuracy is the fit's test; its untrained weights
+    (`UNTRAINED`, issue 29's null model) answer none, so the same analysis runs on every
+    requested row, and their test accuracy is measured here, as the fit's test measures it
+    (greedy decoding over the test split)."""
+    layout = RunLayout(path)
+    cache = layout.analysis_at(tag)
+    if reuse and cache.is_file() and cache.stat().st_mtime >= layout.command.stat().st_mtime:
         return json.loads(cache.read_text())
     torch.set_num_threads(1)
-    result = analyse(RunFolder(path), scale)
+    run = RunFolder(path)
+    model, datamodule = run.model(tag), run.datamodule(tag)
+    untrained = tag == UNTRAINED
+    result = analyse(model, datamodule, scale, scale.correct_only and not untrained)
+    result["test_position_acc"] = (positioning_accuracy(model, datamodule, "test") if untrained
+                                   else run.test_accuracy("test", "position_acc"))  # fmt: skip
     write_text_atomic(cache, json.dumps(result) + "\n")
     return result

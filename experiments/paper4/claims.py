@@ -83,8 +83,9 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
                           Measured.of(per_model(analyses, lambda a: a["random_inputs_accuracy"])),
                           **PRINTED),
     ]  # fmt: skip
-    kept = [r / c for r, c in zip(per_model(analyses, lambda a: a["random_inputs_accuracy"]),
-                                  accuracies["gru"], strict=True)]  # fmt: skip
+    kept = [r / c if c else float("nan")  # an untrained GRU may position no test token
+            for r, c in zip(per_model(analyses, lambda a: a["random_inputs_accuracy"]),
+                            accuracies["gru"], strict=True)]  # fmt: skip
     claims.append(threshold_claim(
         "accuracy.random_inputs_barely_matter",
         "Decoder inputs barely matter: random-input accuracy / normal accuracy (section 5; paper "

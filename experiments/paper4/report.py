@@ -137,7 +137,9 @@ ACCURACY_TARGETS = {"gru": 0.97, "lstm": 0.96, "two_signals": 0.93}
 def accuracy_table(by_variant: dict[str, list[dict]]) -> pd.DataFrame:
     """Section 2's test accuracies per model type, with the objective each was trained on,
     beside the paper's and the target (`ACCURACY_TARGETS`), the same models' greedy accuracy on
-    training pairs, and section 5's test accuracy with every decoder input a random token."""
+    training pairs, section 5's test accuracy with every decoder input a random token, and the
+    test accuracy of their untrained weights (issue 29's null model; the column left out where
+    no run's were measured)."""
     rows = []
     for name, records in by_variant.items():
         values = [r["test_position_acc"] for r in records]
@@ -152,8 +154,10 @@ def accuracy_table(by_variant: dict[str, list[dict]]) -> pd.DataFrame:
             "training pairs (mean)": np.mean([r["training_accuracy"] for r in records]),
             "random decoder inputs (mean)": np.mean([r["random_inputs_accuracy"]
                                                      for r in records]),
+            "untrained (mean)": (np.mean([r["untrained"]["test_position_acc"] for r in records])
+                                 if all("untrained" in r for r in records) else None),
         })  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).dropna(axis="columns", how="all")
 
 
 def objective_comparison(accuracy: pd.DataFrame, training: pd.DataFrame) -> str:
@@ -413,7 +417,8 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 
 "training pairs": the same models' greedy accuracy on the first {scale.training_batches} batches
 ({scale.training_batches * scale.batch_size:,} pairs) of their training split (with those pairs'
-first-epoch signals), beside the test pairs' under the same decoding.
+first-epoch signals), beside the test pairs' under the same decoding. "untrained": the test
+accuracy of the same runs' untrained weights (see The null model), where measured.
 
 ![training](figures/training.png)
 

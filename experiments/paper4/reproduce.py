@@ -1,10 +1,12 @@
-"""`make reproduce-paper4`: every run of paper 4 trained and measured (`runs`), then the report
-built from the measurements alone (`claims`, `report`), written to
+"""`make reproduce-paper4`: every run of paper 4 trained and measured, with its untrained weights
+(`runs`), then the report built from the measurements alone (`claims`, `report`), every claim
+also judged on the untrained weights (`untrained`), written to
 `reports/paperN/{report.md, results.json, figures/, runs/}` and logged to W&B."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +28,7 @@ from experiments.paper4.report import (
 )
 from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS
+from experiments.paper4.untrained import judged_claims, null_text
 from experiments.report import Claim, claims_frame, with_earlier
 from experiments.runner import (
     Sitting,
@@ -33,6 +36,7 @@ from experiments.runner import (
     keep_beside_report,
     publish,
     reproduction_main,
+    reproduction_parser,
 )
 
 EARLIER_VERDICTS = (
@@ -92,6 +96,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         claims = claims_of(analyses, accuracies)
         if scale_name == "default":
             claims = earlier_verdicts(claims)
+        claims = judged_claims(claims, records, scale)
         figures_folder = out / "figures"
         figures = {
             "training": training_figure(records, figures_folder / "training.png"),
@@ -109,7 +114,9 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         "training": training_table(records),
         "settings": setting_table(scale, SCALES["paper"]),
     }
-    markdown = report_text(scale_name, scale, tables, clock, records)
+    markdown = report_text(scale_name, scale, tables, clock, records) + null_text(
+        records, scale_name, scale
+    )
     publish(out, "paper4", claims, markdown, root, figures,
             {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     keep_beside_report("paper4", list(records), root, out)
@@ -117,7 +124,18 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
 
 
 def main(argv: list[str] | None = None) -> list[Claim]:
-    return reproduction_main(
+    parser = reproduction_parser(
         "Reproduce paper 4 (Exposing the Functionalities of Neurons for GRU Seq2Seq).",
-        SCALES, "reports/paper4", reproduce, argv,
+        SCALES, "reports/paper4",
     )  # fmt: skip
+    parser.add_argument(
+        "--measure-untrained", action="store_true",
+        help="with --reuse-runs: also measure the untrained weights (issue 29's null model) of "
+        "runs whose kept measurements predate them, from their run folder or, where it is gone, "
+        "rebuilt from their seed (a one-batch fit in a scratch folder); nothing is trained again",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.measure_untrained:
+        SCALES[args.scale] = replace(SCALES[args.scale], untrained_of_kept_runs=True)
+    return reproduction_main(parser.description, SCALES, "reports/paper4", reproduce, argv,
+                             parser)  # fmt: skip

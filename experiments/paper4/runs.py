@@ -5,10 +5,16 @@ A run's measurements (no weights) are everything the report reads of it: the com
 it (without the run root, so a copy elsewhere is the same run), the decoder inputs it was trained
 on, its stopping rule, its per-epoch curves, its test accuracy, its greedy accuracy on training
 pairs, its accuracy with random decoder inputs, its data and, for a GRU seed, sections 3-5's
-analysis. With `--reuse-runs` a run whose measurements were taken from the same command is never
-trained or measured again, so a report can be rebuilt from the measurement files alone: the
-reproduction copies them beside its report (`reports/paper4/runs/`), and
-`python -m experiments.paper4 --runs reports/paper4/runs --reuse-runs` rebuilds it from there.
+analysis; and, under `untrained`, the same of its untrained weights (issue 29's null model: the
+`epoch=init` snapshot the config saves before the first update). With `--reuse-runs` a run whose
+measurements were taken from the same command is never trained or measured again, so a report
+can be rebuilt from the measurement files alone: the reproduction copies them beside its report
+(`reports/paper4/runs/`), and `python -m experiments.paper4 --runs reports/paper4/runs
+--reuse-runs` rebuilds it from there. Measurements taken before the null model (no `untrained`)
+are read back as they are, unless `--measure-untrained` asks for it: then their runs' untrained
+weights are measured, from the run folder or, where it is gone or has no snapshot, rebuilt from
+the seed by a one-batch fit in a scratch folder (`experiments.measured`); nothing is trained
+again.
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ from pathlib import Path
 import torch
 import yaml
 
+from experiments.measured import Fields, measured, measured_before
 from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
-from experiments.runner import Sitting, fit, portable, run_all, write_measurements
+from experiments.runner import Sitting, run_all
 from storage import RunLayout
+from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
 CURVES = ("val/position_acc", "val/loss", "train/position_acc")
@@ -76,38 +84,57 @@ def epoch_curves(run: RunFolder) -> dict[str, list[float | None]]:
     return curves
 
 
-def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
-    """Train the run (or keep it, with `reuse`), measure it and write its measurements file;
-    with `reuse`, measurements taken from the same command are read back instead."""
-    root = sitting.root
-    layout = RunLayout.of(root, "paper4", name, seed)
-    arguments = arguments_of(name, seed, scale, root)
-    kept = sitting.kept(layout, arguments)
-    if kept is not None:
-        return kept
-    trained = fit(layout.path, arguments, sitting.reuse)
-    run = RunFolder(layout.path)
-    analysis = analysis_of(layout.path, scale, sitting.reuse) if name == "gru" else None
-    torch.set_num_threads(1)
-    model, datamodule = run.model("best"), run.datamodule("best")
-    record = {
-        "variant": name,
-        "seed": seed,
-        "command": portable(arguments, root),
-        "stopping": stopping_of(run),
-        "curves": epoch_curves(run),
-        "test_position_acc": run.test_accuracy("test", "position_acc"),
-        # greedy, on the first training batches (their epoch-0 signals): what the model learned
-        # of pairs it trained on, beside the test accuracy under the same decoding
+def accuracies(model, datamodule, scale: Scale, analysis: dict | None, test: float) -> dict:
+    """A model's accuracies as its record holds them: on the test split (`test`), greedy on the
+    first training batches (their epoch-0 signals: what the model learned of pairs it trained
+    on, beside the test accuracy under the same decoding), and with every decoder input a random
+    token (section 5's side finding; the analysis's, where there is one)."""
+    return {
+        "test_position_acc": test,
         "training_accuracy": positioning_accuracy(model, datamodule, "train",
                                                   scale.training_batches),
         "random_inputs_accuracy": (analysis["random_inputs_accuracy"] if analysis is not None
                                    else positioning_accuracy(model, datamodule, "test",
                                                              random_seed=0)),
-        "data_source": datamodule.data_source,
-        "analysis": analysis,
     }  # fmt: skip
-    return {**write_measurements(layout, record), "kept": not trained}
+
+
+def untrained_fields(name: str, scale: Scale, reuse: bool) -> Fields:
+    """What a run's record holds of its untrained weights (`UNTRAINED`: issue 29's null model),
+    measured as its trained ones are: the same accuracies and, for a GRU seed, the same analysis
+    (on every requested row: they answer none correctly; `analysis_of`)."""
+
+    def untrained(run: RunFolder) -> dict:
+        analysis = analysis_of(run.path, scale, reuse, UNTRAINED) if name == "gru" else None
+        torch.set_num_threads(1)
+        model, datamodule = run.model(UNTRAINED), run.datamodule(UNTRAINED)
+        test = (analysis["test_position_acc"] if analysis is not None
+                else positioning_accuracy(model, datamodule, "test"))  # fmt: skip
+        return {**accuracies(model, datamodule, scale, analysis, test), "analysis": analysis}
+
+    return {"untrained": untrained}
+
+
+def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
+    """Train the run (or keep it, with `reuse`), measure it and its untrained weights and write
+    its measurements file; with `reuse`, measurements taken from the same command are read back
+    instead (`experiments.measured`), those without the untrained weights' completed only with
+    `scale.untrained_of_kept_runs`."""
+
+    def trained(run: RunFolder) -> dict:
+        analysis = analysis_of(run.path, scale, sitting.reuse) if name == "gru" else None
+        torch.set_num_threads(1)
+        model, datamodule = run.model("best"), run.datamodule("best")
+        tested = run.test_accuracy("test", "position_acc")
+        return {"variant": name, "seed": seed, "stopping": stopping_of(run),
+                "curves": epoch_curves(run),
+                **accuracies(model, datamodule, scale, analysis, tested),
+                "data_source": datamodule.data_source, "analysis": analysis}  # fmt: skip
+
+    return measured(RunLayout.of(sitting.root, "paper4", name, seed),
+                    arguments_of(name, seed, scale, sitting.root), sitting, trained,
+                    untrained_fields(name, scale, sitting.reuse),
+                    scale.untrained_of_kept_runs)  # fmt: skip
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
@@ -117,10 +144,11 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     every = [(name, seed) for name in VARIANTS for seed in scale.seeds[name]]
     keys = [key for key in every if sitting.shard.keeps(key, every)]
     tasks = {key: functools.partial(measure, *key, scale, sitting) for key in keys}
+    needed = ["untrained"] if scale.untrained_of_kept_runs else []
 
     def done_before(key) -> bool:
         layout = RunLayout.of(sitting.root, "paper4", *key)
-        return sitting.kept(layout, arguments_of(*key, scale, sitting.root)) is not None
+        return measured_before(layout, arguments_of(*key, scale, sitting.root), sitting, needed)
 
     return run_all(tasks, sitting.jobs, lambda key, record: f"{key[0]} seed={key[1]}: test "
                    f"accuracy {record['test_position_acc']:.3f}", done_before)  # fmt: skip

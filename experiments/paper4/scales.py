@@ -50,6 +50,9 @@ class Scale:
     correct_only: bool = True
     """Analyse only the rows the model answers correctly (False only for the smoke check, whose
     barely trained models answer almost none)."""
+    untrained_of_kept_runs: bool = False
+    """Measure the untrained weights (issue 29's null model) of runs whose kept measurements
+    predate them (`--measure-untrained`); runs measured now always are."""
     overrides: tuple[str, ...] = field(default=())
 
 
