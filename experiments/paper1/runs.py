@@ -13,7 +13,12 @@ from the same command is never trained or measured again, so the report can be r
 measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
 analysis get it from their run folder, the run kept, or, where that folder is gone, from the
 weights the same command starts from, rebuilt by a one-epoch fit in a scratch folder: the seed
-fixes them, so nothing is trained again (`measured`, `initial_weights`).
+fixes them, so nothing is trained again (`measured`, `initial_weights`). The measurements added
+after the runs were first measured (`scales.OPTIONAL`: footnote 5's SHAP groups of every GRU and
+LSTM, the LSTMs' analyses for footnote 1, each trained and untrained) are measured on a kept run
+only when asked (`--add-measurements`, `Scale.added`): from its run folder, or by training it
+again from its command where the folder is gone (bit for bit: its test accuracies must come out
+as kept, `same_model`); without them the report says which claims are not measured.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -41,6 +46,7 @@ from experiments.paper1.scales import (
     Scale,
     run_dir,
 )
+from experiments.paper1.shapley import SAMPLE_SEEDS, footnote5_of
 from experiments.runner import (
     Sitting,
     SittingError,
@@ -118,40 +124,82 @@ def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
 
 
 def missing_fields(record: dict | None, needed: Sequence[str]) -> list[str]:
-    """The fields of `needed` that the kept `record` lacks (none without a record)."""
-    return [] if record is None else [name for name in needed if name not in record]
+    """The fields of `needed` that the kept `record` lacks or holds as None (the LSTMs' analysis
+    before footnote 1's was measured); none without a record."""
+    return [] if record is None else [name for name in needed if record.get(name) is None]
 
 
-def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure,
-             needed: dict | None = None) -> dict:  # fmt: skip
+Field = Callable[[RunFolder], object]
+"""A field of a run's measurements, measured from its run folder."""
+
+
+def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure: Field,
+             needed: dict[str, Field] | None = None,
+             optional: dict[str, tuple[str, Field]] | None = None,
+             added: Sequence[str] = ()) -> dict:  # fmt: skip
     """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record and each
-    of `needed` (field -> `measure(RunFolder)`), or read back the measurements taken from the
-    same command (with `reuse`). Kept measurements without a field of `needed` (taken before it
-    existed) get it from the run folder, every other field kept: the run is not trained again
-    where it is finished (`fit` with `reuse`), else it is, and measured anew."""
+    of `needed` and `optional` (field -> `measure(RunFolder)`; `optional`: field -> (group,
+    measure)), or read back the measurements taken from the same command (with `reuse`).
+
+    Kept measurements without a field of `needed` (taken before it existed) get it from the run
+    folder, every other field kept: the run is not trained again where it is finished (`fit`
+    with `reuse`); where its folder is gone, from the weights its command starts from
+    (`initial_weights`: the fields of `needed` read only those). Kept measurements without a
+    field of `optional` get it only when its group is in `added`: from the run folder, or, where
+    it is gone, by training the run again from its command (its seed fixes it bit for bit; its
+    test accuracies must come out as kept, `same_model`)."""
     needed = needed or {}
+    asked = {name: field for name, (group, field) in (optional or {}).items() if group in added}
     kept = kept_record(layout, arguments, sitting, list(needed))
     missing = missing_fields(kept, list(needed))
-    if kept is not None and not missing:
+    missing_asked = missing_fields(kept, list(asked))
+    if kept is not None and not missing and not missing_asked:
         return kept
-    if kept is not None and not finished(layout.path, fit_command(arguments)):
+    record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
+    if kept is not None and not missing_asked and not finished(layout.path, fit_command(arguments)):
         # The run folder is gone (a fresh machine, a run root rebuilt from the committed
         # files): the fields of `needed` read only the weights before training, which the
         # command's seed fixes, so they are measured on those rather than training it again.
         with initial_weights(layout, arguments, sitting.root) as run:
-            record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, kept["trained"]), "kept": True}
-    trained = fit(layout.path, arguments, sitting.reuse)
+    try:
+        trained = fit(layout.path, arguments, sitting.reuse)
+    except BaseException:
+        if kept is not None:  # training again removed the folder: its measurements stay
+            write_measurements(layout, record, kept["trained"])
+        raise
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(layout.path)
-    if kept is not None and not trained:
-        record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-        record |= {name: needed[name](run) for name in missing}
-    else:
+    if kept is None:
+        fields = {**needed, **{name: field for name, (_, field) in (optional or {}).items()}}
         record = {"command": portable(arguments, sitting.root), **measure(run),
-                  **{name: field(run) for name, field in needed.items()}}  # fmt: skip
-    return {**write_measurements(layout, record), "kept": not trained}
+                  **{name: field(run) for name, field in fields.items()}}  # fmt: skip
+        return {**write_measurements(layout, record), "kept": not trained}
+    if trained:
+        same_model(layout, run, record)
+    record |= {name: needed[name](run) for name in missing}
+    record |= {name: asked[name](run) for name in missing_asked}
+    return {**write_measurements(layout, record, kept["trained"]), "kept": not trained}
+
+
+def same_model(layout: RunLayout, run: RunFolder, kept: dict) -> None:
+    """The run trained again is the one measured before: the same test accuracies under both
+    selections and the same selected checkpoints; else a `SittingError` naming the run (its
+    kept measurements are written back, the new run left in its folder)."""
+    again = {
+        "selections": {s: test_accuracies(run, s) for s in SELECTIONS},
+        "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
+                            "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
+    }  # fmt: skip
+    if all(again[key] == kept[key] for key in again):
+        return
+    write_measurements(layout, kept, kept["trained"])
+    raise SittingError(
+        f"{layout.path} trained again is not the model its measurements were taken from (test "
+        f"accuracies {again['selections']} against {kept['selections']}): its new fields are "
+        "not added; compare its train.log with the first fit's"
+    )
 
 
 @contextlib.contextmanager
@@ -192,6 +240,26 @@ def untrained_fields(variant: str, seed: int) -> dict:
     return {"untrained_analysis": lambda run: analysis_of(run, seed, UNTRAINED)}
 
 
+def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[str, Field]]:
+    """The measurements of `OPTIONAL` a model has, field -> (group, measure): footnote 5's SHAP
+    groups of every GRU and LSTM of Tables 5-6, trained (two sample seeds) and untrained (one),
+    and the LSTMs' analyses of sections 3-4, trained and untrained (footnote 1)."""
+    if variant not in (*VARIANTS, *FOOTNOTE1):
+        return {}
+
+    def shap(tag: str, seeds: Sequence[int]) -> Field:
+        return lambda run: footnote5_of(run, tag, scale.shap_rows, scale.shap_samples, seeds)
+
+    fields = {
+        "footnote5": ("footnote5", shap(ANALYSED, SAMPLE_SEEDS)),
+        "untrained_footnote5": ("footnote5", shap(UNTRAINED, SAMPLE_SEEDS[:1])),
+    }
+    if variant in FOOTNOTE1:
+        fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed))
+        fields["untrained_analysis"] = ("footnote1", lambda run: analysis_of(run, seed, UNTRAINED))
+    return fields
+
+
 def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed,
     trained and untrained)."""
@@ -211,7 +279,8 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
 
     layout = RunLayout.of(sitting.root, "paper1", variant, seed)
     arguments = model_arguments(variant, seed, scale, sitting.root)
-    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed))
+    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed),
+                    optional_fields(variant, seed, scale), scale.added)  # fmt: skip
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
@@ -224,7 +293,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     def done_before(key) -> bool:
         arguments = model_arguments(*key, scale, sitting.root)
         needed = list(untrained_fields(*key))
-        kept = kept_record(RunLayout.of(sitting.root, "paper1", *key), arguments, sitting, needed)
+        needed += [name for name, (group, _) in optional_fields(*key, scale).items()
+                   if group in scale.added]  # fmt: skip
+        kept = kept_record(RunLayout.of(sitting.root, "paper1", *key), arguments, sitting, [])
         return kept is not None and not missing_fields(kept, needed)
 
     def describe(key, record):
