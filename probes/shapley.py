@@ -8,18 +8,21 @@ feature independence) being violated". The approximations and the independence a
 Kernel SHAP's: a weighted linear regression on a sample of unit coalitions, a unit left out of a
 coalition set to a baseline value independently of the others. captum's `KernelShap` does the
 sampling and the regression; written here are only its seeding (captum samples from torch's
-global generator, forked and seeded here so nothing else is disturbed) and the ranking of units
-by mean absolute Shapley value over the explained rows.
+global generator, locked, forked and seeded here so that nothing else disturbs it or is
+disturbed) and the ranking of units by mean absolute Shapley value over the explained rows.
 """
 
 from __future__ import annotations
 
-import warnings
+import threading
 from collections.abc import Callable
 
 import torch
 from captum.attr import KernelShap
 from torch import Tensor
+
+GLOBAL_GENERATOR = threading.Lock()
+"""Held while captum draws from torch's global generator (`kernel_shap`)."""
 
 
 def kernel_shap(
@@ -34,17 +37,23 @@ def kernel_shap(
     each of `rows` `[rows, units]` for its `target` class `[rows]`, a unit left out of a coalition
     set to its `baseline` value (`[units]` or `[1, units]`), from `n_samples` coalitions per row
     drawn with `seed`. Each row's values sum to about `forward(row) - forward(baseline)` at its
-    target; with fewer coalitions than units + 1 the regression is underdetermined."""
+    target; with fewer coalitions than units + 1 the regression is underdetermined.
+
+    captum draws the coalitions from torch's global generator: the call holds `GLOBAL_GENERATOR`
+    (one Kernel SHAP at a time in a process, so threads measuring two runs at once cannot
+    interleave their draws) and forks the generator, so the caller's stream is left as it was.
+    Rows are explained one at a time, in order, as captum does for a batch."""
     if n_samples < 2:
         raise ValueError(f"n_samples must be at least 2 (both end points), got {n_samples}")
     baseline = baseline.reshape(1, -1).to(rows.dtype)
-    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), torch.no_grad():
+    explainer = KernelShap(forward)
+    with GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
-        warnings.simplefilter("ignore", UserWarning)  # "multiple inputs ... one example at a time"
-        return KernelShap(forward).attribute(
-            rows, baselines=baseline, target=target, n_samples=n_samples,
-            perturbations_per_eval=n_samples,
-        )  # fmt: skip
+        return torch.cat([
+            explainer.attribute(rows[i : i + 1], baselines=baseline, target=target[i : i + 1],
+                                n_samples=n_samples, perturbations_per_eval=n_samples)
+            for i in range(len(rows))
+        ])  # fmt: skip
 
 
 def shap_unit_order(attributions: Tensor) -> Tensor:

@@ -94,3 +94,23 @@ def test_the_shap_group_of_the_planted_pair_holds_that_pair():
 def ablation_order(classifier: SplitClassifier) -> torch.Tensor:
     """The co-authors' ranking (the first class's |mean coefficient|), written out."""
     return torch.sort(classifier.coefficients[0].abs(), descending=True, stable=True).indices
+
+
+def test_kernel_shap_in_two_threads_at_once_gives_what_each_gives_alone():
+    """captum draws from torch's global generator: two runs measured at once (the reproduction's
+    threads) must not interleave their draws."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    features = independent_rows(12)
+    classifier = SplitClassifier(1.0, torch.randn(3, 6, dtype=torch.float64,
+                                                  generator=torch.Generator().manual_seed(0)),
+                                 torch.zeros(3, dtype=torch.float64))  # fmt: skip
+    target = torch.arange(12) % 3
+
+    def explain(seed: int) -> torch.Tensor:
+        return kernel_shap(classifier.probabilities, features, features.mean(0), target, 30, seed)
+
+    alone = [explain(seed) for seed in range(4)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(explain, range(4)))
+    assert all(torch.equal(a, b) for a, b in zip(alone, together, strict=True))

@@ -217,7 +217,8 @@ def footnote5_text(analysed: dict[str, list[dict]], shap: dict[str, list[dict]] 
         return heading + not_measured("`footnote5`", ", ".join(f"`{c}`" for c in CLAIMS)) + "\n\n"
     first = next(iter(shap.values()))[0]
     samples = first["samples"]
-    samples = "2 x units + 2048 (3072 for 512 units)" if samples == "reference" else str(samples)
+    reference = "2 x units + 2048 (3072 for 512 units), `shap`'s `KernelExplainer` default"
+    samples = f"{reference} (`nsamples='auto'`)" if samples == "reference" else f"{samples}"
     return f"""{heading}"Applying the methods develop[ed] by Lundberg and Lee (2017) seems to
 confirm the responsible neurons we found, but selects more neurons and gives less consistent
 results, which we trace back to the extensive approximations required and some model assumptions
@@ -233,11 +234,10 @@ results, which we trace back to the extensive approximations required and some m
   first class's |mean coefficient|).
 - **Our choices** (the footnote gives none): captum's `KernelShap` on the classifier's predicted
   probability of each row's own label; baseline: each unit's mean activation over all samples;
-  {first["rows"]} rows per classifier (as many of each label); coalitions per row: {samples}
-  (`shap`'s `KernelExplainer` default, `nsamples="auto"`); sample seeds {first["seeds"]} for the
-  trained models (the first decides, the second measures agreement), the first alone for the
-  untrained ones. For a linear score with independent inputs exact SHAP is
-  w_i (x_i - E x_i); `tests/test_shapley.py` checks captum's call against it.
+  {first["rows"]} rows per classifier (as many of each label); coalitions per row: {samples};
+  sample seeds {first["seeds"]} for the trained models (the first decides, the second measures
+  agreement), the first alone for the untrained ones. For a linear score with independent inputs
+  exact SHAP is w_i (x_i - E x_i); `tests/test_shapley.py` checks captum's call against it.
 - **Measured:** the weight group's units found in the SHAP group ("confirms the responsible
   neurons"), the groups' sizes ("selects more"), and consistency: the coefficient of variation
   of the group sizes over the five seeds (the rule) and the Jaccard index of the SHAP groups from
