@@ -39,7 +39,7 @@ def offline_env(folder: Path) -> dict[str, str]:
 def smoke(tmp_path_factory):
     """One offline smoke reproduction shared by the tests: its folder, output and claims."""
     folder = tmp_path_factory.mktemp("paper1_smoke")
-    output, claims = smoke_reproduction(1, folder, timeout=600, env=offline_env(folder))
+    output, claims = smoke_reproduction(1, folder, timeout=900, env=offline_env(folder))
     return folder, output, claims
 
 
@@ -339,7 +339,7 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch)
     first run gave."""
     from experiments.paper1.runs import measure_model
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Sitting
+    from experiments.runner import Sitting, SittingError
 
     folder, _, _ = smoke
     for name, value in offline_env(folder).items():
@@ -360,6 +360,8 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch)
         assert kept["kept"] and kept["analysis"] is None and "footnote5" not in kept
         assert [p.name for p in layout.path.iterdir()] == ["measurements.json"]
         asked = dataclasses.replace(scale, added=("footnote1", "footnote5"))
+        with pytest.raises(SittingError, match="seed=3 was measured without footnote5, untrained_"):
+            measure_model("guided_lstm", 3, asked, Sitting(root, 1, True, merged=(root,)))
         again = json.loads(json.dumps(
             measure_model("guided_lstm", 3, asked, Sitting(root, 1, reuse=True))))  # fmt: skip
         assert not again["kept"] and layout.checkpoint("lowest_loss").is_file()

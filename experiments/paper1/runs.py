@@ -155,6 +155,12 @@ def measured(layout: RunLayout, arguments: list[str], sitting: Sitting, measure:
     missing_asked = missing_fields(kept, list(asked))
     if kept is not None and not missing and not missing_asked:
         return kept
+    if missing_asked and sitting.merged:
+        raise SittingError(
+            f"{layout.path.relative_to(sitting.root)} was measured without "
+            f"{', '.join(missing_asked)}: add them where it was trained (--reuse-runs "
+            "--add-measurements) and merge again, or merge without --add-measurements"
+        )
     record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
     if kept is not None and not missing_asked and not finished(layout.path, fit_command(arguments)):
         # The run folder is gone (a fresh machine, a run root rebuilt from the committed
