@@ -8,7 +8,11 @@ command are read back; those without a field of `needed` (taken before it existe
 the run's `epoch=init` snapshot (`UNTRAINED`) or, where the run folder is gone or has no snapshot
 (trained before its config saved one), from the weights the same command starts from: the seed
 fixes them, so a one-batch fit in a scratch folder rebuilds them (`initial_weights`) and nothing
-is trained again.
+is trained again. Fields a paper added later that read the trained run (`optional`, paper 1's
+footnotes) are measured on every new run, and on a kept run lacking them only when asked
+(`add`): from its run folder, or, where the folder is gone, by training the run again from its
+command; the seed fixes the training bit for bit, which `same_model` checks (what `identity`
+reads of the run must come out as kept).
 """
 
 from __future__ import annotations
@@ -35,13 +39,18 @@ from storage.run_folder import RunFolder
 
 BOOKKEEPING = ("kept", "trained", "measured")
 """The fields of a measurements record that say when, not what (`write_measurements`, `kept`)."""
-Fields = dict[str, Callable[[RunFolder], object]]
-"""Fields of a record, each measured from a `RunFolder` holding the run's `UNTRAINED` weights."""
+Field = Callable[[RunFolder], object]
+"""A field of a record, measured from a `RunFolder`."""
+Fields = dict[str, Field]
+"""Fields of a record by name: `measured`'s `needed` each measured from a `RunFolder` holding the
+run's `UNTRAINED` weights, its `optional` from the trained run's."""
 
 
 def missing_fields(record: dict | None, needed: Sequence[str]) -> list[str]:
-    """The fields of `needed` that the kept `record` lacks (none without a record)."""
-    return [] if record is None else [name for name in needed if name not in record]
+    """The fields of `needed` that the kept `record` lacks or holds as None (a field a paper
+    wrote as None before measuring it, as paper 1's LSTMs' analysis before footnote 1's); none
+    without a record."""
+    return [] if record is None else [name for name in needed if record.get(name) is None]
 
 
 def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
@@ -61,11 +70,11 @@ def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
 
 
 def measured_before(layout: RunLayout, arguments: list[str], sitting: Sitting,
-                    needed: Sequence[str] = ()) -> bool:  # fmt: skip
+                    needed: Sequence[str] = (), add: Sequence[str] = ()) -> bool:  # fmt: skip
     """The run's measurements were taken before, from the same command, with every field of
-    `needed` (`run_all`'s `done_before`)."""
+    `needed` and of `add` (`measured`'s; `run_all`'s `done_before`)."""
     kept = kept_record(layout, arguments, sitting, needed)
-    return kept is not None and not missing_fields(kept, needed)
+    return kept is not None and not missing_fields(kept, [*needed, *add])
 
 
 def measured(
@@ -75,37 +84,79 @@ def measured(
     measure: Callable[[RunFolder], dict],
     needed: Fields | None = None,
     complete: bool = True,
+    optional: Fields | None = None,
+    add: Sequence[str] = (),
+    identity: Callable[[RunFolder], dict] | None = None,
 ) -> dict:
-    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record and each
-    of `needed` (field -> a function of a `RunFolder` with the run's untrained weights), or read
-    back the measurements taken from the same command (with `reuse`). Kept measurements without
-    a field of `needed` (taken before it existed) get it, every other field kept: from the run
-    folder where it is finished (its `UNTRAINED` snapshot, or the weights rebuilt from its seed
-    where it has none), else (the run folder is gone: a fresh machine, a run root rebuilt from
-    the committed files) from the weights rebuilt from its seed, without training it again.
-    Without `complete` they are read back as they are, the fields they lack left out."""
-    needed = needed or {}
+    """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, each
+    of `needed` (field -> a function of a `RunFolder` with the run's untrained weights) and each
+    of `optional` (field -> a function of the trained run's `RunFolder`), or read back the
+    measurements taken from the same command (with `reuse`). Kept measurements without a field
+    of `needed` (taken before it existed) get it, every other field kept: from the run folder
+    where it is finished (its `UNTRAINED` snapshot, or the weights rebuilt from its seed where it
+    has none), else (the run folder is gone: a fresh machine, a run root rebuilt from the
+    committed files) from the weights rebuilt from its seed, without training it again. Without
+    `complete` they are read back as they are, the fields they lack left out. Kept measurements
+    without a field of `optional` named in `add` get it from the run folder, or, where it is
+    gone, by training the run again from its command (`same_model`: `identity` of the new run
+    must equal the kept fields it returns); merging, they stop the reproduction naming the run."""
+    needed, optional = needed or {}, optional or {}
     kept = kept_record(layout, arguments, sitting, list(needed) if complete else ())
     missing = missing_fields(kept, list(needed)) if complete else []
-    if kept is not None and not missing:
+    added = missing_fields(kept, [name for name in add if name in optional])
+    if kept is not None and not missing and not added:
         return kept
-    if kept is not None and not finished(layout.path, fit_command(arguments)):
+    if added and sitting.merged:
+        raise SittingError(
+            f"{layout.path.relative_to(sitting.root)} was measured without {', '.join(added)}: "
+            "add them where it was trained (--reuse-runs --add-measurements) and merge again, "
+            "or merge without --add-measurements"
+        )
+    record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
+    if kept is not None and not added and not finished(layout.path, fit_command(arguments)):
         with initial_weights(layout, arguments, sitting.root) as run:
-            record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, kept["trained"]), "kept": True}
-    trained = fit(layout.path, arguments, sitting.reuse)
+    try:
+        trained = fit(layout.path, arguments, sitting.reuse)
+    except BaseException:
+        if kept is not None:  # training again removed the folder: its measurements stay
+            write_measurements(layout, record, kept["trained"])
+        raise
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
-    if kept is not None and not trained:
-        record = {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-        fields = missing
-    else:
-        record = {"command": portable(arguments, sitting.root), **measure(RunFolder(layout.path))}
-        fields = list(needed)
-    if fields:
-        with untrained_weights(layout, arguments, sitting.root) as run:
-            record |= {name: needed[name](run) for name in fields}
-    return {**write_measurements(layout, record), "kept": not trained}
+    run = RunFolder(layout.path)
+    if kept is None:
+        record = {"command": portable(arguments, sitting.root), **measure(run)}
+        missing, added = list(needed), list(optional)
+    elif trained:
+        same_model(layout, record, identity(run) if identity is not None else None, kept)
+    if missing:
+        with untrained_weights(layout, arguments, sitting.root) as untrained:
+            record |= {name: needed[name](untrained) for name in missing}
+    record |= {name: optional[name](run) for name in added}
+    kept_trained = None if kept is None else kept["trained"]  # None: from the run's files
+    return {**write_measurements(layout, record, kept_trained), "kept": not trained}
+
+
+def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict) -> None:
+    """The run trained again is the one measured before: `again` (what `measured`'s `identity`
+    reads of the new run, e.g. its test accuracies and selected checkpoints) equals the same
+    fields of the kept `record`; else (or without an `identity`) a `SittingError` naming the run,
+    its kept measurements written back, the new run left in its folder."""
+    before = {key: record.get(key) for key in again or {}}
+    if again is not None and again == before:
+        return
+    write_measurements(layout, record, kept["trained"])
+    if again is None:
+        raise SittingError(
+            f"{layout.path} was trained again without a way to check it is the model its "
+            "measurements were taken from: pass `measured` an `identity`"
+        )
+    raise SittingError(
+        f"{layout.path} trained again is not the model its measurements were taken from "
+        f"({again} against {before}): its new fields are not added; compare its train.log with "
+        "the first fit's"
+    )
 
 
 SCRATCH_FIT = (

@@ -17,11 +17,16 @@ mean accuracy reaches 95% of the all-unit mean, the majority baseline counted on
 Their ranking reads the first `units` entries of the flattened `[classes, units]` coefficients,
 that is the first class's coefficients only (`ranking="first_class"`); `ranking="all_classes"`
 sums the absolute mean coefficients over classes, as `functional_group` does.
+
+Paper 1's footnote 5 ranks the units by Shapley values instead (Lundberg and Lee 2017): the same
+procedure with `shap_order`, Kernel SHAP values (`probes.shapley`) of the all-unit classifier.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +36,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ShuffleSplit, train_test_split
 from threadpoolctl import threadpool_limits
 from torch import Tensor
+
+from probes.shapley import explained_rows, kernel_shap, shap_unit_order
 
 
 def labelled_steps(values: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
@@ -123,12 +130,33 @@ def functional_group(
     raise AssertionError("unreachable: all units reach the all-unit accuracy")
 
 
+@dataclass(frozen=True)
+class SplitClassifier:
+    """The co-authors' diagnostic classifier: its mean held-out `accuracy` over the splits and its
+    mean `coefficients` `[classes, units]` and `intercepts` `[classes]` (one row for two
+    classes), the linear model that ranks the units."""
+
+    accuracy: float
+    coefficients: Tensor
+    intercepts: Tensor
+
+    def logits(self, features: Tensor) -> Tensor:
+        """`[samples, classes]` scores of `features` `[samples, units]` (two classes: 0 and the
+        one row's score, so that their softmax is the logistic model's probabilities)."""
+        scores = features.to(self.coefficients.dtype) @ self.coefficients.T + self.intercepts
+        return torch.cat([torch.zeros_like(scores), scores], 1) if scores.shape[1] == 1 else scores
+
+    def probabilities(self, features: Tensor) -> Tensor:
+        """`[samples, classes]` predicted class probabilities (softmax of `logits`)."""
+        return torch.softmax(self.logits(features), 1)
+
+
 def _mean_split_score(
     features: np.ndarray, labels: np.ndarray, splits: list, penalty_c: float, seed: int
-) -> tuple[float, np.ndarray]:
-    """Mean held-out accuracy over `splits` of the saga classifier, and its mean coefficients
-    `[classes, units]` (one BLAS thread, so the result is the same whatever ran it)."""
-    scores, coefficients = [], []
+) -> SplitClassifier:
+    """The saga classifier over `splits`: its mean held-out accuracy and mean coefficients and
+    intercepts (one BLAS thread, so the result is the same whatever ran it)."""
+    scores, coefficients, intercepts = [], [], []
     for train, test in splits:
         classifier = LogisticRegression(solver="saga", max_iter=100, C=penalty_c, random_state=seed)
         with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
@@ -136,7 +164,28 @@ def _mean_split_score(
             classifier.fit(features[train], labels[train])
         scores.append(classifier.score(features[test], labels[test]))
         coefficients.append(classifier.coef_)
-    return float(np.mean(scores)), np.mean(coefficients, axis=0)
+        intercepts.append(classifier.intercept_)
+    return SplitClassifier(float(np.mean(scores)), torch.from_numpy(np.mean(coefficients, axis=0)),
+                           torch.from_numpy(np.mean(intercepts, axis=0)))  # fmt: skip
+
+
+UnitOrder = Callable[[SplitClassifier], Tensor]
+"""How a functional group ranks the units, given the all-unit classifier: `[units]`, first
+added first (`ablation_functional_group`)."""
+
+
+def coefficient_order(ranking: str = "first_class") -> UnitOrder:
+    """The co-authors' ranking: decreasing absolute mean coefficient of the first class
+    (`first_class`, their code) or summed over classes (`all_classes`); ties by index."""
+    if ranking not in ("first_class", "all_classes"):
+        raise ValueError(f"ranking must be first_class or all_classes, got {ranking!r}")
+
+    def order(classifier: SplitClassifier) -> Tensor:
+        absolute = classifier.coefficients.abs()  # of the mean coefficients, as their code
+        weight = absolute[0] if ranking == "first_class" else absolute.sum(0)
+        return torch.sort(weight, descending=True, stable=True).indices
+
+    return order
 
 
 def ablation_functional_group(
@@ -148,24 +197,68 @@ def ablation_functional_group(
     penalty_c: float = 1.0,
     ranking: str = "first_class",
     seed: int = 0,
+    unit_order: UnitOrder | None = None,
 ) -> FunctionalGroup:
     """Paper 1, section 4.1, by the co-authors' procedure (see the module docstring): the units,
     ranked by the absolute mean coefficient over `runs` seeded random splits (`test_share` held
     out), added until the mean held-out accuracy over the same splits reaches `share` of the
     all-unit mean. `penalty_c=np.inf` is the footnote's unregularised reading; `ranking` is
-    `first_class` (their code) or `all_classes`."""
-    if ranking not in ("first_class", "all_classes"):
-        raise ValueError(f"ranking must be first_class or all_classes, got {ranking!r}")
+    `first_class` (their code) or `all_classes`. `unit_order` ranks the units otherwise, given
+    the all-unit classifier (footnote 5's Shapley values: `shap_order`)."""
+    order = unit_order or coefficient_order(ranking)
+    return ablation_functional_groups(features, labels, [order], runs, test_share, share,
+                                      penalty_c, seed)[0]  # fmt: skip
+
+
+def ablation_functional_groups(
+    features: Tensor,
+    labels: Tensor,
+    unit_orders: Sequence[UnitOrder],
+    runs: int = 5,
+    test_share: float = 0.1,
+    share: float = 0.95,
+    penalty_c: float = 1.0,
+    seed: int = 0,
+) -> list[FunctionalGroup]:
+    """`ablation_functional_group` once per ranking of `unit_orders`, all from the same splits
+    and the same all-unit classifier (fit once)."""
     x, y = features.detach().double().numpy(), labels.numpy()
     splits = list(ShuffleSplit(runs, test_size=test_share, random_state=seed).split(x))
-    accuracy_all, coefficients = _mean_split_score(x, y, splits, penalty_c, seed)
-    absolute = np.abs(coefficients)  # of the mean coefficients, as their code
-    weight = absolute[0] if ranking == "first_class" else absolute.sum(0)
-    order = torch.sort(torch.from_numpy(weight), descending=True, stable=True).indices
+    everything = _mean_split_score(x, y, splits, penalty_c, seed)
     majority = float(np.unique(y, return_counts=True)[1].max() / len(y))
-    for size in range(1, order.numel() + 1):
-        units = order[:size]
-        accuracy, _ = _mean_split_score(x[:, units.numpy()], y, splits, penalty_c, seed)
-        if accuracy >= share * accuracy_all:
-            return FunctionalGroup(units, accuracy, accuracy_all, majority)
-    raise AssertionError("unreachable: all units reach the all-unit accuracy")
+    groups = []
+    for unit_order in unit_orders:
+        order = unit_order(everything)
+        for size in range(1, order.numel() + 1):
+            units = order[:size]
+            accuracy = _mean_split_score(x[:, units.numpy()], y, splits, penalty_c, seed).accuracy
+            if accuracy >= share * everything.accuracy:
+                groups.append(FunctionalGroup(units, accuracy, everything.accuracy, majority))
+                break
+        else:
+            raise AssertionError("unreachable: all units reach the all-unit accuracy")
+    return groups
+
+
+def shap_order(features: Tensor, labels: Tensor, rows: int, n_samples: int,
+               sample_seed: int = 0, output: str = "probability") -> UnitOrder:  # fmt: skip
+    """Footnote 5's ranking: units by decreasing mean absolute Kernel SHAP value
+    (`probes.shapley`) of the all-unit classifier's `output` (`probability` or `logit`) of each
+    row's own label, over about `rows` rows, as many of each label (`explained_rows`: `rows /
+    classes` rounded up, data seed 0), every unit left out of a coalition set to its mean over
+    all `features` (the baseline), from `n_samples` coalitions per row drawn with
+    `sample_seed`."""
+    if output not in ("probability", "logit"):
+        raise ValueError(f"output must be probability or logit, got {output!r}")
+    classes = torch.unique(labels)
+    explained = explained_rows(labels, math.ceil(rows / len(classes)))
+    values = features.detach().double()
+
+    def order(classifier: SplitClassifier) -> Tensor:
+        forward = classifier.probabilities if output == "probability" else classifier.logits
+        target = torch.searchsorted(classes, labels[explained])  # sklearn's class index: sorted
+        attributions = kernel_shap(forward, values[explained], values.mean(0), target, n_samples,
+                                   sample_seed)  # fmt: skip
+        return shap_unit_order(attributions)
+
+    return order

@@ -103,6 +103,21 @@ def site_values(trace: dict[str, Tensor], site: str, convention: str = "torch") 
     return 1 - values if convention == "paper1" and site.endswith("update_gate") else values
 
 
+def site_samples(
+    trace: dict[str, Tensor],
+    site: str,
+    label: str,
+    align: str | None = None,
+    convention: str = "torch",
+) -> tuple[Tensor, Tensor]:
+    """The labelled valid steps of `site` for `label` (`step_labels`) over every sequence in
+    `trace`: features `[samples, units]` and labels `[samples]`, what paper 1's diagnostic
+    classifiers are fit on."""
+    labels = step_labels(trace, site, label, align)
+    labels = torch.where(valid_steps(trace, site), labels, -100)
+    return labelled_steps(site_values(trace, site, convention), labels)
+
+
 def site_functional_group(
     trace: dict[str, Tensor],
     site: str,
@@ -120,9 +135,7 @@ def site_functional_group(
     if procedure not in FUNCTIONAL_GROUP_PROCEDURES:
         raise ValueError(f"procedure {procedure!r} is not one of "
                          f"{', '.join(FUNCTIONAL_GROUP_PROCEDURES)}")  # fmt: skip
-    labels = step_labels(trace, site, label, align)
-    labels = torch.where(valid_steps(trace, site), labels, -100)
-    features, labels = labelled_steps(site_values(trace, site, convention), labels)
+    features, labels = site_samples(trace, site, label, align, convention)
     if procedure == "text":
         return functional_group(features, labels, share=share, seed=seed)
     return ablation_functional_group(features, labels, share=share, seed=seed)

@@ -17,8 +17,13 @@ from storage import RunLayout
 from storage.run_folder import RunFolder
 from tests.smoke import assert_initial_weights_rebuilt, smoke_reproduction
 
-ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.")
-"""Sections 3-4's claims, decided on the analyses: also on the untrained GRUs (issue 29)."""
+ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.",
+                   "footnote5.")  # fmt: skip
+"""Sections 3-4's and footnote 5's claims, decided on the analyses: also on the untrained GRUs
+(issue 29)."""
+FOOTNOTE_FIELDS = {"footnote5": None, "untrained_footnote5": None}
+"""The fields of `OPTIONAL` every analysed model has; the LSTMs also `analysis` and
+`untrained_analysis`."""
 ACCURACY_CLAIMS = ("table5.", "table6.", "selection_text.", "pattern.", "footnote1.", "table4.",
                    "sec5_1.", "sec5_2.")  # fmt: skip
 """Tables 5-6, their patterns, footnote 1 and section 5: not measured untrained."""
@@ -34,7 +39,7 @@ def offline_env(folder: Path) -> dict[str, str]:
 def smoke(tmp_path_factory):
     """One offline smoke reproduction shared by the tests: its folder, output and claims."""
     folder = tmp_path_factory.mktemp("paper1_smoke")
-    output, claims = smoke_reproduction(1, folder, timeout=600, env=offline_env(folder))
+    output, claims = smoke_reproduction(1, folder, timeout=900, env=offline_env(folder))
     return folder, output, claims
 
 
@@ -131,6 +136,20 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
     report = (rebuilt / "report" / "report.md").read_text()
     assert "32 of the 32 were kept from an earlier invocation" in report
+    # measurements from before the footnotes' (issue 29): those claims are not measured
+    for record in (rebuilt / "runs").rglob("measurements.json"):
+        kept = json.loads(record.read_text())
+        if kept["variant"].endswith("lstm"):
+            kept = {**kept, "analysis": None, "untrained_analysis": None}
+        record.write_text(json.dumps({k: v for k, v in kept.items() if k not in FOOTNOTE_FIELDS}))
+    _, older = smoke_reproduction(1, rebuilt, timeout=300, env=offline_env(tmp_path),
+                                  options=("--reuse-runs",))  # fmt: skip
+    footnotes = ("footnote5.", "footnote1.analyses_", "footnote1.findings_")
+    assert list(older) == [i for i in claims if not i.startswith(footnotes)]
+    assert all(older[i] == claims[i] for i in older)
+    report = (rebuilt / "report" / "report.md").read_text()
+    assert report.count("**Not measured:**") == 2 and "--add-measurements footnote1" in report
+    assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
 
 
 def test_analysis_claims_are_judged_on_the_untrained_models(smoke):
@@ -269,3 +288,84 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
             seeds = {seed for _, seed in part_models}
             assert {seed for _, seed in part_retrains} <= seeds
             assert {("baseline", s) for s in seeds} | {("guided", s) for s in seeds} <= part_models
+
+
+def test_the_lstms_are_analysed_as_the_grus_and_footnote1_counts_their_verdicts(smoke):
+    """Footnote 1: every LSTM has sections 3-4's analysis with every LSTM gate, trained and
+    untrained, and footnote 5's groups; the GRU claims are judged on them and the footnote-1
+    claims count the verdicts kept. Footnote 5's claims are judged beside the untrained GRUs."""
+    from experiments.paper1.analyses import gate_sites, matrices_of, probes_of
+
+    folder, _, claims = smoke
+    runs = folder / "runs" / "paper1"
+    for variant in ("baseline_lstm", "guided_lstm"):
+        record = json.loads((runs / variant / "seed=2" / "measurements.json").read_text())
+        for field in ("analysis", "untrained_analysis"):
+            analysis = record[field]
+            assert analysis["cell"] == "lstm", field
+            assert list(analysis["saturation"]) == list(gate_sites("lstm"))
+            assert list(analysis["connectivity"]) == list(matrices_of("lstm"))
+            assert list(analysis["probes"]) == list(probes_of("lstm"))
+        assert record["analysis"]["embedding_sos"] != record["untrained_analysis"]["embedding_sos"]
+        assert list(record["footnote5"]["groups"]) == list(probes_of("lstm"))
+        assert [len(g["units_by_seed"]) for g in record["footnote5"]["groups"].values()] == [2] * 5
+        assert record["untrained_footnote5"]["seeds"] == [0]
+    gru = json.loads((runs / "guided" / "seed=1" / "measurements.json").read_text())
+    group = gru["footnote5"]["groups"]["table2.encoder.hidden"]
+    assert group["accuracy_all"] == gru["analysis"]["probes"]["table2.encoder.hidden"][
+        "accuracy_all"]  # fmt: skip
+    for id in ("footnote5.shap_confirms_units", "footnote5.shap_selects_more",
+               "footnote5.shap_less_consistent"):  # fmt: skip
+        assert claims[id]["null"] in RULE_VERDICTS, id
+    same = claims["footnote1.analyses_same_verdict"]
+    assert same["null"] is None and same["measured"]["n"] == len(
+        [i for i in claims if i.startswith(ANALYSIS_CLAIMS)]
+    )  # every analysis claim of the GRUs has its LSTM counterpart
+    report = (folder / "report" / "report.md").read_text()
+    assert "## Footnote 1: the analyses on the LSTMs" in report
+    assert "| baseline_lstm | `decoder.input_gate` |" in report
+    assert "## Footnote 5: functional groups ranked by Shapley values" in report
+
+
+def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch):
+    """A kept LSTM run measured before the footnotes' fields: without `--add-measurements` it is
+    returned as kept (its claims not measured); asked, with its run folder gone, it is trained
+    again from its command (bit for bit: its test accuracies as kept) and gets the fields the
+    first run gave."""
+    from experiments.paper1.runs import measure_model
+    from experiments.paper1.scales import SCALES
+    from experiments.runner import Sitting, SittingError
+
+    folder, _, _ = smoke
+    for name, value in offline_env(folder).items():
+        monkeypatch.setenv(name, value)
+    root = folder / "runs"
+    layout = RunLayout.of(root, "paper1", "guided_lstm", 3)
+    before = json.loads(layout.measurements.read_text())
+    older = {k: v for k, v in before.items() if k not in FOOTNOTE_FIELDS}
+    older |= {"analysis": None}
+    older.pop("untrained_analysis")
+    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    aside = folder / "aside_lstm"
+    layout.path.rename(aside)
+    try:
+        layout.path.mkdir()
+        layout.measurements.write_text(json.dumps(older))
+        kept = measure_model("guided_lstm", 3, scale, Sitting(root, 1, reuse=True))
+        assert kept["kept"] and kept["analysis"] is None and "footnote5" not in kept
+        assert [p.name for p in layout.path.iterdir()] == ["measurements.json"]
+        asked = dataclasses.replace(scale, added=("footnote1", "footnote5"))
+        with pytest.raises(SittingError, match="seed=3 was measured without footnote5, untrained_"):
+            measure_model("guided_lstm", 3, asked, Sitting(root, 1, True, merged=(root,)))
+        again = json.loads(json.dumps(
+            measure_model("guided_lstm", 3, asked, Sitting(root, 1, reuse=True))))  # fmt: skip
+        assert not again["kept"] and layout.checkpoint("lowest_loss").is_file()
+        assert again["trained"] == before["trained"]
+        for field in ("analysis", "untrained_analysis", "selections", "curve"):
+            assert again[field] == before[field], field
+        for field in FOOTNOTE_FIELDS:
+            for name, group in before[field]["groups"].items():
+                assert again[field]["groups"][name]["units_by_seed"] == group["units_by_seed"]
+    finally:
+        shutil.rmtree(layout.path)
+        aside.rename(layout.path)

@@ -8,6 +8,8 @@ Guidance, and every analysis of sections 2-5 and Appendix A (`python -m experime
 - `tables`: Appendix A's Tables 5-6, their claims, figure and the comparisons beside them.
 - `analyses`, `claims`: sections 3-4 (heat maps, connectivity, activations, diagnostic
   classifiers, functional groups, gate saturation) and their claims.
+- `shapley`: footnote 5 (functional groups ranked by Kernel SHAP values) and its claims.
+- `lstm`: footnote 1's LSTMs analysed as the GRUs, and how many GRU verdicts they repeat.
 - `ablations`: section 5 (component substitution and pruning).
 - `reproduce`: the whole reproduction and its report.
 """

@@ -47,30 +47,62 @@ from probes.weights import (
     connectivity,
     gate_weights,
     polarity_correlation,
+    recurrent_cell,
     strongest_units,
     unit_strength,
 )
 from storage.run_folder import RunFolder
 
 THRESHOLDS = {"encoder": 0.2, "decoder": 0.17}  # section 3.2
-# Figure 2's matrices and the layer the paper finds hubs in: encoder W_hz / W_hr rows ("top
-# layer"), decoder W_iz / W_ir columns ("bottom layer").
-MATRICES = {
-    "encoder W_hz": ("encoder", "update_gate", "hh", "to"),
-    "encoder W_hr": ("encoder", "reset_gate", "hh", "to"),
-    "decoder W_iz": ("decoder", "update_gate", "ih", "from"),
-    "decoder W_ir": ("decoder", "reset_gate", "ih", "from"),
-}
+MODULES = ("encoder", "decoder")
+CELL_GATES = {"gru": ("update_gate", "reset_gate"),
+              "lstm": ("input_gate", "forget_gate", "output_gate")}  # fmt: skip
+"""The gates analysed per cell (an LSTM's candidate, like a GRU's, is no gate)."""
+SYMBOLS = {"update_gate": "z", "reset_gate": "r", "input_gate": "i", "forget_gate": "f",
+           "output_gate": "o"}  # fmt: skip
+GRU_ROLES = {"gru": {"update_gate": "update_gate", "reset_gate": "reset_gate"},
+             "lstm": {"update_gate": "forget_gate", "reset_gate": "output_gate"}}  # fmt: skip
+"""Which gate of a cell the GRU claims read as the update and as the reset gate (footnote 1's
+LSTMs). Torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`), as an LSTM's
+forget gate keeps the old cell (`c = f c_prev + i g`); the reset gate decides how much of the
+previous state reaches the next computation (`n = tanh(W_in x + r (W_hn h_prev))`), as the output
+gate decides how much of the cell reaches the hidden state that the next step's gates and
+candidate read (`h = o tanh(c)`). The input gate, the paper's reading of `z` as new information
+let in (`1 - z`), is reported beside them."""
+
+
+def matrices_of(cell: str) -> dict[str, tuple[str, str, str, str]]:
+    """Figure 2's matrices of each gate of `cell` and the layer the paper finds hubs in: encoder
+    W_h<gate> rows ("top layer"), decoder W_i<gate> columns ("bottom layer")."""
+    return {
+        **{f"encoder W_h{SYMBOLS[g]}": ("encoder", g, "hh", "to") for g in CELL_GATES[cell]},
+        **{f"decoder W_i{SYMBOLS[g]}": ("decoder", g, "ih", "from") for g in CELL_GATES[cell]},
+    }
+
+
+def gate_sites(cell: str) -> tuple[str, ...]:
+    """The gate sites of both modules of a `cell` seq2seq."""
+    return tuple(f"{module}.{gate}" for module in MODULES for gate in CELL_GATES[cell])
+
+
 ATTENDED = "batch.attention_target"
-GATES = PAPER1_GATE_SITES
-# Tables 2-3: (site, label, alignment). A decoder step's table is the one its target attention
-# points at; "time" is the encoder step.
-PROBES = {
-    "table2.encoder.hidden": ("encoder.hidden", "batch.source_table", None),
-    "table2.decoder.update_gate": ("decoder.update_gate", "batch.source_table", ATTENDED),
-    "table2.decoder.reset_gate": ("decoder.reset_gate", "batch.source_table", ATTENDED),
-    "table3.encoder.hidden": ("encoder.hidden", STEP_LABEL, None),
-}
+
+
+def probes_of(cell: str) -> dict[str, tuple[str, str, str | None]]:
+    """Tables 2-3's diagnostic classifiers of a `cell` seq2seq: (site, label, alignment). A
+    decoder step's table is the one its target attention points at; "time" is the encoder
+    step."""
+    return {
+        "table2.encoder.hidden": ("encoder.hidden", "batch.source_table", None),
+        **{f"table2.decoder.{gate}": (f"decoder.{gate}", "batch.source_table", ATTENDED)
+           for gate in CELL_GATES[cell]},
+        "table3.encoder.hidden": ("encoder.hidden", STEP_LABEL, None),
+    }  # fmt: skip
+
+
+MATRICES = matrices_of("gru")
+GATES = PAPER1_GATE_SITES  # gate_sites("gru")
+PROBES = probes_of("gru")
 READINGS = (("probes", "coauthors", "every split"), ("probes_text", "text", "test sets"))
 """Tables 2-3's two readings: (result key, `site_functional_group` procedure, data). The
 co-authors' code (`functional_groups.py`) decides, on the activations of all the data (its
@@ -111,45 +143,40 @@ def rounded(values: Tensor, decimals: int = 4) -> list:
 FIGURE2_MATRICES = ("encoder W_hz", "decoder W_iz")
 
 
-def strong_edges(state: dict[str, Tensor], matrix: str) -> dict:
-    """Figure 2's edges of `matrix`: the weights with |w| >= the paper's threshold, by position
-    (`to` row, `from` column) and value, and the matrix's shape."""
-    module, gate, kind, _ = MATRICES[matrix]
+def figure2_matrices(cell: str) -> tuple[str, ...]:
+    """Figure 2's matrices of `cell`: those of the gate read as the update gate (`GRU_ROLES`)."""
+    symbol = SYMBOLS[GRU_ROLES[cell]["update_gate"]]
+    return (f"encoder W_h{symbol}", f"decoder W_i{symbol}")
+
+
+def strong_edges(state: dict[str, Tensor], matrix: str, cell: str = "gru") -> dict:
+    """Figure 2's edges of `matrix` (of `matrices_of(cell)`): the weights with |w| >= the paper's
+    threshold, by position (`to` row, `from` column) and value, and the matrix's shape."""
+    module, gate, kind, _ = matrices_of(cell)[matrix]
     weight = gate_weights(state, module, gate, kind)
     to_units, from_units = torch.nonzero(weight.abs() >= THRESHOLDS[module], as_tuple=True)
     return {"shape": list(weight.shape), "to": to_units.tolist(), "from": from_units.tolist(),
             "value": rounded(weight[to_units, from_units])}  # fmt: skip
 
 
-def analyse_run(path: str | Path, tag: str = "best") -> dict:
-    """Every per-model statistic of sections 3-4 for the run's checkpoint or weight snapshot `tag`
-    (plain numbers and lists), from its traces at `tag` (recorded first where the fit did not:
-    `ensure_traces`)."""
-    run = RunFolder(path)
-    ensure_traces(run, tag)
-    state = run.state_dict(tag)
-    trace = test_trace(run, tag)
+def weight_statistics(state: dict[str, Tensor], cell: str) -> dict:
+    """Sections 3.1-3.2 of one model: the decoder embedding, the connectivity of every gate
+    matrix of `cell` and the polarity correlation of the gates read as update and reset gate
+    (`GRU_ROLES`)."""
     embedding = state["decoder_embedding.weight"].abs()
+    update, reset = GRU_ROLES[cell]["update_gate"], GRU_ROLES[cell]["reset_gate"]
     result: dict = {
+        "cell": cell,
         "embedding_strings": float(embedding[STRING_ROWS].mean()),
         "embedding_sos": float(embedding[SOS].mean()),
         "connectivity": {},
         "polarity_correlation": {
-            "encoder": polarity_correlation(
-                gate_weights(state, "encoder", "update_gate", "hh"),
-                gate_weights(state, "encoder", "reset_gate", "hh"),
-                dim=1,
-            ),
-            "decoder": polarity_correlation(
-                gate_weights(state, "decoder", "update_gate", "ih"),
-                gate_weights(state, "decoder", "reset_gate", "ih"),
-                dim=0,
-            ),
+            module: polarity_correlation(gate_weights(state, module, update, kind),
+                                         gate_weights(state, module, reset, kind), dim=dim)
+            for module, kind, dim in (("encoder", "hh", 1), ("decoder", "ih", 0))
         },
-        "ranges": {},
-        "saturation": {},
-    }
-    for name, (module, gate, kind, side) in MATRICES.items():
+    }  # fmt: skip
+    for name, (module, gate, kind, side) in matrices_of(cell).items():
         graph = connectivity(gate_weights(state, module, gate, kind), THRESHOLDS[module])
         result["connectivity"][name] = {
             "edge_share": graph.edge_share,
@@ -157,18 +184,33 @@ def analyse_run(path: str | Path, tag: str = "best") -> dict:
             "hub_share": graph.hub_share(side),
             "polar": graph.polar(side),
         }
+    return result
+
+
+def analyse_run(path: str | Path, tag: str = "best") -> dict:
+    """Every per-model statistic of sections 3-4 for the run's checkpoint or weight snapshot `tag`
+    (plain numbers and lists), from its traces at `tag` (recorded first where the fit did not:
+    `ensure_traces`). A GRU's or an LSTM's (`cell`): an LSTM's every gate under its own name
+    (`gru_named` reads it as the GRU claims do)."""
+    run = RunFolder(path)
+    ensure_traces(run, tag)
+    state = run.state_dict(tag)
+    cell = recurrent_cell(state, "encoder")
+    trace = test_trace(run, tag)
+    result = weight_statistics(state, cell)
+    result |= {"ranges": {}, "saturation": {}}
     result["figures"] = {
         "vocabulary": run.datamodule(tag).target_vocab,
         "embedding": rounded(state["decoder_embedding.weight"]),
-        "edges": {name: strong_edges(state, name) for name in FIGURE2_MATRICES},
+        "edges": {name: strong_edges(state, name, cell) for name in figure2_matrices(cell)},
         "quantiles": {},
     }
-    for module in ("encoder", "decoder"):
+    for module in MODULES:
         site = f"{module}.hidden"
         quantiles = value_quantiles(trace[site], valid_steps(trace, site))
         result["ranges"][module] = (quantiles[:, 4] - quantiles[:, 0]).tolist()
         result["figures"]["quantiles"][module] = rounded(quantiles)
-    for site in GATES:
+    for site in gate_sites(cell):
         gate = site_values(trace, site)
         saturation = gate_saturation(gate, valid_steps(trace, site))
         result["saturation"][site] = {
@@ -177,12 +219,12 @@ def analyse_run(path: str | Path, tag: str = "best") -> dict:
         }
     strongest = {
         module: set(strongest_units(unit_strength(state, module), 0.05).tolist())
-        for module in ("encoder", "decoder")
+        for module in MODULES
     }
     every_split = joined_trace(run, SPLITS, tag)
     for key, procedure, data in READINGS:
         result[key] = {}
-        for name, (site, label, align) in PROBES.items():
+        for name, (site, label, align) in probes_of(cell).items():
             group = site_functional_group(
                 every_split if data == "every split" else trace, site, label, align,
                 procedure=procedure,
@@ -197,6 +239,29 @@ def analyse_run(path: str | Path, tag: str = "best") -> dict:
                 "in_top5": sum(u in strongest[site.split(".")[0]] for u in units) / len(units),
             }
     return result
+
+
+def gru_named(result: dict) -> dict:
+    """A model's analysis as the GRU claims read it: an LSTM's gates of `GRU_ROLES` (forget,
+    output) under the GRU's names (update, reset) in every statistic, its input gate under its
+    own; a GRU's (measurements without `cell` are a GRU's) as it is."""
+    cell = result.get("cell", "gru")
+    names = {}
+    for gru_gate, gate in GRU_ROLES[cell].items():
+        for module in MODULES:
+            names[f"{module}.{gate}"] = f"{module}.{gru_gate}"
+        names[f"table2.decoder.{gate}"] = f"table2.decoder.{gru_gate}"
+        names[f"encoder W_h{SYMBOLS[gate]}"] = f"encoder W_h{SYMBOLS[gru_gate]}"
+        names[f"decoder W_i{SYMBOLS[gate]}"] = f"decoder W_i{SYMBOLS[gru_gate]}"
+
+    def renamed(entries: dict) -> dict:
+        return {names.get(key, key): value for key, value in entries.items()}
+
+    edges = renamed(result["figures"].get("edges", {}))
+    named = {**result, "figures": {**result["figures"], "edges": edges}}
+    for key in ("connectivity", "saturation", *(key for key, _, _ in READINGS)):
+        named[key] = renamed(result[key])
+    return named
 
 
 def mean_of(values: Sequence[float]) -> float:

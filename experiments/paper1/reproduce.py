@@ -47,11 +47,14 @@ from experiments.paper1.analyses import (
     saturation_figure,
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
+from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
 from experiments.paper1.runs import MODEL_SEEDS, ablations, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
     EARLIER,
+    FOOTNOTE1,
+    OPTIONAL,
     PAPER,
     SCALES,
     SEEDS,
@@ -59,6 +62,7 @@ from experiments.paper1.scales import (
     VARIANTS,
     our_values,
 )
+from experiments.paper1.shapley import footnote5_claims, footnote5_text
 from experiments.paper1.tables import (
     data_comparison_text,
     figure,
@@ -83,6 +87,7 @@ from experiments.runner import (
     kept_note,
     publish,
     reproduction_main,
+    reproduction_parser,
 )
 
 GATE_READING = (
@@ -157,12 +162,23 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
     }
     original["guided_all"] = our_values(measured, "guided", "new_compositions")
+    shap, untrained_shap = measured_on_all(models, FOOTNOTE5_FIELDS, VARIANTS)
+    gru = judged_against_untrained(analysis_claims(analysed), analysis_claims(untrained))
+    if shap is not None:
+        gru += judged_against_untrained(footnote5_claims(analysed, shap),
+                                        footnote5_claims(untrained, untrained_shap))  # fmt: skip
+    lstm_analysed, lstm_untrained = measured_on_all(models, ANALYSIS_FIELDS, FOOTNOTE1)
+    lstm = []
+    if lstm_analysed is not None:
+        lstm = lstm_claims(lstm_analysed, lstm_untrained,
+                           *measured_on_all(models, FOOTNOTE5_FIELDS, FOOTNOTE1))  # fmt: skip
     claims = (
         table_claims(measured)
         + table_claims(selections["best"], "selection_text.")
         + pattern_claims(measured)
         + footnote1_claims(measured)
-        + judged_against_untrained(analysis_claims(analysed), analysis_claims(untrained))
+        + (footnote1_analysis_claims(gru, lstm) if lstm else [])
+        + gru
         + substitution_claims(ablation["substitution"], original, PAPER)
         + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
     )
@@ -180,13 +196,30 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         + selections_text(selections)
         + data_comparison_text(measured, earlier, data.is_paper_data)
         + footnote1_text(measured)
+        + footnote1_analyses_text(gru, lstm, lstm_analysed)
         + analyses_text(analysed)
+        + footnote5_text(analysed, shap)
         + ablation_text(scale, ablation, original)
     )
     publish(out, "paper1", claims, markdown, root, figures,
             paper1_tables(claims, analysed, ablation), records)  # fmt: skip
     keep_beside_report("paper1", [(r["variant"], r["seed"]) for r in records], root, out)
     return claims
+
+
+FOOTNOTE5_FIELDS = ("footnote5", "untrained_footnote5")
+ANALYSIS_FIELDS = ("analysis", "untrained_analysis")
+
+
+def measured_on_all(models: dict[tuple, dict], fields: tuple[str, ...], variants) -> tuple:
+    """Each of `fields` of every model of `variants` (seeds `SEEDS`) by variant, or Nones where
+    a model's measurements lack one of them (`OPTIONAL`, not yet added to kept runs: not
+    measured)."""
+    records = [{v: [models[(v, s)].get(field) for s in SEEDS] for v in variants}
+               for field in fields]  # fmt: skip
+    if any(r is None for by_variant in records for rs in by_variant.values() for r in rs):
+        return (None,) * len(fields)
+    return tuple(records)
 
 
 def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
@@ -287,7 +320,8 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   column is the same rule's verdict on the same GRUs untrained (their `epoch=init` weights, the
   same data and analysis; issue 29's null model): a claim the untrained models pass says nothing
   about training and is reported as uninformative. Only the analysis claims of sections 3-4
-  (Figures 1-4, Tables 2-3) have one; the accuracies of Tables 5-6 and footnote 1 and section
+  (Figures 1-4, Tables 2-3) and footnote 5 have one; the accuracies of Tables 5-6 and footnote
+  1 (its LSTMs' analyses are judged against the untrained LSTMs in its own section) and section
   5's retrains are not measured untrained ("-"). The baseline and guided model of a seed start
   from the same weights (they differ in their loss alone), so untrained a guided-against-baseline
   comparison sits at its null value (a ratio of 1, a difference of 0).
@@ -409,4 +443,14 @@ Units kept: {kept_units}.
 
 
 def main(argv: list[str] | None = None) -> list[Claim]:
-    return reproduction_main(__doc__.split("\n\n")[0], SCALES, "reports/paper1", reproduce, argv)
+    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper1")
+    parser.add_argument(
+        "--add-measurements", nargs="+", choices=sorted(OPTIONAL), default=(), metavar="GROUP",
+        help="measure these groups on kept runs (--reuse-runs) whose measurements lack them, from "
+        "the run folder or, where it is gone, by training the run again from its command: "
+        + "; ".join(f"{name}: {what}" for name, what in OPTIONAL.items()),
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    SCALES[args.scale] = dataclasses.replace(SCALES[args.scale],
+                                             added=tuple(args.add_measurements))  # fmt: skip
+    return reproduction_main(parser.description, SCALES, "reports/paper1", reproduce, argv, parser)

@@ -13,15 +13,23 @@ from the same command is never trained or measured again, so the report can be r
 measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
 analysis get it from their run folder, the run kept, or, where that folder is gone, from the
 weights the same command starts from, rebuilt by a one-batch fit in a scratch folder: the seed
-fixes them, so nothing is trained again (`experiments.measured`, shared with paper 4).
+fixes them, so nothing is trained again (`experiments.measured`, shared with paper 4). The
+measurements added
+after the runs were first measured (`scales.OPTIONAL`: footnote 5's SHAP groups of every GRU and
+LSTM, the LSTMs' analyses for footnote 1, each trained and untrained) are measured on a kept run
+only when asked (`--add-measurements`, `Scale.added`): from its run folder, or by training it
+again from its command where the folder is gone (bit for bit: its test accuracies must come out
+as kept, `experiments.measured.same_model`); without them the report says which claims are not
+measured.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.measured import measured, measured_before
+from experiments.measured import Field, measured, measured_before
 from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
 from experiments.paper1.analyses import analyse_run
 from experiments.paper1.scales import (
@@ -37,6 +45,7 @@ from experiments.paper1.scales import (
     Scale,
     run_dir,
 )
+from experiments.paper1.shapley import SAMPLE_SEEDS, footnote5_of
 from experiments.runner import Sitting, run_all
 from probes.interventions import split_accuracy
 from storage import RunLayout
@@ -103,6 +112,44 @@ def untrained_fields(variant: str, seed: int) -> dict:
     return {"untrained_analysis": lambda run: analysis_of(run, seed, UNTRAINED)}
 
 
+def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[str, Field]]:
+    """The measurements of `OPTIONAL` a model has, field -> (group, measure): footnote 5's SHAP
+    groups of every GRU and LSTM of Tables 5-6, trained (two sample seeds) and untrained (one),
+    and the LSTMs' analyses of sections 3-4, trained and untrained (footnote 1)."""
+    if variant not in (*VARIANTS, *FOOTNOTE1):
+        return {}
+
+    def shap(tag: str, seeds: Sequence[int]) -> Field:
+        return lambda run: footnote5_of(run, tag, scale.shap_rows, scale.shap_samples, seeds)
+
+    fields = {
+        "footnote5": ("footnote5", shap(ANALYSED, SAMPLE_SEEDS)),
+        "untrained_footnote5": ("footnote5", shap(UNTRAINED, SAMPLE_SEEDS[:1])),
+    }
+    if variant in FOOTNOTE1:
+        fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed))
+        fields["untrained_analysis"] = ("footnote1", lambda run: analysis_of(run, seed, UNTRAINED))
+    return fields
+
+
+def added_fields(variant: str, seed: int, scale: Scale) -> list[str]:
+    """The fields of `optional_fields` a kept model lacking them gets (`--add-measurements`:
+    their groups in `Scale.added`)."""
+    return [name for name, (group, _) in optional_fields(variant, seed, scale).items()
+            if group in scale.added]  # fmt: skip
+
+
+def model_identity(run: RunFolder) -> dict:
+    """What must come out as kept when a model whose folder is gone is trained again from its
+    command (`experiments.measured.same_model`): its test accuracies under both selections and
+    where each selected checkpoint lies."""
+    return {
+        "selections": {s: test_accuracies(run, s) for s in SELECTIONS},
+        "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
+                            "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
+    }  # fmt: skip
+
+
 def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed,
     trained and untrained)."""
@@ -112,9 +159,7 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
             "variant": variant,
             "seed": seed,
             "data_dir": run.datamodule().data_dir,
-            "selections": {s: test_accuracies(run, s) for s in SELECTIONS},
-            "checkpoints": {s: {"epoch": run.checkpoint(s)["epoch"],
-                                "step": run.checkpoint(s)["global_step"]} for s in SELECTIONS},
+            **model_identity(run),
             "curve": validation_curve(run),
             "analysis": analysis_of(run, seed) if variant in VARIANTS else None,
             "pruning": pruning_of(run, tag=ANALYSED) if variant == "guided" else None,
@@ -122,7 +167,10 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
 
     layout = RunLayout.of(sitting.root, "paper1", variant, seed)
     arguments = model_arguments(variant, seed, scale, sitting.root)
-    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed))
+    optional = {name: field for name, (_, field) in optional_fields(variant, seed, scale).items()}
+    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed),
+                    optional=optional, add=added_fields(variant, seed, scale),
+                    identity=model_identity)  # fmt: skip
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
@@ -135,7 +183,7 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     def done_before(key) -> bool:
         return measured_before(RunLayout.of(sitting.root, "paper1", *key),
                                model_arguments(*key, scale, sitting.root), sitting,
-                               list(untrained_fields(*key)))  # fmt: skip
+                               list(untrained_fields(*key)), added_fields(*key, scale))  # fmt: skip
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]
