@@ -161,12 +161,13 @@ def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict) 
 
 SCRATCH_FIT = (
     "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1",
-    "--trainer.val_check_interval", "1.0", "--trainer.limit_val_batches", "1",
+    "--trainer.val_check_interval", "1", "--trainer.limit_val_batches", "1",
     "--trainer.limit_test_batches", "1",
 )  # fmt: skip
 """What `initial_weights` adds to a run's fit arguments (the last value given wins): one
-training batch, one validation and one test batch. The weights are saved before the first
-update; the rest only writes the checkpoint whose settings rebuild the model and DataModule."""
+training batch, validated after it (a step count: paper 1's configs validate by steps), one
+validation and one test batch. The weights are saved before the first update; the rest only
+writes the checkpoint whose settings rebuild the model and DataModule."""
 
 
 @contextlib.contextmanager
