@@ -160,14 +160,16 @@ def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict) 
 
 
 SCRATCH_FIT = (
-    "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1",
-    "--trainer.val_check_interval", "1", "--trainer.limit_val_batches", "1",
-    "--trainer.limit_test_batches", "1",
+    "--trainer.max_epochs", "1", "--trainer.max_steps", "1", "--trainer.limit_train_batches", "2",
+    "--trainer.val_check_interval", "1", "--trainer.limit_val_batches", "2",
+    "--trainer.limit_test_batches", "2",
 )  # fmt: skip
 """What `initial_weights` adds to a run's fit arguments (the last value given wins): one
-training batch, validated after it (a step count: paper 1's configs validate by steps), one
-validation and one test batch. The weights are saved before the first update; the rest only
-writes the checkpoint whose settings rebuild the model and DataModule."""
+training step, validated after it (a step count: paper 1's configs validate by steps), two
+validation and two test batches. The weights are saved before the first update; the rest only
+writes the checkpoint whose settings rebuild the model and DataModule. No limit is 1: the
+Trainer's `limit_*_batches` are `float | int`, so the CLI reads `1` as the float 1.0, every
+batch (a whole epoch, validated after each step), where 2 reads as two batches."""
 
 
 @contextlib.contextmanager

@@ -61,14 +61,16 @@ def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str
 
 def assert_initial_weights_rebuilt(layout, arguments: list[str], root: Path) -> None:
     """`experiments.measured.initial_weights` rebuilds the run `layout`'s untrained weights from
-    its fit `arguments` alone, in a scratch folder under the run root `root`: bit for bit its
-    `epoch=init` snapshot; no scratch folder is left."""
+    its fit `arguments` alone, in a scratch folder under the run root `root`, by a fit of one
+    step: bit for bit its `epoch=init` snapshot; no scratch folder is left."""
     from experiments.measured import initial_weights
     from storage.layout import UNTRAINED
     from storage.run_folder import RunFolder
 
     with initial_weights(layout, arguments, root) as scratch:
         rebuilt = scratch.state_dict(UNTRAINED)
+        steps = scratch.metrics()["step"].max()
+    assert steps <= 1, f"the scratch fit took {steps} steps, not one"
     real = RunFolder(layout.path).state_dict(UNTRAINED)
     assert set(rebuilt) == set(real) and all(rebuilt[k].equal(v) for k, v in real.items())
     assert not list(Path(root).glob(".initial-weights-*"))
