@@ -31,6 +31,7 @@ import re
 import secrets
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 from lightning_fabric.utilities.exceptions import MisconfigurationException
@@ -287,11 +288,33 @@ class ExperimentCLI(LightningCLI):
             )
 
 
+BATCH_LIMIT = re.compile(r"--trainer\.limit_(train|val|test|predict)_batches(?:=(.*))?")
+
+
+def check_batch_limits(arguments: Sequence[str]) -> None:
+    """A ValueError for a `--trainer.limit_*_batches` of `1` on the command line: the Trainer
+    types these limits `float | int`, so the CLI reads `1` as the float 1.0, every batch, where
+    `Trainer(limit_train_batches=1)` in Python means one batch; which was meant is not known."""
+    for at, argument in enumerate(arguments):
+        limit = BATCH_LIMIT.fullmatch(argument)
+        if limit is None:
+            continue
+        value = limit[2] if limit[2] is not None else (list(arguments) + [""])[at + 1]
+        if value.strip() == "1":
+            name = f"--trainer.limit_{limit[1]}_batches"
+            raise ValueError(
+                f"{name} 1 is ambiguous: the CLI reads it as the float 1.0, every batch (the "
+                f"Trainer's limits are float | int); give 1.0 for every batch, or a count of 2 "
+                f"or more (for one training step, --trainer.max_steps 1)"
+            )
+
+
 def main(args: list[str] | None = None) -> None:
     """Run the CLI; a known bad input ends with one line naming the problem, exit status 2."""
     keep_freed_memory()  # paper 1's batch-1 steps: 1.27x faster (experiments.allocator)
     try:
         arguments, run_dir, trusted = received_arguments(sys.argv[1:] if args is None else args)
+        check_batch_limits(arguments)
         # sys.argv stays as typed (`--resume`): Lightning starts the other processes of a
         # multi-process fit with it, and each resolves the same run folder.
         warnings.filterwarnings("ignore", "LightningCLI's args parameter is intended")

@@ -525,20 +525,31 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
     """`--shard 1/2` trains every other run of the fixed list (here the seed-0 runs) and writes
     no report; with the other shard's run root (the seed-1 runs' measurements of the one-machine
     reproduction, copied, to keep the suite short) `--merge` of both writes the one-machine
-    report, and without one of them stops naming a missing run."""
+    report, and without one of them stops naming a missing run. To keep the suite short the
+    first shard trains two of its runs and keeps the rest, measured by the one-machine
+    reproduction, with `--reuse-runs`; the two trained again give its measurements."""
     single, _, _ = smoke
-    done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--out",
+    kept = single / "report" / "runs" / "paper3"
+
+    def copy(run: str, seed: int, shard: int) -> None:
+        target = tmp_path / f"shard{shard}" / "paper3" / run / f"seed={seed}" / "measurements.json"
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(kept / run / f"seed={seed}" / "measurements.json", target)
+
+    trained_here = ["toy_2d_A", "two_digit_images_B"]
+    for run in VARIANTS:
+        if run not in trained_here:
+            copy(run, 0, 1)
+    done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "12 tasks, 2 at a time; 0 done before, 12 to run" in done.stdout
+    assert ("12 tasks, 2 at a time; 10 done before, 2 to run: two_digit_images_B seed=0, "
+            "toy_2d_A seed=0") in done.stdout
     assert "--merge <each shard's run root>" in done.stdout
     assert not (tmp_path / "report1").exists()
     trained = sorted(p.parent.relative_to(tmp_path / "shard1").as_posix()
-                     for p in (tmp_path / "shard1").rglob("measurements.json"))  # fmt: skip
-    assert trained == [f"paper3/{v}/seed=0" for v in VARIANTS]
+                     for p in (tmp_path / "shard1").rglob("checkpoints"))  # fmt: skip
+    assert trained == [f"paper3/{v}/seed=0" for v in trained_here]
     for run in VARIANTS:
-        kept = single / "report" / "runs" / "paper3" / run / "seed=1" / "measurements.json"
-        target = tmp_path / "shard2" / "paper3" / run / "seed=1" / "measurements.json"
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(kept, target)
+        copy(run, 1, 2)
     assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 24)

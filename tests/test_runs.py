@@ -122,6 +122,8 @@ def test_print_config_resolves_the_paper1_config():
         (["--data.init_args.data_dir", "/nowhere/lookup"], "/nowhere/lookup"),
         (["--ckpt_path", "CORRUPT"], "corrupt"),
         (["--ckpt_path", "/nowhere/last.ckpt"], "/nowhere/last.ckpt"),
+        (["--trainer.limit_train_batches", "1"], "--trainer.limit_train_batches 1 is ambiguous"),
+        (["--trainer.limit_val_batches=1"], "--trainer.limit_val_batches 1 is ambiguous"),
     ],
 )
 def test_bad_input_is_one_clear_error(tmp_path, arguments, message):
@@ -132,6 +134,18 @@ def test_bad_input_is_one_clear_error(tmp_path, arguments, message):
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert message in done.stderr
+
+
+def test_only_a_batch_limit_of_exactly_1_is_refused():
+    """`1` is refused (the CLI would read every batch); 1.0, 2, 0.5 and other options' 1 pass."""
+    from experiments.cli import check_batch_limits
+
+    for fine in (["--trainer.limit_train_batches", "1.0"], ["--trainer.limit_test_batches=2"],
+                 ["--trainer.limit_val_batches", "0.5"], ["--trainer.max_steps", "1"],
+                 ["--trainer.limit_train_batches"]):  # fmt: skip
+        check_batch_limits(fine)
+    with pytest.raises(ValueError, match="limit_predict_batches 1 is ambiguous"):
+        check_batch_limits(["--trainer.max_epochs", "1", "--trainer.limit_predict_batches", "1"])
 
 
 def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
