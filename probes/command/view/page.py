@@ -313,23 +313,28 @@ def heatmap(example: ExampleSite, order: UnitOrder, title: str) -> go.Figure:
         example_steps = [f"{token} -> {output}" for token, output in pairs]
     else:
         example_steps = example.tokens
-    hover = [[f"unit {unit}, step {step} ({text})" for step, text in enumerate(example_steps)]
-             for unit in order.units]  # fmt: skip
+    # Hover without a string per cell (a 512-unit example's would be a megabyte to send and
+    # parse at every switch): the unit from a small integer array, the step and its text from
+    # the x axis, whose categories are the steps' labels (the tokens are its tick labels).
+    step_labels = [f"step {step} ({text})" for step, text in enumerate(example_steps)]
+    ids = numpy.asarray(order.units)
+    small = numpy.int16 if ids.size == 0 or ids.max() < 2**15 else numpy.int32
+    unit_ids = numpy.repeat(ids.astype(small)[:, None], steps, axis=1)  # [units, time]
     gate_like = values.size and values.min() >= 0 and values.max() <= 1
     figure = go.Figure(
         go.Heatmap(
             z=values,
-            x=list(range(steps)),
+            x=step_labels,
             y=list(range(units)),
-            customdata=numpy.array(hover),  # an array: plotly checks a list cell by cell
+            customdata=unit_ids,
             colorscale="Viridis" if gate_like else "RdBu_r",
             zmid=None if gate_like else 0,
             zmin=0 if gate_like else None,
             zmax=1 if gate_like else None,
-            hovertemplate="%{customdata}<br>value %{z:.4f}<extra></extra>",
+            hovertemplate="unit %{customdata}, %{x}<br>value %{z:.4f}<extra></extra>",
         )
     )
-    figure.update_xaxes(side="top", tickmode="array", tickvals=list(range(steps)),
+    figure.update_xaxes(side="top", type="category", tickmode="array", tickvals=step_labels,
                         ticktext=example.tokens, title_text="step (token)")  # fmt: skip
     every = max(1, units // 40)
     shown = sorted(set(range(order.marked)) | set(range(0, units, every)))
