@@ -543,8 +543,10 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
     done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ("12 tasks, 2 at a time; 10 done before, 2 to run: two_digit_images_B seed=0, "
-            "toy_2d_A seed=0") in done.stdout
+    assert (
+        "12 tasks, 2 at a time; 10 done before, 2 to run: two_digit_images_B seed=0, "
+        "toy_2d_A seed=0"
+    ) in done.stdout
     assert "--merge <each shard's run root>" in done.stdout
     assert not (tmp_path / "report1").exists()
     trained = sorted(p.parent.relative_to(tmp_path / "shard1").as_posix()
