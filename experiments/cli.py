@@ -299,8 +299,8 @@ def check_batch_limits(arguments: Sequence[str]) -> None:
         limit = BATCH_LIMIT.fullmatch(argument)
         if limit is None:
             continue
-        value = limit[2] if limit[2] is not None else (list(arguments) + [""])[at + 1]
-        if value.strip() == "1":
+        following = arguments[at + 1] if at + 1 < len(arguments) else ""
+        if (following if limit[2] is None else limit[2]).strip() == "1":
             name = f"--trainer.limit_{limit[1]}_batches"
             raise ValueError(
                 f"{name} 1 is ambiguous: the CLI reads it as the float 1.0, every batch (the "

@@ -167,9 +167,8 @@ SCRATCH_FIT = (
 """What `initial_weights` adds to a run's fit arguments (the last value given wins): one
 training step, validated after it (a step count: paper 1's configs validate by steps), two
 validation and two test batches. The weights are saved before the first update; the rest only
-writes the checkpoint whose settings rebuild the model and DataModule. No limit is 1: the
-Trainer's `limit_*_batches` are `float | int`, so the CLI reads `1` as the float 1.0, every
-batch (a whole epoch, validated after each step), where 2 reads as two batches."""
+writes the checkpoint whose settings rebuild the model and DataModule. No limit is 1: the CLI
+would read every batch (`experiments.cli.check_batch_limits` refuses it)."""
 
 
 @contextlib.contextmanager

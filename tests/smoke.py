@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,16 @@ def smoke_command(paper: int, *options, timeout: int = 600) -> subprocess.Comple
          *map(str, options)],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
+
+
+def copy_kept_measurements(single: Path, folder: Path, paper: int, run: str, shard: int) -> None:
+    """Copy the measurements of `run` (`<variant>/seed=<s>`) of the one-machine reproduction in
+    `single` into the run root of shard `shard` under `folder` (`folder/shard<N>`), as if that
+    shard had measured it."""
+    name = f"paper{paper}"
+    target = folder / f"shard{shard}" / name / run / "measurements.json"
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(single / "report" / "runs" / name / run / "measurements.json", target)
 
 
 def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str,

@@ -45,7 +45,12 @@ from lightning_modules.classifier import (
 from lightning_modules.recurrent import Intervention
 from storage import RunLayout
 from storage.run_folder import RunFolder
-from tests.smoke import assert_shards_merge, smoke_command, smoke_reproduction
+from tests.smoke import (
+    assert_shards_merge,
+    copy_kept_measurements,
+    smoke_command,
+    smoke_reproduction,
+)
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
@@ -529,17 +534,10 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
     first shard trains two of its runs and keeps the rest, measured by the one-machine
     reproduction, with `--reuse-runs`; the two trained again give its measurements."""
     single, _, _ = smoke
-    kept = single / "report" / "runs" / "paper3"
-
-    def copy(run: str, seed: int, shard: int) -> None:
-        target = tmp_path / f"shard{shard}" / "paper3" / run / f"seed={seed}" / "measurements.json"
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(kept / run / f"seed={seed}" / "measurements.json", target)
-
     trained_here = ["toy_2d_A", "two_digit_images_B"]
     for run in VARIANTS:
         if run not in trained_here:
-            copy(run, 0, 1)
+            copy_kept_measurements(single, tmp_path, 3, f"{run}/seed=0", 1)
     done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -553,5 +551,5 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
                      for p in (tmp_path / "shard1").rglob("checkpoints"))  # fmt: skip
     assert trained == [f"paper3/{v}/seed=0" for v in trained_here]
     for run in VARIANTS:
-        copy(run, 1, 2)
+        copy_kept_measurements(single, tmp_path, 3, f"{run}/seed=1", 2)
     assert_shards_merge(3, tmp_path, single, "paper3/scan_A/seed=1", 24)

@@ -16,6 +16,7 @@ from lightning_modules.seq2seq import Seq2Seq
 from tests.smoke import (
     assert_initial_weights_rebuilt,
     assert_shards_merge,
+    copy_kept_measurements,
     smoke_command,
     smoke_reproduction,
 )
@@ -138,13 +139,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
     short the first shard keeps its GRU (measured by the one-machine reproduction, with
     `--reuse-runs`) and trains its other two runs again."""
     single, _, _ = smoke
-
-    def copy(run: str, shard: int) -> None:
-        target = tmp_path / f"shard{shard}" / "paper4" / run / "measurements.json"
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(single / "report" / "runs" / "paper4" / run / "measurements.json", target)
-
-    copy("gru/seed=0", 1)
+    copy_kept_measurements(single, tmp_path, 4, "gru/seed=0", 1)
     done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -156,7 +151,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path)
                      for p in (tmp_path / "shard1").rglob("checkpoints"))  # fmt: skip
     assert trained == ["paper4/gru_teacher_forced/seed=0", "paper4/lstm/seed=0"]
     for run in ("gru/seed=1", "two_signals/seed=0"):  # the second shard's runs
-        copy(run, 2)
+        copy_kept_measurements(single, tmp_path, 4, run, 2)
     assert_shards_merge(4, tmp_path, single, "paper4/gru/seed=1", 5)
 
 
