@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -48,7 +49,7 @@ from experiments.paper1.analyses import (
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
-from experiments.paper1.runs import MODEL_SEEDS, ablations, measure_all
+from experiments.paper1.runs import ablations, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
@@ -57,7 +58,6 @@ from experiments.paper1.scales import (
     OPTIONAL,
     PAPER,
     SCALES,
-    SEEDS,
     SELECTIONS,
     VARIANTS,
     our_values,
@@ -148,30 +148,30 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         retrains = ablations(scale, models, sitting)
     if not sitting.shard.whole:
         return None
-    root, jobs = sitting.root, sitting.jobs
+    root, jobs, seeds = sitting.root, sitting.jobs, scale.seeds
     selections = {
-        selection: {v: [models[(v, s)]["selections"][selection] for s in seeds]
-                    for v, seeds in MODEL_SEEDS.items()}
+        selection: {v: [models[(v, s)]["selections"][selection] for s in variant_seeds]
+                    for v, variant_seeds in scale.model_seeds.items()}
         for selection in SELECTIONS
     }  # fmt: skip
     measured = selections[ANALYSED]  # the authors' code's: the verdicts, analyses and ablations
-    analysed = {v: [models[(v, s)]["analysis"] for s in SEEDS] for v in VARIANTS}
-    untrained = {v: [models[(v, s)]["untrained_analysis"] for s in SEEDS] for v in VARIANTS}
+    analysed = {v: [models[(v, s)]["analysis"] for s in seeds] for v in VARIANTS}
+    untrained = {v: [models[(v, s)]["untrained_analysis"] for s in seeds] for v in VARIANTS}
     ablation = ablation_of(retrains, scale)
     original = {
         v: [measured[v][i]["new_compositions"] for i in range(scale.pairs)] for v in VARIANTS
     }
     original["guided_all"] = our_values(measured, "guided", "new_compositions")
-    shap, untrained_shap = measured_on_all(models, FOOTNOTE5_FIELDS, VARIANTS)
+    shap, untrained_shap = measured_on_all(models, FOOTNOTE5_FIELDS, VARIANTS, seeds)
     gru = judged_against_untrained(analysis_claims(analysed), analysis_claims(untrained))
     if shap is not None:
         gru += judged_against_untrained(footnote5_claims(analysed, shap),
                                         footnote5_claims(untrained, untrained_shap))  # fmt: skip
-    lstm_analysed, lstm_untrained = measured_on_all(models, ANALYSIS_FIELDS, FOOTNOTE1)
+    lstm_analysed, lstm_untrained = measured_on_all(models, ANALYSIS_FIELDS, FOOTNOTE1, seeds)
     lstm = []
     if lstm_analysed is not None:
-        lstm = lstm_claims(lstm_analysed, lstm_untrained,
-                           *measured_on_all(models, FOOTNOTE5_FIELDS, FOOTNOTE1))  # fmt: skip
+        shap_of_lstms = measured_on_all(models, FOOTNOTE5_FIELDS, FOOTNOTE1, seeds)
+        lstm = lstm_claims(lstm_analysed, lstm_untrained, *shap_of_lstms)
     claims = (
         table_claims(measured)
         + table_claims(selections["best"], "selection_text.")
@@ -186,14 +186,15 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     if data.is_paper_data and scale_name in ("default", "paper", "paper-training"):
         earlier = [Claim.from_json(record) for record in json.loads(EARLIER.read_text())]
         claims = with_earlier(claims, earlier, DATA_CHANGED)
-    curves = {v: [models[(v, s)]["curve"] for s in SEEDS] for v in VARIANTS}
-    figures = paper1_figures(measured, curves, analysed, ablation, original, out / "figures")
+    curves = {v: [models[(v, s)]["curve"] for s in seeds] for v in VARIANTS}
+    figures = paper1_figures(measured, curves, analysed, ablation, original, seeds,
+                             out / "figures")  # fmt: skip
     records = [*models.values(), *retrains.values()]
     markdown = (
         header_text(
             scale_name, scale, data.notice, measured, clock, kept_note(records), root, jobs
         )  # fmt: skip
-        + selections_text(selections)
+        + selections_text(selections, seeds)
         + data_comparison_text(measured, earlier, data.is_paper_data)
         + footnote1_text(measured)
         + footnote1_analyses_text(gru, lstm, lstm_analysed)
@@ -202,7 +203,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         + ablation_text(scale, ablation, original)
     )
     publish(out, "paper1", claims, markdown, root, figures,
-            paper1_tables(claims, analysed, ablation), records)  # fmt: skip
+            paper1_tables(claims, analysed, ablation, seeds), records)  # fmt: skip
     keep_beside_report("paper1", [(r["variant"], r["seed"]) for r in records], root, out)
     return claims
 
@@ -211,11 +212,12 @@ FOOTNOTE5_FIELDS = ("footnote5", "untrained_footnote5")
 ANALYSIS_FIELDS = ("analysis", "untrained_analysis")
 
 
-def measured_on_all(models: dict[tuple, dict], fields: tuple[str, ...], variants) -> tuple:
-    """Each of `fields` of every model of `variants` (seeds `SEEDS`) by variant, or Nones where
-    a model's measurements lack one of them (`OPTIONAL`, not yet added to kept runs: not
+def measured_on_all(models: dict[tuple, dict], fields: tuple[str, ...], variants,
+                    seeds: Sequence[int]) -> tuple:  # fmt: skip
+    """Each of `fields` of every model of `variants` (of `seeds`) by variant, or Nones where a
+    model's measurements lack one of them (`OPTIONAL`, not yet added to kept runs: not
     measured)."""
-    records = [{v: [models[(v, s)].get(field) for s in SEEDS] for v in variants}
+    records = [{v: [models[(v, s)].get(field) for s in seeds] for v in variants}
                for field in fields]  # fmt: skip
     if any(r is None for by_variant in records for rs in by_variant.values() for r in rs):
         return (None,) * len(fields)
@@ -233,7 +235,7 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
             key = (record["receiver"], record["component"])
             substitution.setdefault(key, []).append(record["new_compositions"])
             best_epochs.setdefault(key, []).append(record["best_epoch"])
-    pruned = [retrains[("pruned/guided", seed)] for seed in SEEDS]
+    pruned = [retrains[("pruned/guided", seed)] for seed in scale.seeds]
     pruning = {
         name: [record[key] for record in pruned]
         for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
@@ -241,14 +243,14 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
     return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning}
 
 
-def paper1_figures(measured, curves, analysed, ablation, original,
+def paper1_figures(measured, curves, analysed, ablation, original, seeds: Sequence[int],
                    folder: Path) -> dict[str, Path]:  # fmt: skip
     """Tables 5-6 as a figure, Figures 1-4 and Table 4 with pruning, from the measurements."""
     first = {v: analysed[v][0] for v in VARIANTS}
     return {
         "tables5_6": figure(measured, curves, folder),
         "fig1_decoder_embedding": heatmap_figure(
-            analysed, SEEDS, folder / "fig1_decoder_embedding.png"
+            analysed, seeds, folder / "fig1_decoder_embedding.png"
         ),
         "fig2_connectivity": connectivity_figure(first, folder / "fig2_connectivity.png"),
         "fig3_activations": activation_figure(first, folder / "fig3_activations.png"),
@@ -257,13 +259,13 @@ def paper1_figures(measured, curves, analysed, ablation, original,
     }
 
 
-def paper1_tables(claims, analysed, ablation) -> dict[str, pd.DataFrame]:
+def paper1_tables(claims, analysed, ablation, seeds: Sequence[int]) -> dict[str, pd.DataFrame]:
     """The tables logged to W&B beside the figures."""
     probe_rows = [
         {"variant": variant, "seed": seed, "reading": reading, "probe": name,
          **{k: v for k, v in stats.items() if k != "units"}}
         for variant in VARIANTS
-        for seed, result in zip(SEEDS, analysed[variant], strict=True)
+        for seed, result in zip(seeds, analysed[variant], strict=True)
         for reading in ("probes", "probes_text")
         for name, stats in result[reading].items()
     ]  # fmt: skip
@@ -284,6 +286,7 @@ def paper1_tables(claims, analysed, ablation) -> dict[str, pd.DataFrame]:
 def header_text(scale_name, scale, data_notice: str, measured, clock: Stopwatch, reused: str,
                 root: Path, jobs: int) -> str:  # fmt: skip
     """The report's title, how it ran, and Appendix A's Tables 5-6."""
+    count, seeds = len(scale.seeds), ", ".join(map(str, scale.seeds))
     return f"""# Paper 1: On the Realization of Compositionality in Neural Networks
 
 Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regenerated by
@@ -298,7 +301,7 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   20). Extra overrides: `{" ".join(scale.overrides) or "none"}`.
 - **Commit:** `{current_commit()}`; **wall time:** {clock.total:.1f} min on {os.cpu_count()} CPU
   cores, {jobs} jobs at a time ({clock.stages()}).{reused}
-- **Models:** 5 baseline and 5 guided GRU seq2seq (seeds {", ".join(map(str, SEEDS))}), encoder
+- **Models:** {count} baseline and {count} guided GRU seq2seq (seeds {seeds}), encoder
   embedding 16, hidden 512, pre-rnn MLP attention with full focus, batch 1, Adam lr 0.001, no
   teacher forcing, token and attention losses averaged over the decoder steps (the text's 1/T);
   the validation set is evaluated every 200 steps on the model's own outputs (the authors'
@@ -408,13 +411,17 @@ def ablation_text(scale, ablation, original) -> str:
         + [
             f"| {seed} | {before:.2f} | {after:.2f} | {full:.2f} |"
             for seed, before, after, full in zip(
-                SEEDS, pruning["before"], pruning["after"], original["guided_all"], strict=True
+                scale.seeds,
+                pruning["before"],
+                pruning["after"],
+                original["guided_all"],
+                strict=True,
             )
         ]
     )
     kept_units = "; ".join(
         f"seed={seed}: encoder {kept['encoder.hidden']}, decoder {kept['decoder.hidden']}"
-        for seed, kept in zip(SEEDS, pruning["kept"], strict=True)
+        for seed, kept in zip(scale.seeds, pruning["kept"], strict=True)
     )
     return f"""## Section 5: component substitution (Table 4) and pruning
 

@@ -37,7 +37,6 @@ from experiments.paper1.scales import (
     ANALYSED,
     CONFIGS,
     FOOTNOTE1,
-    SECOND_READINGS,
     SEEDS,
     SELECTIONS,
     SPLITS,
@@ -51,9 +50,6 @@ from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
-
-MODEL_SEEDS = {variant: SEEDS for variant in (*VARIANTS, *FOOTNOTE1)} | SECOND_READINGS
-"""Every trained model: the variant's seeds."""
 
 
 def test_accuracies(run: RunFolder, selection: str = ANALYSED) -> dict[str, float]:
@@ -174,10 +170,10 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
-    """Every model of `MODEL_SEEDS` (of the sitting's shard: its seeds), `jobs` at a time, each
-    analysed as soon as it is trained."""
-    keys = [(variant, seed) for variant, seeds in MODEL_SEEDS.items() for seed in seeds
-            if sitting.shard.keeps(seed, SEEDS)]  # fmt: skip
+    """Every model of `scale.model_seeds` (of the sitting's shard: its seeds), `jobs` at a time,
+    each analysed as soon as it is trained."""
+    keys = [(variant, seed) for variant, seeds in scale.model_seeds.items() for seed in seeds
+            if sitting.shard.keeps(seed, scale.seeds)]  # fmt: skip
     tasks = {key: functools.partial(measure_model, *key, scale, sitting) for key in keys}
 
     def done_before(key) -> bool:
@@ -239,11 +235,11 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
     `(variant, seed)`."""
     base = [*scale.data, *scale.epochs(scale.substitution_epochs), *scale.overrides]
     pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
-    ours = [seed for seed in SEEDS if sitting.shard.keeps(seed, SEEDS)]
+    ours = [seed for seed in scale.seeds if sitting.shard.keeps(seed, scale.seeds)]
     arguments, tasks = {}, {}
     for receiver in VARIANTS:
         for component in scale.components:
-            for seed in (s for s in SEEDS[: scale.pairs] if s in ours):
+            for seed in (s for s in scale.seeds[: scale.pairs] if s in ours):
                 job = Substitution(receiver, component, seed, ANALYSED)
                 arguments[(job.variant, seed)] = substitution_arguments(job, base, sitting.root)
                 tasks[(job.variant, seed)] = functools.partial(
