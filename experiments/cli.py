@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
 from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning import LightningDataModule, LightningModule
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -292,21 +293,39 @@ BATCH_LIMIT = re.compile(r"--trainer\.limit_(train|val|test|predict)_batches(?:=
 
 
 def check_batch_limits(arguments: Sequence[str]) -> None:
-    """A ValueError for a `--trainer.limit_*_batches` of `1` on the command line: the Trainer
-    types these limits `float | int`, so the CLI reads `1` as the float 1.0, every batch, where
-    `Trainer(limit_train_batches=1)` in Python means one batch; which was meant is not known."""
+    """A ValueError for a `--trainer.limit_*_batches` of `1`, on the command line or in a
+    `--config` file (YAML's integer `1`): the Trainer types these limits `float | int`, so the CLI
+    reads `1` as the float 1.0, every batch, where `Trainer(limit_train_batches=1)` in Python
+    means one batch; which was meant is not known."""
     for at, argument in enumerate(arguments):
-        limit = BATCH_LIMIT.fullmatch(argument)
-        if limit is None:
-            continue
         following = arguments[at + 1] if at + 1 < len(arguments) else ""
-        if (following if limit[2] is None else limit[2]).strip() == "1":
-            name = f"--trainer.limit_{limit[1]}_batches"
-            raise ValueError(
-                f"{name} 1 is ambiguous: the CLI reads it as the float 1.0, every batch (the "
-                f"Trainer's limits are float | int); give 1.0 for every batch, or a count of 2 "
-                f"or more (for one training step, --trainer.max_steps 1)"
-            )
+        if argument == "--config" or argument.startswith("--config="):
+            _check_config_batch_limits(following if argument == "--config" else argument[9:])
+        limit = BATCH_LIMIT.fullmatch(argument)
+        if limit is not None and (following if limit[2] is None else limit[2]).strip() == "1":
+            raise ValueError(_ambiguous_limit(f"--trainer.limit_{limit[1]}_batches 1"))
+
+
+def _check_config_batch_limits(config: str) -> None:
+    """`check_batch_limits` for the `trainer:` section of one `--config` file (a config given
+    inline as YAML text, not a path, and a file that is not YAML are left to the parser)."""
+    path = Path(config)
+    try:
+        loaded = yaml.safe_load(path.read_text()) if path.is_file() else None
+    except yaml.YAMLError:
+        return  # the parser names what is wrong with the file
+    trainer = loaded.get("trainer") if isinstance(loaded, dict) else None
+    for name, value in trainer.items() if isinstance(trainer, dict) else ():
+        if BATCH_LIMIT.fullmatch(f"--trainer.{name}") and type(value) is int and value == 1:
+            raise ValueError(_ambiguous_limit(f"{path}: trainer.{name}: 1"))
+
+
+def _ambiguous_limit(given: str) -> str:
+    return (
+        f"{given} is ambiguous: the CLI reads it as the float 1.0, every batch (the Trainer's "
+        "limits are float | int); give 1.0 for every batch, or a count of 2 or more (for one "
+        "training step, --trainer.max_steps 1)"
+    )
 
 
 def main(args: list[str] | None = None) -> None:

@@ -148,6 +148,25 @@ def test_only_a_batch_limit_of_exactly_1_is_refused():
         check_batch_limits(["--trainer.max_epochs", "1", "--trainer.limit_predict_batches", "1"])
 
 
+def test_a_batch_limit_of_1_in_a_config_file_is_refused(tmp_path):
+    """A `--config` file's `trainer.limit_*_batches: 1` is read as 1.0 too (every batch): refused,
+    naming the file; its `1.0`, `2`, another option's `1` and a file without a trainer pass."""
+    from experiments.cli import check_batch_limits
+
+    def config(name: str, text: str) -> str:
+        (tmp_path / name).write_text(text)
+        return str(tmp_path / name)
+
+    fine = config("fine.yaml", "trainer:\n  limit_train_batches: 1.0\n  limit_val_batches: 2\n"
+                  "  max_steps: 1\nmodel:\n  limit_train_batches: 1\n")  # fmt: skip
+    others = [f"--config={config('empty.yaml', '')}", "--config", config("list.yaml", "- 1\n")]
+    check_batch_limits(["--config", fine, *others, "--config", "{trainer: {}}"])
+    one = config("one.yaml", "trainer:\n  limit_val_batches: 1\n")
+    for arguments in (["--config", fine, "--config", one], [f"--config={one}"]):
+        with pytest.raises(ValueError, match=f"{one}: trainer.limit_val_batches: 1 is ambiguous"):
+            check_batch_limits(arguments)
+
+
 def test_atomic_write_leaves_nothing_when_interrupted(tmp_path):
     target = tmp_path / "report.md"
     with pytest.raises(KeyboardInterrupt):
