@@ -6,9 +6,11 @@ right after "= ", the statistic and the bounds computed from the measurements; t
 written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot. Its date is
 read from the repository's history of the report (`git log` of `reports/<paper>/results.json`):
 the oldest commit of the unbroken line of committed reports, newest first, whose claim of the
-same id had the same template; where the newest committed report's differs, or has no such
-claim, the rule is this report's (the commit the code was taken from, or "working tree" where
-that code is not committed).
+same id had the same template, or the date that report recorded for it (its `rule_since`: the
+commit its code was taken from, when that report wrote the rule first), so that a report rebuilt
+later dates its rules as the report that first wrote them did; where the newest committed
+report's differs, or has no such claim, the rule is this report's (the commit the code was taken
+from, or "working tree" where that code is not committed).
 
 A rule is newer than the runs it judges when it appeared after the first committed report
 written from them (the first report committed after the last run finished): it was written or
@@ -26,7 +28,7 @@ import re
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from experiments.report import Claim, escape_cell
@@ -55,11 +57,13 @@ class Commit:
 @dataclass(frozen=True)
 class ReportHistory:
     """The committed versions of one report's `results.json`, newest first, each with its
-    claims' (rule template, verdict) by id; `current`: the commit this report's code comes
-    from."""
+    claims' (rule template, verdict, recorded `rule_since`) by id; `current`: the commit this
+    report's code comes from; `recorded`: the commits the versions' claims were dated to, that
+    this repository has."""
 
-    versions: tuple[tuple[Commit, dict[str, tuple[str, str]]], ...]
+    versions: tuple[tuple[Commit, dict[str, tuple[str, str, str | None]]], ...]
     current: Commit
+    recorded: dict[str, Commit] = field(default_factory=dict)
 
     @classmethod
     def of(cls, repository: Path, results: str) -> ReportHistory:
@@ -71,9 +75,12 @@ class ReportHistory:
             text = _git(repository, "show", f"{commit}:{results}")
             if text is None:
                 continue
-            templates = {c["id"]: (rule_template(c), c["verdict"]) for c in json.loads(text)}
+            templates = {c["id"]: (rule_template(c), c["verdict"], c.get("rule_since"))
+                         for c in json.loads(text)}  # fmt: skip
             versions.append((Commit(commit, float(stamp)), templates))
-        return cls(tuple(versions), _current_commit(repository))
+        dates = {t[2] for _, templates in versions for t in templates.values()}
+        known = dates - {None, WORKING_TREE, UNKNOWN}
+        return cls(tuple(versions), _current_commit(repository), _commits(repository, known))
 
     def first_report_after(self, finished: float) -> Commit | None:
         """The first committed report written after the runs finished at `finished`."""
@@ -98,8 +105,14 @@ class ReportHistory:
                 return since, None
             if committed[0] != template:
                 return since, (commit.id, committed[1])
-            since = commit
+            recorded = self.recorded.get(committed[2] or "")
+            since = recorded if recorded is not None and recorded.time <= commit.time else commit
         return since, None
+
+    def time_of(self, commit: str) -> float:
+        """When `commit` (a claim's `rule_since`) was made; 0 where it is not known here."""
+        every = [*(c for c, _ in self.versions), self.current, *self.recorded.values()]
+        return next((c.time for c in every if c.id == commit), 0.0)
 
 
 def _git(repository: Path, *arguments: str) -> str | None:
@@ -108,6 +121,16 @@ def _git(repository: Path, *arguments: str) -> str | None:
                               text=True, check=True).stdout  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return None
+
+
+def _commits(repository: Path, ids: set[str]) -> dict[str, Commit]:
+    """The commits of `ids` this repository has (a shallow clone may lack some), by id."""
+    found = {}
+    for commit in sorted(ids):
+        line = _git(repository, "show", "-s", "--format=%ct", f"{commit}^{{commit}}", "--")
+        if line:
+            found[commit] = Commit(commit, float(line))
+    return found
 
 
 def _current_commit(repository: Path) -> Commit:
@@ -145,9 +168,7 @@ def dates_section(claims: Sequence[Claim], history: ReportHistory, finished: flo
             "report of them, so no rule is newer than their results. Each claim's rule "
             "carries the commit where it last changed (`rule_since` in results.json).\n\n"
         )
-    times = {commit.id: commit.time for commit, _ in history.versions}
-    times[history.current.id] = history.current.time
-    newer = [c for c in claims if times.get(c.rule_since, 0.0) > first.time]
+    newer = [c for c in claims if history.time_of(c.rule_since) > first.time]
     lines = [f"## Rules dated against the runs\n\nThe runs finished {ran}; their first report was "
              f"commit `{first.id}`. {len(newer)} of the {len(claims)} rules are newer (written "
              "or changed after those results existed; each claim's `rule_since` in results.json "
