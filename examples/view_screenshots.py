@@ -1,4 +1,4 @@
-"""The README's screenshots of `python -m probes view` (docs/view/*.png), taken afresh.
+"""The screenshots (docs/probing.md) of `python -m probes view` (docs/view/*.png), taken afresh.
 
 Fits a small run of paper 1 (the tests' tiny lookup-table GRU, `tests.test_runs.TINY`, with 16
 units and four short epochs), serves the page over it and drives Debian's Chromium through three

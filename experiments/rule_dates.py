@@ -139,7 +139,7 @@ def _current_commit(repository: Path) -> Commit:
     if not head:
         return Commit(UNKNOWN, time.time())
     changed = _git(repository, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                   ":(exclude)reports", ":(exclude)README.md")  # fmt: skip
+                   ":(exclude)reports", ":(exclude)README.md", ":(exclude)docs")  # fmt: skip
     if changed:
         return Commit(WORKING_TREE, time.time())
     commit, stamp = head.split()

@@ -1,5 +1,5 @@
 """Models written the way researchers write them, for the tests of `probes.attach` (and the
-README's "Your own model"): none of them knows about the suite.
+docs/own_model.md example): none of them knows about the suite.
 
 - `WordLanguageModel`: PyTorch's word-language-model example (`nn.LSTM`, two layers, dropout
   between them, time-first tensors, the hidden state carried between calls).

@@ -237,7 +237,7 @@ def test_a_copied_attached_model_has_its_own_attachment():  # row F
 def test_recording_a_time_first_model_keeps_its_batch_tensors(tmp_path):  # row G
     torch.manual_seed(12)
     model = WordLanguageModel(dropout=0.0).eval()
-    tokens = torch.randint(50, (7, 3))  # [time, batch], as the README's example
+    tokens = torch.randint(50, (7, 3))  # [time, batch], as docs/own_model.md's example
     batch = {"tokens": tokens, "label": (tokens < 25).long(), "kind": torch.tensor([0, 1, 1])}
     run = tmp_path / "lm" / "seed=0"
     with attach(model) as attached:

@@ -224,7 +224,7 @@ def refuse_recorded(probe: RunProbe, run: RunFolder) -> None:
             f"{run.path} was recorded from a model of your own (its {RECORDED}): {probe.name} "
             "runs a model the suite trained, from its checkpoint, which a recorded run has not; "
             f"on a recorded run, run {can} (the probes of its traces and weights), or call the "
-            "probe's functions on your model (README, 'Your own model')."
+            "probe's functions on your model (docs/own_model.md)."
         )
 
 
