@@ -312,8 +312,8 @@ def _check_config_batch_limits(config: str) -> None:
     path = Path(config)
     try:
         loaded = yaml.safe_load(path.read_text()) if path.is_file() else None
-    except yaml.YAMLError:
-        return  # the parser names what is wrong with the file
+    except (OSError, yaml.YAMLError):  # e.g. inline YAML longer than a file name may be
+        return  # the parser names what is wrong with it
     trainer = loaded.get("trainer") if isinstance(loaded, dict) else None
     for name, value in trainer.items() if isinstance(trainer, dict) else ():
         if BATCH_LIMIT.fullmatch(f"--trainer.{name}") and type(value) is int and value == 1:

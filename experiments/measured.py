@@ -117,12 +117,7 @@ def measured(
         with initial_weights(layout, arguments, sitting.root) as run:
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, kept["trained"]), "kept": True}
-    try:
-        trained = fit(layout.path, arguments, sitting.reuse)
-    except BaseException:
-        if kept is not None:  # training again removed the folder: its measurements stay
-            write_measurements(layout, record, kept["trained"])
-        raise
+    trained = fit(layout.path, arguments, sitting.reuse, keep_measurements=kept is not None)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(layout.path)
     if kept is None:

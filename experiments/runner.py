@@ -78,13 +78,17 @@ def fit_command(arguments: Sequence[str]) -> list[str]:
     return ["-m", "experiments", "fit", *arguments]
 
 
-def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
-    """Train `run` with `python -m experiments fit <arguments>`, from an empty folder.
+def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
+        keep_measurements: bool = False) -> bool:  # fmt: skip
+    """Train `run` with `python -m experiments fit <arguments>`, from an empty folder (but its
+    `measurements.json` with `keep_measurements`: the kept measurements of a run trained again,
+    which a kill during the fit must not lose, `experiments.measured`).
 
     With `reuse`, a finished run of the same command is kept (returns False), and an interrupted
     one (started by the same command, `started.txt`, with a `checkpoints/last.ckpt`) is resumed
     from that checkpoint (`--ckpt_path`), so its metrics and W&B run continue; it ends as an
-    uninterrupted run would. Anything else is trained from scratch.
+    uninterrupted run would. Anything else is trained from scratch. Each sitting's time is
+    recorded in `sittings.json` (`timed_sitting`).
     """
     command = fit_command(arguments)
     if reuse and finished(run, command):
@@ -92,9 +96,12 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     layout = RunLayout(run)
     RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
     resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
-    if not resume:
-        shutil.rmtree(run, ignore_errors=True)  # from scratch: no files of old runs
-        run.mkdir(parents=True)
+    if not resume:  # from scratch: no files of old runs
+        kept = (layout.measurements,) if keep_measurements else ()
+        for entry in sorted(run.iterdir()) if run.is_dir() else ():
+            if entry not in kept:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        run.mkdir(parents=True, exist_ok=True)
         write_text_atomic(layout.started, "\n".join(command))
     resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -102,17 +109,70 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False) -> bool:
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resume else os.O_TRUNC)
-    with os.fdopen(open_own(layout.train_log, flags), "w") as log:
-        done = subprocess.run(
-            [sys.executable, *command, *resumed],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=environment,
-        )
-    if done.returncode:
+    with (
+        os.fdopen(open_own(layout.train_log, flags), "w") as log,
+        subprocess.Popen([sys.executable, *command, *resumed], stdout=log,
+                         stderr=subprocess.STDOUT, env=environment) as process,
+    ):  # fmt: skip
+        try:
+            returncode = timed_sitting(process, layout.sittings, keep_earlier=resume)
+        except BaseException:  # as subprocess.run: the fit does not outlive its reproduction
+            process.kill()
+            raise
+    if returncode:
         raise RuntimeError(f"{run} failed: see {layout.train_log}")
     write_text_atomic(layout.command, "\n".join(command))
     return True
+
+
+SITTING_CLOCK = 60.0
+"""Seconds between updates of a running fit's sitting in `sittings.json`: a sitting killed with
+its reproduction loses at most this much of its recorded time."""
+
+
+def timed_sitting(process: subprocess.Popen, path: Path, keep_earlier: bool) -> int:
+    """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
+    `{"started", "until"}` a sitting, after the earlier sittings' where `keep_earlier`), written
+    every `SITTING_CLOCK` seconds and at its end; its exit status."""
+    earlier = read_sittings(path) if keep_earlier else []
+    started = time.time()
+    while True:
+        try:
+            returncode = process.wait(timeout=SITTING_CLOCK)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        sitting = {"started": started, "until": time.time()}
+        write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
+        if returncode is not None:
+            return returncode
+
+
+def read_sittings(path: Path) -> list[dict[str, float]]:
+    """The sittings recorded in `path` (none where it does not exist: a run trained before
+    `sittings.json` existed); a ValueError naming the file where it is not such a list."""
+    if not path.is_file():
+        return []
+    try:
+        sittings = json.loads(path.read_text())
+        assert isinstance(sittings, list)
+        return [{"started": float(s["started"]), "until": float(s["until"])} for s in sittings]
+    except (ValueError, AssertionError, KeyError, TypeError):
+        raise ValueError(
+            f"{path} is not a list of sittings ({{'started', 'until'}} in seconds): delete it, and "
+            "the run's training time is counted from its next sitting"
+        ) from None
+
+
+def fit_time(layout: RunLayout) -> dict[str, float]:
+    """When a finished run was trained: its first sitting's start, its last one's end and the
+    seconds of all its sittings (`sittings.json`); for a run trained before that file existed,
+    its config's and command's times (`started` is then its last sitting's start)."""
+    sittings = read_sittings(layout.sittings)
+    if not sittings:
+        return {"started": layout.config.stat().st_mtime,
+                "finished": layout.command.stat().st_mtime}  # fmt: skip
+    return {"started": sittings[0]["started"], "finished": sittings[-1]["until"],
+            "seconds": sum(s["until"] - s["started"] for s in sittings)}  # fmt: skip
 
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -144,11 +204,9 @@ def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
 
 
 def write_measurements(layout: RunLayout, record: dict, trained: dict | None = None) -> dict:
-    """Write a run's measurements file (atomically) with the time its training started and
-    ended (`trained`, else from its own files) and the time measured; returns the record as
-    written."""
-    trained = trained or {"started": layout.config.stat().st_mtime,
-                          "finished": layout.command.stat().st_mtime}  # fmt: skip
+    """Write a run's measurements file (atomically) with when it was trained (`trained`, else
+    `fit_time` from its own files) and the time measured; returns the record as written."""
+    trained = trained or fit_time(layout)
     record = {**record, "trained": trained, "measured": time.time()}
     write_text_atomic(layout.measurements, json.dumps(record) + "\n")
     return record
@@ -165,6 +223,12 @@ def keep_beside_report(paper: str, runs: Sequence[tuple[str, int]], root: Path, 
             write_text_atomic(target, source.read_text())
 
 
+def fit_seconds(trained: dict[str, float]) -> float:
+    """A run's training time (`fit_time`): summed over its sittings where they were recorded,
+    else its start to its end."""
+    return trained.get("seconds", trained["finished"] - trained["started"])
+
+
 def kept_note(records: Sequence[dict]) -> str:
     """A report's sentence on when the runs were trained (from their own files: the first run's
     start to the last run's end, and the fits' time summed over every sitting) and on those kept
@@ -172,10 +236,16 @@ def kept_note(records: Sequence[dict]) -> str:
     span = max(r["trained"]["finished"] for r in records) - min(
         r["trained"]["started"] for r in records
     )
-    summed = sum(r["trained"]["finished"] - r["trained"]["started"] for r in records)
+    summed = sum(fit_seconds(r["trained"]) for r in records)
     kept = sum(bool(r.get("kept")) for r in records)
+    unrecorded = sum("seconds" not in r["trained"] for r in records)
     text = (f" The runs were trained within {span / 60:.1f} min (the first run's start to the "
-            f"last run's end; {summed / 3600:.1f} h of fits summed over the runs)")  # fmt: skip
+            f"last run's end; {summed / 3600:.1f} h of fits summed over the runs and their "
+            "sittings")  # fmt: skip
+    if unrecorded:
+        text += (f"; {unrecorded} of them were trained before sittings were recorded, so a "
+                 "resumed one counts from its last sitting's start")  # fmt: skip
+    text += ")"
     if not kept:
         return text + "."
     return (f"{text}; {kept} of the {len(records)} were kept from an earlier invocation "

@@ -167,9 +167,10 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         return self._with_paths(load_checkpoint(path), self._absolute)
 
 
-RUN_OUTSIDE_FIT = (".lock", "started.txt", "train.log")
-"""What a run folder holds before its fit writes anything: its lock, and the command and log of
-the reproduction that starts the fit (`experiments.runner.fit`)."""
+RUN_OUTSIDE_FIT = (".lock", "started.txt", "sittings.json", "train.log", "measurements.json")
+"""What a run folder holds before its fit writes anything: its lock, and the command, times and
+log of the reproduction that starts the fit, and the measurements it kept of the run it trains
+again (`experiments.runner.fit`)."""
 
 
 def recorded_entries(run_dir: str | os.PathLike) -> list[Path]:

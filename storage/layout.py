@@ -5,6 +5,9 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
 
     config.yaml                       the LightningCLI config
     started.txt                       the command a reproduction started it with
+    sittings.json                     when each of a reproduction's fits of it ran (a resumed run
+                                      has several): [{"started", "until"}, ...], seconds since
+                                      the epoch, updated every minute while it runs
     command.txt                       the command that trained it (written last: a finished run)
     train.log                         its output, when a reproduction trained it
     metrics.csv                       every logged metric (RunMetricsCSV)
@@ -55,6 +58,7 @@ class RunLayout:
         self.path = Path(path)
         self.config = self.path / "config.yaml"
         self.started = self.path / "started.txt"
+        self.sittings = self.path / "sittings.json"
         self.command = self.path / "command.txt"
         self.train_log = self.path / "train.log"
         self.metrics = self.path / "metrics.csv"

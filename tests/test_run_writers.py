@@ -138,11 +138,16 @@ def child_fit_pids(marker: str) -> list[int]:
     return pids
 
 
-def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_path):
+def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_path, monkeypatch):
+    """Killed in its second epoch and fitted again, the run resumes to the uninterrupted one's
+    metrics; `sittings.json` records both sittings (written while the fit runs, so a kill loses
+    at most `SITTING_CLOCK`), and the run's training time is their sum."""
+    monkeypatch.setattr(runner, "SITTING_CLOCK", 0.05)
     run = Path("paper1") / "tiny" / "seed=3"
     whole_root, parts_root = tmp_path / "whole", tmp_path / "parts"
     quick = config_file(tmp_path, tmp_path / "phase-whole", 0.0)
     assert runner.fit(whole_root / run, ["--config", str(quick), "--run.root", str(whole_root)])
+    (whole,) = runner.read_sittings(RunLayout(whole_root / run).sittings)
 
     phase_file = tmp_path / "phase"
     arguments = ["--config", str(config_file(tmp_path, phase_file, 0.1)),
@@ -161,19 +166,76 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     while not phase_file.is_file() or phase_file.read_text().split()[:2] != ["train", "1"]:
         assert time.time() < deadline and thread.is_alive(), "the fit never reached epoch 1"
         time.sleep(0.01)
+    layout = RunLayout(parts_root / run)
+    (running,) = runner.read_sittings(layout.sittings)  # recorded while it runs
     for pid in child_fit_pids(str(parts_root)):
         os.kill(pid, signal.SIGKILL)
     thread.join(timeout=60)
-    layout = RunLayout(parts_root / run)
     assert failures and not layout.command.exists()  # killed: not a finished run
     assert layout.started.is_file() and layout.checkpoint("last").is_file()
+    (killed,) = runner.read_sittings(layout.sittings)
+    assert killed["started"] == running["started"] < running["until"] <= killed["until"]
 
     assert runner.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
     assert layout.metrics.read_text() == RunLayout(whole_root / run).metrics.read_text()
+    first, second = runner.read_sittings(layout.sittings)
+    assert first == killed and killed["until"] <= second["started"] < second["until"]
+    seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])
+    assert runner.fit_time(layout) == {"started": first["started"], "finished": second["until"],
+                                       "seconds": seconds}  # fmt: skip
+    assert whole["until"] > whole["started"]
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
     log = layout.train_log.read_text()
     assert log.count(restored) == 1 and log.count("Seed set to 3") == 2  # both parts' output
     assert not runner.fit(parts_root / run, arguments, reuse=True)  # finished: kept
+
+
+def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked(tmp_path):
+    """`fit` from scratch empties the run folder; with `keep_measurements` (a kept run trained
+    again) its `measurements.json` stays, through a failed fit and a finished one, the CLI taking
+    the folder as empty; a bad `sittings.json` is one error naming the file."""
+    layout = RunLayout(tmp_path / "paper1" / "tiny" / "seed=3")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    arguments = ["--config", str(config), "--run.root", str(tmp_path)]
+
+    def old_run():
+        (layout.path / "traces").mkdir(parents=True, exist_ok=True)
+        layout.config.write_text("old: run\n")
+        layout.measurements.write_text('{"kept": "as measured"}\n')
+
+    def outside_fit() -> set[str]:
+        return {p.name for p in layout.path.iterdir()} - {"started.txt", "sittings.json",
+                                                          "train.log", ".lock"}  # fmt: skip
+
+    for keep in (False, True):
+        old_run()
+        with pytest.raises(RuntimeError, match="failed: see"):
+            runner.fit(
+                layout.path, [*arguments, "--trainer.max_epochs", "x"], keep_measurements=keep
+            )
+        assert outside_fit() == ({"measurements.json"} if keep else set()), keep
+    old_run()
+    assert runner.fit(layout.path, arguments, keep_measurements=True)
+    assert layout.command.is_file() and "config.yaml" in outside_fit()
+    assert layout.measurements.read_text() == '{"kept": "as measured"}\n'
+    layout.sittings.write_text('[{"started": 1}]')
+    with pytest.raises(ValueError, match=r"sittings.json is not a list of sittings .* delete it"):
+        runner.fit_time(layout)
+
+
+def test_the_reports_training_time_sums_each_runs_sittings():
+    """A run with recorded sittings counts their seconds (1800 of its 3600-s span), one without
+    its start to its end (600), and the report says how many runs lack them."""
+    recorded = {"trained": {"started": 0.0, "finished": 3600.0, "seconds": 1800.0}}
+    older = {"trained": {"started": 600.0, "finished": 1200.0}, "kept": True}
+    note = runner.kept_note([recorded, older])
+    assert note.startswith(" The runs were trained within 60.0 min (")
+    assert (
+        "; 0.7 h of fits summed over the runs and their sittings; 1 of them were trained " in note
+    )
+    assert "resumed one counts from its last sitting's start); 1 of the 2 were kept" in note
+    assert "before sittings" not in runner.kept_note([recorded])
 
 
 def rows(path: Path) -> list[dict]:
@@ -327,14 +389,18 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
                        kill_step: int) -> None:  # fmt: skip
     """Fit `config` once uninterrupted and once killed before training step `kill_step` and
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
-    metrics.csv, weights and weight snapshots."""
+    metrics.csv, weights and weight snapshots. The killed part runs in a process of its own with
+    this process's torch thread count (which an earlier test may have set): with another count
+    a reduction sums in another order, and the metrics differ in their last digits."""
     arguments = ["--config", str(config), *arguments, "--trainer.enable_progress_bar", "false"]
     main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
+    threads = str(torch.get_num_threads())
     killed = subprocess.run(
         [sys.executable, "-m", "experiments", "fit", *arguments, "--run.root",
          str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads},
+        capture_output=True, timeout=300,
     )  # fmt: skip
     assert killed.returncode == 9, killed.stderr
     main(["fit", *arguments, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])

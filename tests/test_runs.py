@@ -160,7 +160,8 @@ def test_a_batch_limit_of_1_in_a_config_file_is_refused(tmp_path):
     fine = config("fine.yaml", "trainer:\n  limit_train_batches: 1.0\n  limit_val_batches: 2\n"
                   "  max_steps: 1\nmodel:\n  limit_train_batches: 1\n")  # fmt: skip
     others = [f"--config={config('empty.yaml', '')}", "--config", config("list.yaml", "- 1\n")]
-    check_batch_limits(["--config", fine, *others, "--config", "{trainer: {}}"])
+    inline = "{trainer: {limit_train_batches: 1.0}, " + "x: 1, " * 60 + "}"  # no file name
+    check_batch_limits(["--config", fine, *others, "--config", "{trainer: {}}", "--config", inline])
     one = config("one.yaml", "trainer:\n  limit_val_batches: 1\n")
     for arguments in (["--config", fine, "--config", one], [f"--config={one}"]):
         with pytest.raises(ValueError, match=f"{one}: trainer.limit_val_batches: 1 is ambiguous"):
