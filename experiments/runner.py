@@ -154,9 +154,10 @@ def read_sittings(path: Path) -> list[dict[str, float]]:
         return []
     try:
         sittings = json.loads(path.read_text())
-        assert isinstance(sittings, list)
+        if not isinstance(sittings, list):
+            raise TypeError("not a list")
         return [{"started": float(s["started"]), "until": float(s["until"])} for s in sittings]
-    except (ValueError, AssertionError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         raise ValueError(
             f"{path} is not a list of sittings ({{'started', 'until'}} in seconds): delete it, and "
             "the run's training time is counted from its next sitting"

@@ -219,9 +219,10 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
     assert runner.fit(layout.path, arguments, keep_measurements=True)
     assert layout.command.is_file() and "config.yaml" in outside_fit()
     assert layout.measurements.read_text() == '{"kept": "as measured"}\n'
-    layout.sittings.write_text('[{"started": 1}]')
-    with pytest.raises(ValueError, match=r"sittings.json is not a list of sittings .* delete it"):
-        runner.fit_time(layout)
+    for bad in ('[{"started": 1}]', '{"started": 1, "until": 2}', "[1, 2]", "not json"):
+        layout.sittings.write_text(bad)
+        with pytest.raises(ValueError, match=r"sittings.json is not a list of sittings .* delete"):
+            runner.fit_time(layout)
 
 
 def test_the_reports_training_time_sums_each_runs_sittings():
