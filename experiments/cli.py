@@ -45,6 +45,7 @@ from experiments.resume import (
     check_resume,
     check_training_state,
     check_weights,
+    config_values,
     received_arguments,
 )
 from lightning_modules.callbacks import RandomState, StepsInEpochs
@@ -297,10 +298,10 @@ def check_batch_limits(arguments: Sequence[str]) -> None:
     `--config` file (YAML's integer `1`): the Trainer types these limits `float | int`, so the CLI
     reads `1` as the float 1.0, every batch, where `Trainer(limit_train_batches=1)` in Python
     means one batch; which was meant is not known."""
+    for config in config_values(arguments):
+        _check_config_batch_limits(config)
     for at, argument in enumerate(arguments):
         following = arguments[at + 1] if at + 1 < len(arguments) else ""
-        if argument == "--config" or argument.startswith("--config="):
-            _check_config_batch_limits(following if argument == "--config" else argument[9:])
         limit = BATCH_LIMIT.fullmatch(argument)
         if limit is not None and (following if limit[2] is None else limit[2]).strip() == "1":
             raise ValueError(_ambiguous_limit(f"--trainer.limit_{limit[1]}_batches 1"))

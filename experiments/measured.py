@@ -123,7 +123,7 @@ def measured(
     if kept is None:
         record = {"command": portable(arguments, sitting.root), **measure(run)}
         missing, added = list(needed), list(optional)
-    elif trained:
+    elif trained or (added and identity is not None):  # a kept run gains fields: the same one?
         same_model(layout, record, identity(run) if identity is not None else None, kept)
     if missing:
         with untrained_weights(layout, arguments, sitting.root) as untrained:
@@ -134,10 +134,11 @@ def measured(
 
 
 def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict) -> None:
-    """The run trained again is the one measured before: `again` (what `measured`'s `identity`
-    reads of the new run, e.g. its test accuracies and selected checkpoints) equals the same
-    fields of the kept `record`; else (or without an `identity`) a `SittingError` naming the run,
-    its kept measurements written back, the new run left in its folder."""
+    """The run trained again (or kept, and about to gain fields) is the one measured before:
+    `again` (what `measured`'s `identity` reads of the run, e.g. its test accuracies and selected
+    checkpoints) equals the same fields of the kept `record`; else (or, trained again, without an
+    `identity`) a `SittingError` naming the run, its kept measurements written as they were, the
+    run left in its folder."""
     before = {key: record.get(key) for key in again or {}}
     if again is not None and again == before:
         return

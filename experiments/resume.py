@@ -184,6 +184,18 @@ def _option(arguments: list[str], name: str) -> list[str]:
     return values
 
 
+def config_values(arguments: Sequence[str]) -> list[str]:
+    """The values of every `--config` in the command-line `arguments` (`--config X` and
+    `--config=X`), in order."""
+    values = []
+    for at, argument in enumerate(arguments):
+        if argument == "--config" and at + 1 < len(arguments):
+            values.append(arguments[at + 1])
+        elif argument.startswith("--config="):
+            values.append(argument.split("=", 1)[1])
+    return values
+
+
 def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None, list[str]]:
     """The command line with `--resume RUN` spelled out (`--config RUN/config.yaml ... --ckpt_path
     RUN/checkpoints/last.ckpt`) and `--trust-class CLASS` taken out, every config inside a run
@@ -210,9 +222,7 @@ def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None
             )
         arguments[1:1] = ["--config", str(layout.config)]
         arguments += ["--ckpt_path", str(layout.checkpoint("last"))]
-    configs = [v for i, v in enumerate(arguments) if i and arguments[i - 1] == "--config"]
-    configs += [a.split("=", 1)[1] for a in arguments if a.startswith("--config=")]
-    for config in map(Path, configs):
+    for config in map(Path, config_values(arguments)):
         if in_run_folder(config):
             settle_replacement(config.parent, purpose="read its config")
             check_run_config(config, trusted)

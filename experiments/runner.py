@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from experiments.allocator import keep_freed_memory
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from experiments.rule_dates import ReportHistory, dated, dates_section
 from storage import RunLayout
-from storage.files import RunFolderLock, open_own, write_text_atomic
+from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
 from storage.layout import RUNS_ENV, default_run_root
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
@@ -100,7 +99,7 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
         kept = (layout.measurements,) if keep_measurements else ()
         for entry in sorted(run.iterdir()) if run.is_dir() else ():
             if entry not in kept:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                delete_entry(entry)
         run.mkdir(parents=True, exist_ok=True)
         write_text_atomic(layout.started, "\n".join(command))
     resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
@@ -109,13 +108,14 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
     # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
     environment.pop("WANDB_SERVICE", None)
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resume else os.O_TRUNC)
+    earlier = read_sittings(layout.sittings) if resume else []  # a bad file: before the fit
     with (
         os.fdopen(open_own(layout.train_log, flags), "w") as log,
         subprocess.Popen([sys.executable, *command, *resumed], stdout=log,
                          stderr=subprocess.STDOUT, env=environment) as process,
     ):  # fmt: skip
         try:
-            returncode = timed_sitting(process, layout.sittings, keep_earlier=resume)
+            returncode = timed_sitting(process, layout.sittings, earlier)
         except BaseException:  # as subprocess.run: the fit does not outlive its reproduction
             process.kill()
             raise
@@ -130,19 +130,25 @@ SITTING_CLOCK = 60.0
 its reproduction loses at most this much of its recorded time."""
 
 
-def timed_sitting(process: subprocess.Popen, path: Path, keep_earlier: bool) -> int:
+def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict[str, float]]) -> int:
     """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
-    `{"started", "until"}` a sitting, after the earlier sittings' where `keep_earlier`), written
-    every `SITTING_CLOCK` seconds and at its end; its exit status."""
-    earlier = read_sittings(path) if keep_earlier else []
-    started = time.time()
+    `{"started", "until"}` a sitting, after the `earlier` ones), written every `SITTING_CLOCK`
+    seconds and at its end; its exit status. The record is bookkeeping: a write that fails (a
+    full disk) is told on stderr, and the fit goes on."""
+    started, told = time.time(), False
     while True:
         try:
             returncode = process.wait(timeout=SITTING_CLOCK)
         except subprocess.TimeoutExpired:
             returncode = None
         sitting = {"started": started, "until": time.time()}
-        write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
+        try:
+            write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
+        except OSError as error:
+            if not told:
+                print(f"warning: the fit's time is not recorded in {path}: {error}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            told = True
         if returncode is not None:
             return returncode
 
@@ -159,8 +165,8 @@ def read_sittings(path: Path) -> list[dict[str, float]]:
         return [{"started": float(s["started"]), "until": float(s["until"])} for s in sittings]
     except (ValueError, KeyError, TypeError):
         raise ValueError(
-            f"{path} is not a list of sittings ({{'started', 'until'}} in seconds): delete it, and "
-            "the run's training time is counted from its next sitting"
+            f"{path} is not a list of sittings ({{'started', 'until'}} in seconds): delete it (the "
+            "run's training time is then read from its config.yaml and command.txt times)"
         ) from None
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import secrets
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +54,16 @@ def read_own_text(path: str | os.PathLike) -> str:
         return file.read()
 
 
+TOKEN_BYTES = 6
+"""The random part of `write_atomic`'s temporary name, `.<name>.<hex>.tmp`, in bytes."""
+
+
+def is_temporary_of(entry: str, name: str) -> bool:
+    """`entry` is a temporary file of `write_atomic` writing the file `name`."""
+    pattern = rf"\.{re.escape(name)}\.[0-9a-f]{{{2 * TOKEN_BYTES}}}\.tmp"
+    return re.fullmatch(pattern, entry) is not None
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """Call `write(temporary_path)`, then rename the temporary file to `path`.
 
@@ -60,7 +72,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+    temporary = str(path.parent / f".{path.name}.{secrets.token_hex(TOKEN_BYTES)}.tmp")
     handle = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
     mode = os.fstat(handle).st_mode & 0o777  # 0666 less the umask
     os.close(handle)
@@ -167,18 +179,34 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         return self._with_paths(load_checkpoint(path), self._absolute)
 
 
-RUN_OUTSIDE_FIT = (".lock", "started.txt", "sittings.json", "train.log", "measurements.json")
+RUN_OUTSIDE_FIT = (".lock", "started.txt", "sittings.json", "train.log")
 """What a run folder holds before its fit writes anything: its lock, and the command, times and
-log of the reproduction that starts the fit, and the measurements it kept of the run it trains
-again (`experiments.runner.fit`)."""
+log of the reproduction that starts the fit (`experiments.runner.fit`); in a folder that
+reproduction started (`started.txt`), also `KEPT_BY_REPRODUCTION`."""
+KEPT_BY_REPRODUCTION = "measurements.json"
+"""The measurements a reproduction kept of a run it trains again (`experiments.measured`)."""
 
 
 def recorded_entries(run_dir: str | os.PathLike) -> list[Path]:
-    """What a fit wrote in `run_dir` (empty for a new folder or one a reproduction just made)."""
+    """What a fit wrote in `run_dir` (empty for a new folder or one a reproduction just made: its
+    `RUN_OUTSIDE_FIT` files, their temporary files of `write_atomic`, and the measurements it
+    kept)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return []
-    return sorted(p for p in run_dir.iterdir() if p.name not in RUN_OUTSIDE_FIT)
+    outside = set(RUN_OUTSIDE_FIT)
+    if (run_dir / "started.txt").is_file():
+        outside.add(KEPT_BY_REPRODUCTION)
+    return sorted(p for p in run_dir.iterdir() if p.name not in outside
+                  and not any(is_temporary_of(p.name, name) for name in outside))  # fmt: skip
+
+
+def delete_entry(entry: Path) -> None:
+    """Delete a file, link or folder of a run folder; a link is removed, never followed."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
 
 
 class RunFolderLock:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pytorch_lightning.utilities import rank_zero_only
 
-from storage.files import RunFileError, RunFolderLock, link_error
+from storage.files import RunFileError, RunFolderLock, delete_entry, link_error
 from storage.layout import RunLayout
 
 
@@ -53,14 +53,6 @@ def _entries(layout: RunLayout) -> list[Path]:
     """The entries of the run folder but its lock and a holding folder."""
     skipped = {p.name for p in (layout.lock, *_holding_folders(layout))}
     return sorted(p for p in layout.path.iterdir() if p.name not in skipped)
-
-
-def _delete(entry: Path) -> None:
-    """Delete a file, link or folder of a run folder; a link is removed, never followed."""
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry)
-    else:
-        entry.unlink()
 
 
 def hold_old_run(run_dir: str | os.PathLike) -> None:
@@ -103,7 +95,7 @@ def restore_old_run(run_dir: str | os.PathLike) -> str | None:
         return "deleted what was left of the run that a finished fit --run.replace replaced"
     if holding == layout.old_run:
         for entry in _entries(layout):
-            _delete(entry)
+            delete_entry(entry)
         os.rename(layout.old_run, layout.old_run_moving)
     for entry in sorted(layout.old_run_moving.iterdir()):
         os.rename(entry, layout.path / entry.name)

@@ -385,6 +385,12 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch)
         for field in FOOTNOTE_FIELDS:
             for name, group in before[field]["groups"].items():
                 assert again[field]["groups"][name]["units_by_seed"] == group["units_by_seed"]
+        # kept measurements of another model beside a finished run: checked before adding to them
+        other = {**older, "selections": {**older["selections"], "best": {}}}
+        layout.measurements.write_text(json.dumps(other))
+        with pytest.raises(SittingError, match="is not the model its measurements were taken"):
+            measure_model("guided_lstm", 2, asked, Sitting(root, 1, reuse=True))
+        assert json.loads(layout.measurements.read_text())["selections"]["best"] == {}
     finally:
         shutil.rmtree(layout.path)
         aside.rename(layout.path)

@@ -84,7 +84,8 @@ def test_without_git_every_rule_is_undated(tmp_path):
 def test_a_rebuilt_report_dates_its_rules_as_the_report_that_first_wrote_them(tmp_path):
     """A report written from code commit C dates its new rules C; committed later, a rebuild of
     it dates them C too (the date that report recorded), not the report's own commit; a
-    recorded date this repository lacks, or "working tree", gives the report's commit."""
+    recorded date this repository lacks, "working tree", or a commit dated after the report,
+    gives the report's commit."""
     git(tmp_path, "init", "-q")
     (tmp_path / "code.py").write_text("rules = 1\n")
     git(tmp_path, "add", "-A")
@@ -96,10 +97,14 @@ def test_a_rebuilt_report_dates_its_rules_as_the_report_that_first_wrote_them(tm
     assert [c.rule_since for c in written] == [code.id] * 3
     written[1] = replace(written[1], rule_since="0badc0de")
     written[2] = replace(written[2], rule_since="working tree")
+    (tmp_path / "code.py").write_text("rules = 2\n")  # a commit dated after the report
+    git(tmp_path, "commit", "-qam", "later code", stamp=1_100)
+    later = ReportHistory.of(tmp_path, "reports/paperX/results.json").current
+    written.append(replace(claim("d", 0.6), rule_since=later.id))
     commit_report(tmp_path, written, stamp=1_000)
     history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
     ((report, _),) = history.versions
-    rebuilt = dated([claim("a", 0.7), claim("b", 0.7), claim("c", 0.7)], history)
-    assert [c.rule_since for c in rebuilt] == [code.id, report.id, report.id]
-    assert "0 of the 3 rules are newer" in dates_section(rebuilt, history, finished=950)
+    rebuilt = dated([claim(i, 0.7) for i in "abcd"], history)
+    assert [c.rule_since for c in rebuilt] == [code.id, report.id, report.id, report.id]
+    assert "0 of the 4 rules are newer" in dates_section(rebuilt, history, finished=950)
     assert history.time_of(code.id) == 900 and history.time_of("0badc0de") == 0.0

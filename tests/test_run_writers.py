@@ -39,6 +39,7 @@ from storage.files import (
     RunFileError,
     RunFolderLock,
     load_checkpoint,
+    recorded_entries,
     save_tensors_atomic,
     write_text_atomic,
 )
@@ -223,6 +224,26 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
         layout.sittings.write_text(bad)
         with pytest.raises(ValueError, match=r"sittings.json is not a list of sittings .* delete"):
             runner.fit_time(layout)
+
+
+def test_what_a_reproduction_writes_before_a_fit_is_not_a_recorded_run(tmp_path):
+    """A folder holding only a reproduction's files (and their temporary files mid-write) is
+    empty to a fresh fit; a measurements file counts as a run unless that reproduction started
+    the folder (`started.txt`: the kept measurements of a run it trains again)."""
+    names = [".lock", "train.log", "sittings.json", ".sittings.json.0123456789ab.tmp",
+             "measurements.json"]  # fmt: skip
+    for name in names:
+        (tmp_path / name).write_text("")
+    assert [p.name for p in recorded_entries(tmp_path)] == ["measurements.json"]
+    (tmp_path / "started.txt").write_text("-m experiments fit")
+    assert recorded_entries(tmp_path) == []
+    for name in (".config.yaml.0123456789ab.tmp", ".sittings.json.tmp", "sittings.json.old"):
+        (tmp_path / name).write_text("")
+    assert sorted(p.name for p in recorded_entries(tmp_path)) == [
+        ".config.yaml.0123456789ab.tmp",
+        ".sittings.json.tmp",
+        "sittings.json.old",
+    ]
 
 
 def test_the_reports_training_time_sums_each_runs_sittings():

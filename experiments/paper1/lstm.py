@@ -136,8 +136,10 @@ def footnote1_analyses_text(gru: list[Claim], lstm: list[Claim],
         ) + "\n\n"  # fmt: skip
     shap = ("" if any(c.id.startswith("footnote5.") for c in lstm) else
             " Footnote 5's claims are not measured on them (no `footnote5`).")  # fmt: skip
+    runs = len(next(iter(analysed.values())))
+    lstms = f"{runs} + {runs} LSTMs"
     return f"""{heading}
-Sections 3-4's analyses run on the 5 + 5 LSTMs as on the GRUs (lowest-loss checkpoint, the same
+Sections 3-4's analyses run on the {lstms} as on the GRUs (lowest-loss checkpoint, the same
 data, thresholds and procedures; the untrained LSTMs beside them), and every GRU claim is judged
 on them by its own rule.{shap} The GRU claims name a GRU's gates; an LSTM's stand in for them as
 follows. Torch's update gate `z` keeps the old state (`h = (1 - z) n + z h_prev`), as the LSTM's
@@ -150,7 +152,7 @@ claim of its own; every gate is shown below. Section 5's ablations (component su
 pruning) are not run on the LSTMs: they are retrains of their own, not analyses of the trained
 models.
 
-Every LSTM gate (means over the 5 runs):
+Every LSTM gate (means over the {runs} runs):
 
 {gates_table(analysed)}
 

@@ -194,7 +194,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         header_text(
             scale_name, scale, data.notice, measured, clock, kept_note(records), root, jobs
         )  # fmt: skip
-        + selections_text(selections, seeds)
+        + selections_text(selections, scale.model_seeds)
         + data_comparison_text(measured, earlier, data.is_paper_data)
         + footnote1_text(measured)
         + footnote1_analyses_text(gru, lstm, lstm_analysed)
@@ -340,10 +340,12 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
 
 def analyses_text(analysed) -> str:
     """Sections 3-4: heat maps, connectivity, activations and functional groups, saturation."""
+    runs = len(analysed["guided"])
+    over = f"over the {runs} runs"
     return f"""## Section 3.1: weight heat maps (Figure 1)
 
 Decoder embedding (rows: output tokens, columns: the 512 decoder input units), each seed's
-baseline beside its guided model, and the mean absolute weight over the 5 seeds.
+baseline beside its guided model, and the mean absolute weight over the {runs} seeds.
 
 ![Figure 1](figures/fig1_decoder_embedding.png)
 
@@ -354,7 +356,7 @@ Edges are weights with |w| >= 0.2 (encoder) or 0.17 (decoder), the paper's thres
 sign; the *hub share* is the share of edges on the best-connected 5% of neurons. Counted on the
 receiving ("top") side of encoder W_hh and the sending ("bottom") side of decoder W_ih, where the
 paper sees the strongly connected neurons. r is the Pearson correlation over neurons of the mean
-update-gate and reset-gate weight (paper's sign). Means over the 5 runs; the figure shows seed 1.
+update-gate and reset-gate weight (paper's sign). Means {over}; the figure shows seed 1.
 
 ![Figure 2](figures/fig2_connectivity.png)
 

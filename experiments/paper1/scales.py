@@ -23,9 +23,9 @@ SECOND_READINGS = {"guided_summed": 3}
 guided loss summed over decoder steps, as the authors' code computed it
 (`experiments/configs/paper1/guided_summed.yaml`)."""
 FOOTNOTE1 = {"baseline_lstm": "baseline", "guided_lstm": "guided"}
-"""Footnote 1's LSTM models (`experiments/configs/paper1/*_lstm.yaml`), 5 seeds each, each beside
-the GRU variant it repeats: Tables 5-6 judged against machine-zoo's LSTM tables, and sections
-3-4's analyses and footnote 5 judged as the GRUs' (`experiments.paper1.lstm`)."""
+"""Footnote 1's LSTM models (`experiments/configs/paper1/*_lstm.yaml`), on the scale's seeds,
+each beside the GRU variant it repeats: Tables 5-6 judged against machine-zoo's LSTM tables, and
+sections 3-4's analyses and footnote 5 judged as the GRUs' (`experiments.paper1.lstm`)."""
 OPTIONAL = {
     "footnote1": "sections 3-4's analyses of the LSTMs, trained and untrained",
     "footnote5": "footnote 5's SHAP-ranked functional groups of every GRU and LSTM, trained and "
@@ -84,6 +84,8 @@ class Scale:
     def __post_init__(self):
         if len(self.seeds) < 2 or self.seeds != SEEDS[: len(self.seeds)]:
             raise ValueError(f"a scale's seeds are the first 2 to 5 of {SEEDS}, not {self.seeds}")
+        if self.pairs > len(self.seeds):
+            raise ValueError(f"a scale's {self.pairs} pairs need as many seeds, not {self.seeds}")
 
     @property
     def model_seeds(self) -> dict[str, tuple[int, ...]]:

@@ -175,22 +175,24 @@ def _means_header() -> list[str]:
 
 
 def selections_text(selections: dict[str, dict[str, list[dict[str, float]]]],
-                    seeds: Sequence[int]) -> str:  # fmt: skip
+                    model_seeds: dict[str, Sequence[int]]) -> str:  # fmt: skip
     """Tables 5-6 under the text's selection, and the second reading's guided models
-    (the loss summed over steps) under both selections: mean sequence accuracy per test set."""
+    (the loss summed over steps, `model_seeds` by variant: `Scale.model_seeds`) under both
+    selections: mean sequence accuracy per test set."""
     text = selections["best"]
     rows = []
     for variant, (key, _, _, _) in TABLES.items():
         rows.append(_means_row(f"{variant}, paper", paper_runs(key)))
         for selection, reading in SELECTIONS.items():
             rows.append(_means_row(f"{variant}, {reading}", selections[selection][variant]))
-    for variant, count in SECOND_READINGS.items():
+    for variant in SECOND_READINGS:
+        seeds = model_seeds[variant]
         for selection, reading in SELECTIONS.items():
-            guided = selections[selection]["guided"][:count]
-            rows.append(_means_row(f"guided (seeds {_seeds(seeds[:count])}), {reading}", guided))
-            rows.append(_means_row(f"{variant} (seeds {_seeds(seeds[:count])}), {reading}",
+            guided = selections[selection]["guided"][: len(seeds)]
+            rows.append(_means_row(f"guided (seeds {_seeds(seeds)}), {reading}", guided))
+            rows.append(_means_row(f"{variant} (seeds {_seeds(seeds)}), {reading}",
                                    selections[selection][variant]))  # fmt: skip
-    summed = len(seeds[: SECOND_READINGS["guided_summed"]])
+    summed = len(model_seeds["guided_summed"])
     return f"""## Tables 5-6 under both selections, and the loss summed over steps
 
 The text selects each model "by their best accuracy on a held-out set"; the authors' trainer
@@ -316,7 +318,7 @@ def footnote1_claims(measured: dict[str, list[dict[str, float]]]) -> list[Claim]
 
 def footnote1_text(measured: dict[str, list[dict[str, float]]]) -> str:
     """Footnote 1's LSTMs beside the GRUs, ours and machine-zoo's."""
-    zoo = _zoo_runs()
+    zoo, runs = _zoo_runs(), len(measured["baseline_lstm"])
     rows = []
     for lstm, gru in FOOTNOTE1.items():
         for variant in (gru, lstm):
@@ -327,7 +329,7 @@ def footnote1_text(measured: dict[str, list[dict[str, float]]]) -> str:
 
 "We also trained models with Long-Short Term Memory units but found the results to be very
 similar." machine-zoo holds those LSTMs (`create_zoo.sh`, the GRUs' settings with `--rnn_cell
-lstm`, trained on sample1; their tables are in its README). We train the same, 5 seeds each
+lstm`, trained on sample1; their tables are in its README). We train the same, {runs} seeds each
 (`experiments/configs/paper1/{{baseline,guided}}_lstm.yaml`), selected as the GRUs. Read against
 the zoo's own tables, "very similar" does not hold for the guided models: the largest gap between
 the zoo's LSTM and GRU means is {zoo_gap:.2f} ({zoo_where}). Mean sequence accuracy:
