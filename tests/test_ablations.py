@@ -132,11 +132,20 @@ def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
 def test_runner_reuses_only_a_finished_run_of_the_same_command(tmp_path, monkeypatch):
     calls = []
 
-    def fake_run(command, **kwargs):
-        calls.append(command)
-        return subprocess.CompletedProcess(command, 0)
+    class FakeFit(subprocess.Popen):
+        """A fit process that ends at once, successfully, without running anything."""
 
-    monkeypatch.setattr(runner.subprocess, "run", fake_run)
+        def __init__(self, command, **kwargs):
+            calls.append(command)
+            self.returncode = 0
+
+        def __exit__(self, *exception):
+            return False
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(runner.subprocess, "Popen", FakeFit)
     run = tmp_path / "seed=1"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.ckpt").write_bytes(b"")
