@@ -2,7 +2,6 @@
 through `removed_units`, and the reproduction's reuse of finished runs."""
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from lightning_modules.callbacks import LoadWeights, record_split
 from lightning_modules.recurrent import Intervention, removal_edits
 from lightning_modules.seq2seq import Seq2Seq
 from probes.interventions import sequence_accuracy
+from tests.fake_fit import ended_fit
 from tests.test_runs import fit, weights
 
 SIZES = {"source_vocab_size": 18, "target_vocab_size": 11, "embedding_size": 4,
@@ -131,21 +131,7 @@ def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
 
 def test_runner_reuses_only_a_finished_run_of_the_same_command(tmp_path, monkeypatch):
     calls = []
-
-    class FakeFit(subprocess.Popen):
-        """A fit process that ends at once, successfully, without running anything."""
-
-        def __init__(self, command, **kwargs):
-            calls.append(command)
-            self.returncode = 0
-
-        def __exit__(self, *exception):
-            return False
-
-        def wait(self, timeout=None):
-            return 0
-
-    monkeypatch.setattr(runner.subprocess, "Popen", FakeFit)
+    monkeypatch.setattr(runner.subprocess, "Popen", ended_fit(0, calls))
     run = tmp_path / "seed=1"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.ckpt").write_bytes(b"")

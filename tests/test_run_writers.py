@@ -43,6 +43,7 @@ from storage.files import (
     save_tensors_atomic,
     write_text_atomic,
 )
+from tests.fake_fit import ended_fit
 from tests.test_runs import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -191,7 +192,9 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     assert not runner.fit(parts_root / run, arguments, reuse=True)  # finished: kept
 
 
-def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked(tmp_path):
+def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked(
+    tmp_path, monkeypatch
+):
     """`fit` from scratch empties the run folder; with `keep_measurements` (a kept run trained
     again) its `measurements.json` stays, through a failed fit and a finished one, the CLI taking
     the folder as empty; a bad `sittings.json` is one error naming the file."""
@@ -211,10 +214,9 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
 
     for keep in (False, True):
         old_run()
-        with pytest.raises(RuntimeError, match="failed: see"):
-            runner.fit(
-                layout.path, [*arguments, "--trainer.max_epochs", "x"], keep_measurements=keep
-            )
+        with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="failed: see"):
+            patch.setattr(runner.subprocess, "Popen", ended_fit(1, []))  # a fit that failed
+            runner.fit(layout.path, arguments, keep_measurements=keep)
         assert outside_fit() == ({"measurements.json"} if keep else set()), keep
     old_run()
     assert runner.fit(layout.path, arguments, keep_measurements=True)

@@ -1,0 +1,21 @@
+"""A stand-in for the fit process `experiments.runner.fit` starts, for tests of its bookkeeping."""
+
+import subprocess
+
+
+def ended_fit(returncode: int, calls: list) -> type[subprocess.Popen]:
+    """A `subprocess.Popen` whose process has ended at once with `returncode` without running
+    anything; each command it is given is appended to `calls`."""
+
+    class EndedFit(subprocess.Popen):
+        def __init__(self, command, **kwargs):
+            calls.append(command)
+            self.returncode = returncode
+
+        def __exit__(self, *exception):
+            return False
+
+        def wait(self, timeout=None):
+            return returncode
+
+    return EndedFit
