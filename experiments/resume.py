@@ -186,14 +186,8 @@ def _option(arguments: list[str], name: str) -> list[str]:
 
 def config_values(arguments: Sequence[str]) -> list[str]:
     """The values of every `--config` in the command-line `arguments` (`--config X` and
-    `--config=X`), in order."""
-    values = []
-    for at, argument in enumerate(arguments):
-        if argument == "--config" and at + 1 < len(arguments):
-            values.append(arguments[at + 1])
-        elif argument.startswith("--config="):
-            values.append(argument.split("=", 1)[1])
-    return values
+    `--config=X`), in order; `arguments` stay as they are."""
+    return _option(list(arguments), "--config")
 
 
 def received_arguments(arguments: Sequence[str]) -> tuple[list[str], Path | None, list[str]]:
