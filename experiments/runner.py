@@ -259,6 +259,13 @@ def kept_note(records: Sequence[dict]) -> str:
             "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
 
 
+def recorded_seconds(result: object) -> float | None:
+    """A task's result's own record of its fit's time (`fit_seconds` of a measurements record's
+    `trained`: summed over its sittings), or None where it has none."""
+    trained = result.get("trained") if isinstance(result, dict) else None
+    return fit_seconds(trained) if isinstance(trained, dict) else None
+
+
 def run_all(
     tasks: dict[Hashable, Callable[[], object]],
     jobs: int,
@@ -268,47 +275,55 @@ def run_all(
 ) -> dict[Hashable, object]:
     """Run `tasks` `jobs` at a time; returns their results in the tasks' order.
 
-    At the start it prints how many tasks there are, how many `done_before` says an earlier
-    invocation finished (their results are read back, taking no time) and which remain; after
-    each task, how many remain and an estimate of the time left: the mean time of the tasks
-    computed in this invocation, times those left to compute, over `jobs` (none yet: unknown).
+    The tasks `done_before` says an earlier invocation finished are read back first (taking no
+    time); then it prints how many tasks there are, how many were done before, which remain and
+    an estimate of the time they take, and after each task how many remain and the estimate
+    again. The estimate is a task's mean time, times the tasks left to compute, over `jobs`. A
+    task's time is its wall time here, or its fit's recorded time over every sitting
+    (`recorded_seconds`) where that is longer (a run resumed here); until one is computed here,
+    the mean of the recorded times of those done before; with neither, unknown.
     Tasks are named by `label` (default: keys `(variant, seed)`).
     """
     if label is None:
         label = lambda key: f"{key[0]} seed={key[1]}" if isinstance(key, tuple) else str(key)  # noqa: E731
+    kept = {key: tasks[key]() for key in tasks if done_before(key)}
+    pending = [key for key in tasks if key not in kept]
     results: dict[Hashable, object] = {}
-    durations: list[float] = []
-    pending = [key for key in tasks if not done_before(key)]
+    computed: list[float] = []
+    before = [s for s in map(recorded_seconds, kept.values()) if s is not None]
     start = time.time()
-    print(f"{len(tasks)} tasks, {jobs} at a time; {len(tasks) - len(pending)} done before, "
-          f"{len(pending)} to run" + (": " + ", ".join(map(label, pending)) if pending else ""),
+
+    def estimate() -> str:
+        """The time the tasks left to compute take, or why it is not known."""
+        to_compute = len(pending) - len(computed)
+        times = computed or before
+        if not times:
+            return "time unknown until one is computed here"
+        minutes = sum(times) / len(times) * to_compute / min(jobs, to_compute) / 60
+        return f"about {minutes:.1f} min" + ("" if computed else ", from the recorded fit "
+                                             "times of those done before")  # fmt: skip
+
+    print(f"{len(tasks)} tasks, {jobs} at a time; {len(kept)} done before, {len(pending)} to run"
+          + (": " + ", ".join(map(label, pending)) + "; " + estimate() if pending else ""),
           flush=True)  # fmt: skip
+    for key in tasks:
+        if key in kept:
+            results[key] = kept[key]
+            print(f"[{len(results)}/{len(tasks)}] {describe(key, kept[key])} (done before)",
+                  flush=True)  # fmt: skip
 
     def one(key):
         began = time.time()
         results[key] = tasks[key]()
-        if key in pending:
-            durations.append(time.time() - began)
-        done, elapsed = len(results), time.time() - start
-        left = len(tasks) - done
-        to_compute = sum(k in pending and k not in results for k in tasks)
-        if not left:
-            estimate = ""
-        elif not to_compute:
-            estimate = f"; {left} left, all done before"
-        elif durations:
-            minutes = sum(durations) / len(durations) * to_compute / min(jobs, to_compute) / 60
-            estimate = f"; {left} left, about {minutes:.1f} min more"
-        else:
-            estimate = f"; {left} left, time unknown until one is computed here"
-        print(
-            f"[{done}/{len(tasks)}] {describe(key, results[key])} "
-            f"({(time.time() - began) / 60:.1f} min; {elapsed / 60:.1f} min in all{estimate})",
-            flush=True,
-        )
+        wall = time.time() - began
+        computed.append(max(wall, recorded_seconds(results[key]) or 0.0))
+        left = len(tasks) - len(results)
+        more = f"; {left} left, {estimate()} more" if left else ""
+        print(f"[{len(results)}/{len(tasks)}] {describe(key, results[key])} ({wall / 60:.1f} min; "
+              f"{(time.time() - start) / 60:.1f} min in all{more})", flush=True)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, tasks))
+        list(pool.map(one, pending))
     return {key: results[key] for key in tasks}
 
 

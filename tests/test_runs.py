@@ -211,35 +211,38 @@ def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch)
 
 
 def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
-    """At the start: the tasks done before (read back) and those to run; after each, how many
-    remain and the mean time of the tasks computed here times those left to compute (tasks done
-    before take no part in it); results keep the tasks' order whatever order they finish in."""
-    import time
-
+    """The tasks done before are read back first; at the start: their count, the tasks to run
+    and an estimate from the done-before runs' recorded fit times; after each task, how many
+    remain and the mean time of the tasks computed here (a resumed run: its fit over every
+    sitting, not its part here) times those left to compute, over the jobs; results keep the
+    tasks' order whatever order they finish in."""
     from experiments.runner import run_all
 
-    def task(seconds, value):
-        def run():
-            time.sleep(seconds)
-            return value
+    def fitted(minutes):  # a measurements record whose fit took `minutes` over its sittings
+        return lambda: {"trained": {"started": 0.0, "finished": 1e6, "seconds": 60.0 * minutes}}
 
-        return run
-
-    tasks = {"kept": task(0.0, 0), "a": task(0.3, 1), "b": task(0.0, 2), "c": task(0.0, 3)}
+    tasks = {"kept": fitted(10), "a": fitted(20), "b": fitted(1), "c": fitted(3)}
     results = run_all(tasks, jobs=1, done_before=lambda key: key == "kept")
-    assert list(results.items()) == [("kept", 0), ("a", 1), ("b", 2), ("c", 3)]
+    assert [r["trained"]["seconds"] for r in results.values()] == [600, 1200, 60, 180]
+    assert list(results) == ["kept", "a", "b", "c"]
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "4 tasks, 1 at a time; 1 done before, 3 to run: a, b, c"
-    assert "; 3 left, time unknown until one is computed here)" in lines[1]
-    assert lines[2].startswith("[2/4] a (") and "; 2 left, about 0.0 min more)" in lines[2]
-    assert lines[3].startswith("[3/4] b (") and "; 1 left, about" in lines[3]
+    assert lines[0] == ("4 tasks, 1 at a time; 1 done before, 3 to run: a, b, c; about 30.0 min, "
+                        "from the recorded fit times of those done before")  # fmt: skip
+    assert lines[1] == "[1/4] kept (done before)"
+    assert lines[2].startswith("[2/4] a (0.0 min; ")
+    assert lines[2].endswith("; 2 left, about 40.0 min more)")  # the 20 min recorded, twice
+    assert lines[3].endswith("; 1 left, about 10.5 min more)")  # (20 + 1) / 2
     assert lines[4].startswith("[4/4] c (") and "left" not in lines[4]
-    # 0.3 s for a, ~0 for b: the mean (0.15 s) times the one left, not a share of the kept task
-    assert "about 0.0 min" in lines[3]
-    results = run_all({"x": task(0.0, 1), "y": task(0.0, 2)}, jobs=2, done_before=lambda k: True)
+
+    plain = {"x": lambda: 1, "y": lambda: 2, "z": lambda: 3}  # no recorded time: unknown
+    assert run_all(plain, jobs=2, done_before=lambda key: key == "x") == {"x": 1, "y": 2, "z": 3}
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "2 tasks, 2 at a time; 2 done before, 0 to run"
-    assert "1 left, all done before" in lines[1]
+    assert lines[0] == ("3 tasks, 2 at a time; 1 done before, 2 to run: y, z; time unknown "
+                        "until one is computed here")  # fmt: skip
+    assert sorted(lines[2:])[0].endswith("; 1 left, about 0.0 min more)")  # its wall time here
+    run_all({"x": lambda: 1}, jobs=2, done_before=lambda k: True)
+    assert capsys.readouterr().out.splitlines() == ["1 tasks, 2 at a time; 1 done before, 0 to run",
+                                                     "[1/1] x (done before)"]  # fmt: skip
 
 
 def test_shards_split_the_groups_disjointly_and_stably():
