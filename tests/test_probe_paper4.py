@@ -1,6 +1,7 @@
 """Paper 4's probes (`svm-rfe`, `integrated-gradients`, `interventions`) through
-`python -m probes` on run folders of the hand-built GRU seq2seq of `test_neuron_functions`, whose
-storing, counting, triggering and outputting units are planted.
+`python -m probes` on run folders of the hand-built GRU seq2seq of
+`tests/planted_counter_gru.py`, whose storing, counting, triggering and outputting units are
+planted.
 
 The network is saved as a checkpoint of `lightning_modules.seq2seq.Seq2Seq` trained on a
 `TokenPositioningDataModule` over a small text written here: pairs of lines "x x .. x" (1-3
@@ -33,7 +34,7 @@ from probes.neuron_functions import (
 from probes.neuron_manipulation import verify_neurons
 from storage.files import load_checkpoint
 from storage.run_folder import RunFolder
-from tests.test_neuron_functions import (
+from tests.planted_counter_gru import (
     EOS,
     O_A,
     O_B,
