@@ -45,7 +45,7 @@ def faults_per_step(settings: list[str]) -> list[float]:
             text=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-        )  # fmt: skip
+        )
         for setting in settings
     ]
     counts = []
