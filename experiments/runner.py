@@ -306,11 +306,9 @@ def run_all(
     print(f"{len(tasks)} tasks, {jobs} at a time; {len(kept)} done before, {len(pending)} to run"
           + (": " + ", ".join(map(label, pending)) + "; " + estimate() if pending else ""),
           flush=True)  # fmt: skip
-    for key in tasks:
-        if key in kept:
-            results[key] = kept[key]
-            print(f"[{len(results)}/{len(tasks)}] {describe(key, kept[key])} (done before)",
-                  flush=True)  # fmt: skip
+    for key, result in kept.items():  # in the tasks' order
+        results[key] = result
+        print(f"[{len(results)}/{len(tasks)}] {describe(key, result)} (done before)", flush=True)
 
     def one(key):
         began = time.time()
