@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -92,6 +94,8 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
     command = fit_command(arguments)
     if reuse and finished(run, command):
         return False
+    if STOPPING.is_set():
+        raise RuntimeError(f"{run} was not started: its reproduction is stopping")
     layout = RunLayout(run)
     RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
     resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
@@ -117,7 +121,7 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
         try:
             returncode = timed_sitting(process, layout.sittings, earlier)
         except BaseException:  # as subprocess.run: the fit does not outlive its reproduction
-            process.kill()
+            end_fit(process)
             raise
     if returncode:
         raise RuntimeError(f"{run} failed: see {layout.train_log}")
@@ -127,30 +131,88 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
 
 SITTING_CLOCK = 60.0
 """Seconds between updates of a running fit's sitting in `sittings.json`: a sitting killed with
-its reproduction loses at most this much of its recorded time."""
+its reproduction (`kill -9`) loses at most this much of its recorded time; one stopped by Ctrl-C
+or SIGTERM (`stopping_gently`) loses none."""
+
+STOPPING = threading.Event()
+"""Set while a reproduction stops (`stopping_gently`): every running fit is ended (`end_fit`)
+within a second, its sitting recorded up to then, and no other one starts."""
+
+FIT_GRACE = 30.0
+"""Seconds an ended fit has to stop on SIGTERM before it is killed: Lightning stops after the
+batch at hand, so a checkpoint it is writing is finished, not cut short."""
+
+
+def end_fit(process: subprocess.Popen) -> None:
+    """End the fit `process`: SIGTERM, then SIGKILL if it is still running after `FIT_GRACE`."""
+    process.terminate()
+    try:
+        process.wait(timeout=FIT_GRACE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict[str, float]]) -> int:
     """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
     `{"started", "until"}` a sitting, after the `earlier` ones), written every `SITTING_CLOCK`
-    seconds and at its end; its exit status. The record is bookkeeping: a write that fails (a
-    full disk) is told on stderr, and the fit goes on."""
-    started, told = time.time(), False
-    while True:
+    seconds and when the wait ends, by the fit's exit or by an exception; its exit status. Where
+    `STOPPING` is set, the fit is ended and a RuntimeError raised. The record is bookkeeping: a
+    write that fails (a full disk) is told on stderr, and the fit goes on."""
+    started, told, written = time.time(), False, 0.0
+
+    def record() -> None:
+        nonlocal told, written
+        written = time.time()
         try:
-            returncode = process.wait(timeout=SITTING_CLOCK)
-        except subprocess.TimeoutExpired:
-            returncode = None
-        sitting = {"started": started, "until": time.time()}
-        try:
-            write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
+            write_text_atomic(path, json.dumps([*earlier, {"started": started,
+                                                           "until": written}]) + "\n")  # fmt: skip
         except OSError as error:
             if not told:
                 print(f"warning: the fit's time is not recorded in {path}: {error}",
                       file=sys.stderr, flush=True)  # fmt: skip
             told = True
-        if returncode is not None:
-            return returncode
+
+    try:
+        while True:
+            try:
+                return process.wait(timeout=min(1.0, SITTING_CLOCK))
+            except subprocess.TimeoutExpired:
+                pass
+            if STOPPING.is_set():
+                end_fit(process)
+                raise RuntimeError(f"the fit recorded in {path} was stopped with its reproduction")
+            if time.time() - written >= SITTING_CLOCK:
+                record()
+    finally:
+        record()
+
+
+@contextmanager
+def stopping_gently() -> Iterator[None]:
+    """While the block runs, Ctrl-C and SIGTERM (`kill`, a cluster's time limit) stop the
+    reproduction by an exception in the main thread (KeyboardInterrupt, SystemExit(143)) and set
+    `STOPPING`: its running fits end, their sittings recorded up to then, and no other run starts.
+    (By default SIGTERM ends this process at once and leaves its fits running, unrecorded.) A
+    task in its analyses finishes them first; a second signal ends the process at once. Outside
+    the main thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if STOPPING.is_set():
+            os._exit(128 + signum)
+        STOPPING.set()
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        STOPPING.clear()
 
 
 def read_sittings(path: Path) -> list[dict[str, float]]:
@@ -321,7 +383,7 @@ def run_all(
               f"{(time.time() - start) / 60:.1f} min in all{more})", flush=True)  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, pending))
+        list(pool.map(one, pending))  # an exception cancels the tasks not started
     return {key: results[key] for key in tasks}
 
 
@@ -479,7 +541,8 @@ def reproduction_main(
     keep_freed_memory()  # for the analyses run in this process; each fit sets its own
     try:
         sitting = sitting_of(args, paper)
-        claims = reproduce(args.scale, args.out, sitting)
+        with stopping_gently():
+            claims = reproduce(args.scale, args.out, sitting)
     except SittingError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if claims is None:

@@ -4,8 +4,12 @@ Checks: the folder layout and metric names, bit-identical reruns, a resumed fit 
 uninterrupted one, and one clear error for bad input.
 """
 
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -301,3 +305,59 @@ def test_portable_command_has_no_run_root_and_repository_relative_configs(tmp_pa
         "--config", "experiments/configs/paper1/guided.yaml", "--seed_everything", "1",
         '--trainer.callbacks+={"checkpoint": "$RUNS/paper1/guided/seed=1/best.ckpt"}',
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "signum, stop", [(signal.SIGTERM, SystemExit), (signal.SIGINT, KeyboardInterrupt)]
+)
+def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_stop(
+    tmp_path, monkeypatch, signum, stop
+):
+    """SIGTERM or Ctrl-C sent to the reproduction alone (not to its fits) while two of four
+    fits run, two at a time: both fits end (one ignoring SIGTERM is killed after `FIT_GRACE`),
+    each `sittings.json` runs to the stop, not to the last minute's write, and the other two
+    runs never start. The fits are stand-in processes, not Lightning."""
+    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
+    codes = {"plain": "import time; time.sleep(120)", "ignoring": ignoring}
+    monkeypatch.setattr(runner, "fit_command", lambda args: ["-c", codes[args[1]], *args])
+    monkeypatch.setattr(runner, "FIT_GRACE", 1.0)
+    runs = [tmp_path / f"run{index}" for index in range(4)]
+    kinds = ["ignoring", "plain", "plain", "plain"]
+    tasks = {index: lambda run=run, kind=kind: runner.fit(run, [str(tmp_path), kind])
+             for index, (run, kind) in enumerate(zip(runs, kinds, strict=True))}  # fmt: skip
+    stopped_at = []
+
+    def stop_once_two_fits_run():
+        deadline = time.time() + 60
+        while not all(RunLayout(run).sittings.is_file() for run in runs[:2]):
+            assert time.time() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        stopped_at.append(time.time())
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=stop_once_two_fits_run, daemon=True).start()
+    with pytest.raises(stop) as stopped, runner.stopping_gently():
+        runner.run_all(tasks, jobs=2)
+    ended = time.time()
+    assert stop is KeyboardInterrupt or stopped.value.code == 128 + signal.SIGTERM
+    assert ended - stopped_at[0] < 10 and not runner.STOPPING.is_set()
+    for run in runs[:2]:
+        (sitting,) = runner.read_sittings(RunLayout(run).sittings)
+        assert sitting["started"] < stopped_at[0] <= sitting["until"] <= ended
+        assert not RunLayout(run).command.exists()  # not a finished run
+    assert not any(run.exists() for run in runs[2:])
+    assert not [pid for pid in fit_pids(str(tmp_path)) if pid != os.getpid()]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def fit_pids(marker: str) -> list[int]:
+    """Processes whose command line names `marker`."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
