@@ -1,6 +1,7 @@
 """A stand-in for the fit process `experiments.runner.fit` starts, for tests of its bookkeeping."""
 
 import subprocess
+from pathlib import Path
 
 
 def ended_fit(returncode: int, calls: list) -> type[subprocess.Popen]:
@@ -19,3 +20,16 @@ def ended_fit(returncode: int, calls: list) -> type[subprocess.Popen]:
             return returncode
 
     return EndedFit
+
+
+def fit_pids(*markers: str) -> list[int]:
+    """Processes whose command line names every one of `markers` (a fit's run root, say)."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if all(marker in command for marker in markers):
+            pids.append(int(entry.name))
+    return pids

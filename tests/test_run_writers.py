@@ -43,7 +43,7 @@ from storage.files import (
     save_tensors_atomic,
     write_text_atomic,
 )
-from tests.fake_fit import ended_fit
+from tests.fake_fit import ended_fit, fit_pids
 from tests.test_runs import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -127,19 +127,6 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     assert all(name.endswith(f"-{run_id}") for name in offline_runs), offline_runs
 
 
-def child_fit_pids(marker: str) -> list[int]:
-    """Processes whose command line names `marker` (a fit started by `runner.fit`)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if entry.name.isdigit() and marker in command and "experiments" in command:
-            pids.append(int(entry.name))
-    return pids
-
-
 def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_path, monkeypatch):
     """Killed in its second epoch and fitted again, the run resumes to the uninterrupted one's
     metrics; `sittings.json` records both sittings (written while the fit runs, so a kill loses
@@ -170,7 +157,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
         time.sleep(0.01)
     layout = RunLayout(parts_root / run)
     (running,) = runner.read_sittings(layout.sittings)  # recorded while it runs
-    for pid in child_fit_pids(str(parts_root)):
+    for pid in fit_pids(str(parts_root), "experiments"):
         os.kill(pid, signal.SIGKILL)
     thread.join(timeout=60)
     assert failures and not layout.command.exists()  # killed: not a finished run

@@ -21,6 +21,7 @@ from experiments import runner
 from experiments.cli import ExperimentCLI
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
+from tests.fake_fit import fit_pids
 
 TINY = {
     "seed_everything": 3,
@@ -349,15 +350,3 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
     assert not any(run.exists() for run in runs[2:])
     assert not [pid for pid in fit_pids(str(tmp_path)) if pid != os.getpid()]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-
-
-def fit_pids(marker: str) -> list[int]:
-    """Processes whose command line names `marker`."""
-    pids = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                pids.append(int(entry.name))
-        except OSError:
-            continue
-    return pids
