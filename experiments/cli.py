@@ -29,6 +29,7 @@ import math
 import os
 import re
 import secrets
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning import LightningDataModule, LightningModule
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from pytorch_lightning.loggers import WandbLogger
+from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from experiments.allocator import keep_freed_memory
 from experiments.resume import (
@@ -330,7 +332,8 @@ def _ambiguous_limit(given: str) -> str:
 
 
 def main(args: list[str] | None = None) -> None:
-    """Run the CLI; a known bad input ends with one line naming the problem, exit status 2."""
+    """Run the CLI; a known bad input ends with one line naming the problem, exit status 2; a
+    fit stopped by SIGTERM (Lightning stops after the batch at hand) with status 143."""
     keep_freed_memory()  # paper 1's batch-1 steps: 1.27x faster (experiments.allocator)
     try:
         arguments, run_dir, trusted = received_arguments(sys.argv[1:] if args is None else args)
@@ -339,6 +342,10 @@ def main(args: list[str] | None = None) -> None:
         # multi-process fit with it, and each resolves the same run folder.
         warnings.filterwarnings("ignore", "LightningCLI's args parameter is intended")
         ExperimentCLI(args=arguments, run_dir=run_dir, trusted_classes=trusted)
+    except SIGTERMException:  # Lightning's own SystemExit(None) ends with status 0, as if done
+        print("stopped by SIGTERM before the fit ended: continue it with python -m experiments "
+              "fit --resume RUN", file=sys.stderr)  # fmt: skip
+        raise SystemExit(128 + signal.SIGTERM) from None
     except (RunFileError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -128,9 +128,10 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
 
 
 def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_path, monkeypatch):
-    """Killed in its second epoch and fitted again, the run resumes to the uninterrupted one's
-    metrics; `sittings.json` records both sittings (written while the fit runs, so a kill loses
-    at most `SITTING_CLOCK`), and the run's training time is their sum."""
+    """Stopped by SIGTERM in its second epoch (the fit fails: Lightning's own exit status would
+    be 0, as if it had ended) and fitted again, the run resumes to the uninterrupted one's
+    metrics; `sittings.json` records both sittings (written while the fit runs and when it ends),
+    and the run's training time is their sum."""
     monkeypatch.setattr(runner, "SITTING_CLOCK", 0.05)
     run = Path("paper1") / "tiny" / "seed=3"
     whole_root, parts_root = tmp_path / "whole", tmp_path / "parts"
@@ -158,9 +159,10 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     layout = RunLayout(parts_root / run)
     (running,) = runner.read_sittings(layout.sittings)  # recorded while it runs
     for pid in fit_pids(str(parts_root), "experiments"):
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGTERM)  # as `kill`, a time limit (SIGKILL: kill_inside)
     thread.join(timeout=60)
-    assert failures and not layout.command.exists()  # killed: not a finished run
+    assert failures and not layout.command.exists()  # stopped: not a finished run
+    assert "stopped by SIGTERM before the fit ended" in layout.train_log.read_text()
     assert layout.started.is_file() and layout.checkpoint("last").is_file()
     (killed,) = runner.read_sittings(layout.sittings)
     assert killed["started"] == running["started"] < running["until"] <= killed["until"]
