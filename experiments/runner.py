@@ -343,7 +343,8 @@ def run_all(
     again. The estimate is a task's mean time, times the tasks left to compute, over `jobs`. A
     task's time is its wall time here, or its fit's recorded time over every sitting
     (`recorded_seconds`) where that is longer (a run resumed here); until one is computed here,
-    the mean of the recorded times of those done before; with neither, unknown.
+    the mean of the recorded times of those done before; with neither, unknown. After a task
+    fails, no other one starts; those running finish, then its exception is raised.
     Tasks are named by `label` (default: keys `(variant, seed)`).
     """
     if label is None:
@@ -372,9 +373,17 @@ def run_all(
         results[key] = result
         print(f"[{len(results)}/{len(tasks)}] {describe(key, result)} (done before)", flush=True)
 
+    failed = threading.Event()  # a task failed: no other one starts, those running finish
+
     def one(key):
+        if failed.is_set():
+            return
         began = time.time()
-        results[key] = tasks[key]()
+        try:
+            results[key] = tasks[key]()
+        except BaseException:
+            failed.set()
+            raise
         wall = time.time() - began
         computed.append(max(wall, recorded_seconds(results[key]) or 0.0))
         left = len(tasks) - len(results)

@@ -308,6 +308,30 @@ def test_portable_command_has_no_run_root_and_repository_relative_configs(tmp_pa
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_after_a_task_fails_run_all_starts_no_other_and_raises_its_error(jobs):
+    """A failed task stops the tasks not started, including the one a free worker would take at
+    once (with `jobs` 1, the next in line); a task already running finishes."""
+    ran, release = [], threading.Event()
+
+    def slow():
+        release.wait(10)
+        ran.append("slow")
+
+    def failing():
+        if jobs == 2:
+            threading.Timer(0.5, release.set).start()  # "slow" still runs when this fails
+        raise ValueError("this task failed")
+
+    tasks = {"slow": slow, "failing": failing}
+    tasks.update({f"later{i}": lambda i=i: ran.append(f"later{i}") for i in range(3)})
+    if jobs == 1:
+        release.set()
+    with pytest.raises(ValueError, match="this task failed"):
+        runner.run_all(tasks, jobs=jobs)
+    assert ran == ["slow"]
+
+
 @pytest.mark.parametrize(
     "signum, stop", [(signal.SIGTERM, SystemExit), (signal.SIGINT, KeyboardInterrupt)]
 )
