@@ -7,7 +7,7 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
     started.txt                       the command a reproduction started it with
     sittings.json                     when each of a reproduction's fits of it ran (a resumed run
                                       has several): [{"started", "until"}, ...], seconds since
-                                      the epoch, updated while it runs (runner.SITTING_CLOCK)
+                                      the epoch, updated while it runs (sittings.SITTING_CLOCK)
     command.txt                       the command that trained it (written last: a finished run)
     train.log                         its output, when a reproduction trained it
     metrics.csv                       every logged metric (RunMetricsCSV)

@@ -31,7 +31,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from experiments import runner
+from experiments import runner, sittings
 from experiments.cli import main
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
@@ -132,12 +132,12 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     be 0, as if it had ended) and fitted again, the run resumes to the uninterrupted one's
     metrics; `sittings.json` records both sittings (written while the fit runs and when it ends),
     and the run's training time is their sum."""
-    monkeypatch.setattr(runner, "SITTING_CLOCK", 0.05)
+    monkeypatch.setattr(sittings, "SITTING_CLOCK", 0.05)
     run = Path("paper1") / "tiny" / "seed=3"
     whole_root, parts_root = tmp_path / "whole", tmp_path / "parts"
     quick = config_file(tmp_path, tmp_path / "phase-whole", 0.0)
     assert runner.fit(whole_root / run, ["--config", str(quick), "--run.root", str(whole_root)])
-    (whole,) = runner.read_sittings(RunLayout(whole_root / run).sittings)
+    (whole,) = sittings.read_sittings(RunLayout(whole_root / run).sittings)
 
     phase_file = tmp_path / "phase"
     arguments = ["--config", str(config_file(tmp_path, phase_file, 0.1)),
@@ -157,22 +157,22 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
         assert time.time() < deadline and thread.is_alive(), "the fit never reached epoch 1"
         time.sleep(0.01)
     layout = RunLayout(parts_root / run)
-    (running,) = runner.read_sittings(layout.sittings)  # recorded while it runs
+    (running,) = sittings.read_sittings(layout.sittings)  # recorded while it runs
     for pid in fit_pids(str(parts_root), "experiments"):
         os.kill(pid, signal.SIGTERM)  # as `kill`, a time limit (SIGKILL: kill_inside)
     thread.join(timeout=60)
     assert failures and not layout.command.exists()  # stopped: not a finished run
     assert "stopped by SIGTERM before the fit ended" in layout.train_log.read_text()
     assert layout.started.is_file() and layout.checkpoint("last").is_file()
-    (killed,) = runner.read_sittings(layout.sittings)
+    (killed,) = sittings.read_sittings(layout.sittings)
     assert killed["started"] == running["started"] < running["until"] <= killed["until"]
 
     assert runner.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
     assert layout.metrics.read_text() == RunLayout(whole_root / run).metrics.read_text()
-    first, second = runner.read_sittings(layout.sittings)
+    first, second = sittings.read_sittings(layout.sittings)
     assert first == killed and killed["until"] <= second["started"] < second["until"]
     seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])
-    assert runner.fit_time(layout) == {"started": first["started"], "finished": second["until"],
+    assert sittings.fit_time(layout) == {"started": first["started"], "finished": second["until"],
                                        "seconds": seconds}  # fmt: skip
     assert whole["until"] > whole["started"]
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
@@ -214,7 +214,7 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
     for bad in ('[{"started": 1}]', '{"started": 1, "until": 2}', "[1, 2]", "not json"):
         layout.sittings.write_text(bad)
         with pytest.raises(ValueError, match=r"sittings.json is not a list of sittings .* delete"):
-            runner.fit_time(layout)
+            sittings.fit_time(layout)
 
 
 def test_what_a_reproduction_writes_before_a_fit_is_not_a_recorded_run(tmp_path):

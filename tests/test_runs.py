@@ -17,7 +17,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from experiments import runner
+from experiments import runner, sittings
 from experiments.cli import ExperimentCLI
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
@@ -345,7 +345,7 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
     ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
     codes = {"plain": "import time; time.sleep(120)", "ignoring": ignoring}
     monkeypatch.setattr(runner, "fit_command", lambda args: ["-c", codes[args[1]], *args])
-    monkeypatch.setattr(runner, "FIT_GRACE", 1.0)
+    monkeypatch.setattr(sittings, "FIT_GRACE", 1.0)
     runs = [tmp_path / f"run{index}" for index in range(4)]
     kinds = ["ignoring", "plain", "plain", "plain"]
     tasks = {index: lambda run=run, kind=kind: runner.fit(run, [str(tmp_path), kind])
@@ -362,13 +362,13 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
         os.kill(os.getpid(), signum)
 
     threading.Thread(target=stop_once_two_fits_run, daemon=True).start()
-    with pytest.raises(stop) as stopped, runner.stopping_gently():
+    with pytest.raises(stop) as stopped, sittings.stopping_gently():
         runner.run_all(tasks, jobs=2)
     ended = time.time()
     assert stop is KeyboardInterrupt or stopped.value.code == 128 + signal.SIGTERM
-    assert ended - stopped_at[0] < 10 and not runner.STOPPING.is_set()
+    assert ended - stopped_at[0] < 10 and not sittings.STOPPING.is_set()
     for run in runs[:2]:
-        (sitting,) = runner.read_sittings(RunLayout(run).sittings)
+        (sitting,) = sittings.read_sittings(RunLayout(run).sittings)
         assert sitting["started"] < stopped_at[0] <= sitting["until"] <= ended
         assert not RunLayout(run).command.exists()  # not a finished run
     assert not any(run.exists() for run in runs[2:])

@@ -18,7 +18,7 @@ A run's measurements (no weights) are everything the report reads of it:
   `scales.read_tags`: Figure 3's runs `open` after every epoch; Figure 1's every phrase (`open`,
   `conduit`, `prefix=0` .. `prefix=k`) at Figure 1's epoch and the last, and Figure 2's (the
   longest k) also `prefix=0` and `prefix=k` after every epoch;
-- `trained` (its fit's start and end, and its seconds over its sittings: `runner.fit_time`) and
+- `trained` (its fit's start and end, and its seconds over its sittings: `sittings.fit_time`) and
   `measured` (`runner.write_measurements`).
 
 Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 3
