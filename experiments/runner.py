@@ -36,7 +36,6 @@ from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from experiments.rule_dates import ReportHistory, dated, dates_section
 from experiments.sittings import (
     STOPPING,
-    end_fit,
     fit_time,
     read_sittings,
     stopping_gently,
@@ -126,11 +125,7 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
         subprocess.Popen([sys.executable, *command, *resumed], stdout=log,
                          stderr=subprocess.STDOUT, env=environment) as process,
     ):  # fmt: skip
-        try:
-            returncode = timed_sitting(process, layout.sittings, earlier)
-        except BaseException:  # as subprocess.run: the fit does not outlive its reproduction
-            end_fit(process)
-            raise
+        returncode = timed_sitting(process, layout.sittings, earlier)  # ends the fit if stopped
     if returncode:
         raise RuntimeError(f"{run} failed: see {layout.train_log}")
     write_text_atomic(layout.command, "\n".join(command))

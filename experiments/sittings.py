@@ -50,8 +50,9 @@ def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict[str,
     """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
     `{"started", "until"}` a sitting, after the `earlier` ones), written every `SITTING_CLOCK`
     seconds and when the wait ends, by the fit's exit or by an exception; its exit status. Where
-    `STOPPING` is set, the fit is ended and a RuntimeError raised. The record is bookkeeping: a
-    write that fails (a full disk) is told on stderr, and the fit goes on."""
+    `STOPPING` is set, a RuntimeError is raised. A wait ended by an exception ends the fit
+    (`end_fit`) before its last record, so a fit never outlives its wait. The record is
+    bookkeeping: a write that fails (a full disk) is told on stderr, and the fit goes on."""
     started, told, written = time.time(), False, 0.0
 
     def record() -> None:
@@ -73,11 +74,12 @@ def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict[str,
             except subprocess.TimeoutExpired:
                 pass
             if STOPPING.is_set():
-                end_fit(process)
                 raise RuntimeError(f"the fit recorded in {path} was stopped with its reproduction")
             if time.time() - written >= SITTING_CLOCK:
                 record()
     finally:
+        if process.poll() is None:  # stopped, or an exception here: the fit ends with the wait
+            end_fit(process)
         record()
 
 

@@ -1,4 +1,5 @@
-"""A stand-in for the fit process `experiments.runner.fit` starts, for tests of its bookkeeping."""
+"""A stand-in for the fit process `experiments.runner.fit` starts, for tests of its bookkeeping,
+and the processes of a real fit (`fit_pids`)."""
 
 import subprocess
 from pathlib import Path

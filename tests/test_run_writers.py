@@ -173,7 +173,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     assert first == killed and killed["until"] <= second["started"] < second["until"]
     seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])
     assert sittings.fit_time(layout) == {"started": first["started"], "finished": second["until"],
-                                       "seconds": seconds}  # fmt: skip
+                                         "seconds": seconds}  # fmt: skip
     assert whole["until"] > whole["started"]
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
     log = layout.train_log.read_text()
