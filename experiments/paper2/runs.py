@@ -21,10 +21,9 @@ A run's measurements (no weights) are everything the report reads of it:
 - `trained` (its fit's start and end, and its seconds over its sittings: `sittings.fit_time`) and
   `measured` (`runner.write_measurements`).
 
-Size: with an estimate about 100 bytes of JSON, at the default (and paper) scale a Figure 3
-run holds 50 snapshots of 2 estimates by 4 readings (about 40 kB), a Figure 2 run 50 of 3 and 2
-of 12 by 3 readings (about 50 kB), another Figure 1 run 2 of 12 by 3 (about 7 kB): about 2 MB
-for the default scale's 60 runs (estimated from records of that shape).
+Size: as committed, a Figure 3 run's file is about 60 kB (50 snapshots by 4 readings), a
+Figure 2 run's (the longest k: every epoch) about 75 kB and another Figure 1 run's about 8 kB:
+about 3.5 MB for the default scale's 78 runs (36, 18 and 24 of them).
 
 With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
 snapshot the scale reads) is never trained or measured again, so the report can be rebuilt from
