@@ -15,7 +15,7 @@ from lightning_modules.recurrent import Intervention, removal_edits
 from lightning_modules.seq2seq import Seq2Seq
 from probes.interventions import sequence_accuracy
 from tests.fake_fit import ended_fit
-from tests.test_runs import fit, weights
+from tests.tiny_run import fit, weights
 
 SIZES = {"source_vocab_size": 18, "target_vocab_size": 11, "embedding_size": 4,
          "hidden_size": 8, "decoder_embedding_size": 8, "full_focus": True}  # fmt: skip

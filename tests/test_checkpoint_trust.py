@@ -22,7 +22,7 @@ from experiments.cli import main
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
 from storage.trusted_classes import UntrustedClassError, resolve_class
-from tests.test_runs import TINY
+from tests.tiny_run import TINY
 
 ROOT = Path(__file__).parents[1]
 

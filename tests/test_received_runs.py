@@ -1,7 +1,7 @@
 """A run folder is data: received from anyone, copied, moved or misused, it runs no code, writes
 nothing through a link, and a refused command leaves it as it was (issue 30, rows 1-7 and 11-12).
 
-Every fit here is the tiny lookup-table run of `tests.test_runs.TINY` (seed 3, 6 batches an
+Every fit here is the tiny lookup-table run of `tests.tiny_run.TINY` (seed 3, 6 batches an
 epoch); a resumed run is compared with an uninterrupted one of the same config, `metrics.csv`
 byte for byte and the last weights exactly.
 """
@@ -26,7 +26,7 @@ from storage import RunFolder, RunLayout
 from storage.files import RunFileError, load_checkpoint
 from storage.replacement import settle_replacement
 from tests.test_run_writers import ROOT
-from tests.test_runs import TINY
+from tests.tiny_run import TINY
 
 RUN = Path("paper1") / "tiny" / "seed=3"
 

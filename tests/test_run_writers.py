@@ -44,7 +44,7 @@ from storage.files import (
     write_text_atomic,
 )
 from tests.fake_fit import ended_fit, fit_pids
-from tests.test_runs import TINY
+from tests.tiny_run import TINY
 
 ROOT = Path(__file__).parents[1]
 EPOCHS = 3

@@ -18,47 +18,10 @@ import yaml
 from safetensors.torch import load_file
 
 from experiments import runner, sittings
-from experiments.cli import ExperimentCLI
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
 from tests.fake_fit import fit_pids
-
-TINY = {
-    "seed_everything": 3,
-    "run": {"paper": "paper1", "variant": "tiny"},
-    "trainer": {
-        "max_epochs": 2,
-        "limit_train_batches": 6,
-        "deterministic": True,
-        "enable_progress_bar": False,
-        "enable_model_summary": False,
-        "callbacks": [
-            {"class_path": "lightning_modules.callbacks.SelectionScore"},
-            {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-             "init_args": {"monitor": "val/selection", "mode": "max", "filename": "best"}},
-            {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint",
-             "init_args": {"filename": "last", "enable_version_counter": False}},
-            {"class_path": "lightning_modules.callbacks.TraceRecorder",
-             "init_args": {"splits": ["validation", "new_compositions"], "every_n_epochs": 1}},
-            {"class_path": "lightning_modules.callbacks.WeightSnapshot",
-             "init_args": {"every_n_epochs": 1}},
-        ],
-    },
-    "model": {"embedding_size": 4, "hidden_size": 8, "attention_guidance_weight": 1.0},
-    "data": {"class_path": "datamodules.LookupTableDataModule",
-             "init_args": {"batch_size": 4, "source_eos": False, "target_eos": False}},
-}  # fmt: skip
-
-
-def fit(tmp_path: Path, root: str, *extra: str) -> Path:
-    config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(TINY))
-    ExperimentCLI(args=["fit", "--config", str(config), "--run.root", str(tmp_path / root), *extra])
-    return tmp_path / root / "paper1" / "tiny" / "seed=3"
-
-
-def weights(run: Path, name: str = "last.ckpt") -> dict[str, torch.Tensor]:
-    return load_checkpoint(run / "checkpoints" / name)["state_dict"]
+from tests.tiny_run import fit, weights
 
 
 def test_run_folder_holds_config_checkpoints_metrics_traces_and_weights(tmp_path):
@@ -374,3 +337,41 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
     assert not any(run.exists() for run in runs[2:])
     assert not [pid for pid in fit_pids(str(tmp_path)) if pid != os.getpid()]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+STOPPED_IN_ANALYSES = """
+import sys, time
+from experiments.runner import run_all
+from experiments.sittings import STOPPING, stopping_gently
+
+def analyses():
+    print("running", file=sys.stderr, flush=True)
+    STOPPING.wait(60)
+    print("stopping", file=sys.stderr, flush=True)  # a task in its analyses finishes them
+    time.sleep(float(sys.argv[1]))
+
+with stopping_gently():
+    run_all({"analyses": analyses}, jobs=1)
+"""
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_a_second_signal_ends_a_stopping_reproduction_at_once(signals):
+    """After a first SIGTERM a reproduction lets a task in its analyses finish them, then exits
+    with 143; a second one, sent while it waits, ends it at once, also with 143."""
+    analyses = 4 if signals == 1 else 120
+    child = subprocess.Popen([sys.executable, "-c", STOPPED_IN_ANALYSES, str(analyses)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             cwd=Path(__file__).parents[1])  # fmt: skip
+    try:
+        assert child.stderr.readline().strip() == "running"
+        child.send_signal(signal.SIGTERM)
+        assert child.stderr.readline().strip() == "stopping"
+        stopped = time.monotonic()
+        if signals == 2:
+            child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 143
+        waited = time.monotonic() - stopped
+        assert (waited < 10) if signals == 2 else (waited >= 3.5)
+    finally:
+        child.kill()

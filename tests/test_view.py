@@ -1,7 +1,7 @@
 """`python -m probes view`: the page over a tiny recorded run of the suite, driven by a real
 browser (Debian's Chromium and chromium-driver, through selenium).
 
-The run is a two-epoch fit of `tests.test_runs.TINY` (paper 1's lookup tables, GRU seq2seq);
+The run is a two-epoch fit of `tests.tiny_run.TINY` (paper 1's lookup tables, GRU seq2seq);
 beside it: a run folder that does not exist, one that has recorded nothing yet, one whose trace
 has no time axis (a classifier's), a run of one's own LSTM with planted patterns
 (`tests.test_view_pattern_search.planted_trace`) and a copy of the suite run with other examples
@@ -31,8 +31,8 @@ from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError
 from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
 from storage.run_folder import RunFolder
-from tests.test_runs import fit
 from tests.test_view_pattern_search import EXPECTED, PLANTED_UNITS, SELECTION, planted_trace
+from tests.tiny_run import fit
 from tests.view_page import (
     assert_not_blank,
     choose,

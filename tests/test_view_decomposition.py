@@ -30,7 +30,7 @@ from storage.run_folder import RunFolder
 from tests import test_view
 from tests.client_models import WordLanguageModel
 from tests.test_recurrent_cd import saturated
-from tests.test_runs import fit
+from tests.tiny_run import fit
 from tests.view_page import assert_not_blank, choose, served, text_of, wait_until
 
 PLANTED_TOKEN = 3
