@@ -214,8 +214,8 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
 
 
 def test_shards_split_the_groups_disjointly_and_stably():
-    """Every group in exactly one of n shards, round robin over the plan's order; bad specs
-    name the form to write."""
+    """Every group in exactly one of n shards, round robin over the plan's order; shard i/n is
+    shards i/2n and (i+n)/2n together; bad specs name the form to write."""
     import argparse
 
     from experiments.runner import Shard
@@ -226,6 +226,10 @@ def test_shards_split_the_groups_disjointly_and_stably():
         owners = [[s for s in shards if s.keeps(g, groups)] for g in groups]
         assert all(len(o) == 1 for o in owners)
         assert [o[0].index for o in owners] == [j % count + 1 for j in range(len(groups))]
+        for i in range(1, count + 1):  # a shard that falls behind splits into two finer ones
+            halves = (Shard(i, 2 * count), Shard(i + count, 2 * count))
+            for g in groups:
+                assert Shard(i, count).keeps(g, groups) == any(h.keeps(g, groups) for h in halves)
     assert str(Shard.parse("2/3")) == "2/3" and Shard().whole and not Shard(1, 2).whole
     for bad in ("0/2", "3/2", "2", "a/b", "1/2/3"):
         with pytest.raises(argparse.ArgumentTypeError, match="i/n|from 1 to n"):
