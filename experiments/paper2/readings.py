@@ -36,12 +36,13 @@ class Estimate:
         return Estimate(value, value * self.log_standard_error, self.log_mean,
                         self.log_standard_error)  # fmt: skip
 
-    def above(self, other: Estimate) -> bool:
+    def above(self, other: Estimate, relative: float = 0.1) -> bool:
         """Higher than `other` by more than twice the standard error of the difference and by
-        more than a tenth of the larger mean (near chance, 1/|V|, tiny differences can be
-        many standard errors apart and still mean nothing)."""
+        more than `relative` of the larger mean (near chance, 1/|V|, tiny differences can be
+        many standard errors apart and still mean nothing; 0 where the paper's change is
+        "slight")."""
         spread = (self.standard_error**2 + other.standard_error**2) ** 0.5
-        margin = max(2 * spread, 0.1 * max(self.mean, other.mean))
+        margin = max(2 * spread, relative * max(self.mean, other.mean))
         return self.mean - other.mean > margin
 
 

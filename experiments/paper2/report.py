@@ -138,13 +138,15 @@ SETTINGS = [
     ("dropout", "0.2, embeddings and LSTM output",
      "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; 0 until issue 35)"),
     ("streams, BPTT window", "20, 35", "code: `main.py` defaults (text silent)"),
-    ("epochs; Figure 1 / Figure 2 read at", "50; 40 / 50", "text, figure captions"),
+    ("epochs; Figure 1 / Figure 2 read at", "50; 40 / 50", "read at: text, figure captions; "
+     "training length: suite (the last epoch a figure shows; the text gives none)"),
     ("corpus; Sigma", "1M tokens; 1000 types", "text, section 4 (code: `randint(0, 1000)`, 1001 "
      "types: second reading `authors_generator.*`)"),
     ("conduits in 4.1", "fresh for every rule", "text, section 4 (code: a pool of 100 by "
      "default; not run)"),
-    ("a rule", "alpha, k tokens, omega", "text (code: omega over the conduit's second-last "
-     "token, its last token after omega: `authors_generator.*`)"),
+    ("a rule", "alpha, k tokens, omega", "text, section 4's alpha Sigma^k omega (Figure 1's "
+     "caption indexes the conduit x_{t-k+1} .. x_{t-1}, k - 1 tokens; code: omega over the "
+     "conduit's second-last token, its last token after omega: `authors_generator.*`)"),
     ("copies in 4.2", "m = 1000 per conduit; m = 100 second", "text gives both numbers; code: "
      "`conduit_count` 100, 990 copies"),
     ("where copies go", "random places, every rule intact", "suite (text: 'randomly "
@@ -240,8 +242,9 @@ by floor or ceiling, not by the model.
 
 ### Figure 2 along training
 
-The paper shows Figure 2 at 50 epochs, the end of its training. The claim is also judged after
-every epoch where alpha's P(omega) is above chance (`fig2.conduit_interacts_over_training`):
+The paper shows Figure 2 at 50 epochs and says nothing of earlier ones. The claim is also judged
+after every epoch where alpha's P(omega) is above chance
+(`fig2.conduit_interacts_over_training`):
 
 ![Figure 2 along training](figures/fig2_training.png)
 

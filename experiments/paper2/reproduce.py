@@ -104,10 +104,10 @@ def figure_values(
             s.rules: [[analysed[s][tag].phrase[p] for p in ends] for tag in curve_tags]
             for s in second
         }
-    plain, whole = figure2_cell(scale), f"prefix={longest}"
+    plain = figure2_cell(scale)
     if plain in analysed and generator == "text":
-        values["optimizers"] = {
-            optimizer: [[analysed[run][tag].phrase[whole] for tag in curve_tags]
+        values["optimizers"] = {  # P(omega | alpha): section 3.1's learned rule
+            optimizer: [[analysed[run][tag].phrase["prefix=0"] for tag in curve_tags]
                         for run in (plain, setting)]
             for optimizer, setting in optimizer_settings(scale).items() if setting in analysed
         }  # fmt: skip
