@@ -33,8 +33,10 @@ browser:
 	  $$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q \
 	    chromium chromium-driver; }
 
+# The test files are spread over one worker per core (pytest-xdist; a file's tests stay together).
+TEST_WORKERS ?= auto
 test: $(STAMP) browser
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 reproduce-paper1: $(STAMP)
 	$(BIN)/python -m experiments.paper1 $(ARGS)
