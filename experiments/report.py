@@ -130,6 +130,12 @@ class Claim:
         return list(zip(self.earlier, after, strict=False))
 
 
+def after_rule_change(claim: Claim, verdict: str, rule: str, reason: str) -> Claim:
+    """`claim` with `verdict` under `rule`, the rule (or reading) it replaced on the same
+    measurements, as its newest `Earlier`, `reason` naming the change; its older history kept."""
+    return replace(claim, earlier=(Earlier(verdict, rule, reason), *claim.earlier))
+
+
 def against_null(claim: Claim, on_untrained: Claim) -> Claim:
     """`claim`, judged on the trained models, beside the same rule on the same architectures
     untrained (`on_untrained`: initial weights, the same data and analysis). Where the untrained
@@ -155,7 +161,7 @@ def judged_against_untrained(
     if reason is None:
         return judged
     return [
-        replace(after, earlier=(Earlier(before.verdict, before.rule, reason), *before.earlier))
+        after_rule_change(after, before.verdict, before.rule, reason)
         if after.verdict != before.verdict else after
         for before, after in zip(claims, judged, strict=True)
     ]  # fmt: skip

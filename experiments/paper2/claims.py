@@ -6,13 +6,19 @@ from the runs' measurements."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
 from experiments.paper2.readings import Estimate, Snapshot
 from experiments.paper2.scales import Scale
-from experiments.report import Claim, Earlier, Measured, cannot_fail, direction_claim, graded
+from experiments.report import (
+    Claim,
+    Measured,
+    after_rule_change,
+    cannot_fail,
+    direction_claim,
+    graded,
+)
 
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper2.json").read_text())
 FINDINGS: dict[str, str] = PAPER["findings"]
@@ -49,9 +55,9 @@ REVIEWED = (
 
 
 def replacing(claim: Claim, verdict: str, rule: str, why: str) -> Claim:
-    """`claim` with the verdict and rule of the rule it replaced, on the same measurements, as
-    its newest `Earlier`, and `why` the rule changed (`REVIEWED`)."""
-    return replace(claim, earlier=(Earlier(verdict, rule, REVIEWED + why), *claim.earlier))
+    """`claim` after issue 29's review (`REVIEWED`): `verdict` under `rule`, the rule it replaced,
+    kept as its newest `Earlier`, with `why` the rule changed."""
+    return after_rule_change(claim, verdict, rule, REVIEWED + why)
 
 
 RAREST = PAPER["settings"]["figure1_rarest_rule_count"]

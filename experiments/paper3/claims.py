@@ -16,8 +16,6 @@ the runs' untrained weights (`experiments.paper3.untrained`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 
@@ -34,8 +32,8 @@ from experiments.paper3.toy import (
 from experiments.report import (
     FLOAT_NOISE,
     Claim,
-    Earlier,
     Measured,
+    after_rule_change,
     direction_first,
     graded,
     threshold_claim,
@@ -261,7 +259,7 @@ def control_claim(id: str, a: list[float], b: list[float], margin: float, statis
                              f"A's {statistic} - B's (the same seed) > {margin}")  # fmt: skip
     claim = direction_first(claim, float(np.mean(differences)),
                             f"mean per-seed difference A - B of the {statistic}")  # fmt: skip
-    return replace(claim, earlier=(Earlier(replaced.verdict, replaced.rule, TOY_CONTROL),))
+    return after_rule_change(claim, replaced.verdict, replaced.rule, TOY_CONTROL)
 
 
 def toy_claims(toy_frame: pd.DataFrame, reading: ToyReading = TEXT) -> list[Claim]:
