@@ -11,6 +11,7 @@ from experiments.paper2.claims import (
     figure2_claims,
     figure2_training_claim,
     open_falls_claim,
+    optimizer_claim,
 )
 from experiments.paper2.readings import Estimate, Snapshot
 from experiments.paper2.reproduce import figure_values
@@ -95,3 +96,18 @@ def test_the_optimizer_claims_read_when_alpha_alone_is_learned():
     measured = {(plain, 0): run([0.1, 0.6, 0.9]), (momentum, 0): run([0.1, 0.2, 0.7])}
     curves = figure_values(measured, scale)["optimizers"]["momentum"]
     assert [[p.mean for p in curve] for curve in curves] == [[0.1, 0.6, 0.9], [0.1, 0.2, 0.7]]
+
+
+def test_an_optimizer_that_keeps_the_rule_at_chance_is_named_so_beside_its_verdict():
+    """With the optimizer the rule is learned 2 epochs later or, at chance throughout, never: both
+    slow it, and only the second says that the rule never left chance (2/1002)."""
+    plain = [Estimate(p, 0.01) for p in (0.1, 0.6, *[0.9] * 8)]
+    later = optimizer_claim(
+        "momentum", plain, [Estimate(p, 0.01) for p in (0.1, 0.2, 0.3, 0.7, *[0.9] * 6)]
+    )
+    never = optimizer_claim("weight_decay", plain, [Estimate(0.001, 1e-6)] * 10)
+    assert (later.verdict, never.verdict) == ("reproduced", "reproduced")
+    assert "never left chance" not in later.rule
+    assert "never left chance (< 2/1002 after every epoch)" in never.rule
+    just_above_chance = optimizer_claim("weight_decay", plain, [Estimate(0.002, 1e-6)] * 10)
+    assert "never left chance" not in just_above_chance.rule

@@ -6,6 +6,7 @@ from the runs' measurements."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -290,7 +291,7 @@ def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimat
 
     delay = learned_at(variant) - learned_at(plain)
     name = OPTIMIZER_NAMES[optimizer]
-    return direction_claim(
+    claim = direction_claim(
         f"training.{optimizer}_slows_rules",
         f"with {name}, Figure 2's rules are learned later than with plain SGD",
         FINDINGS["optimizers_slow"], [p.mean for p in variant], float(delay),
@@ -298,6 +299,11 @@ def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimat
         f"without (never: {epochs + 1}; plain SGD: {learned_at(plain)})",
         reproduced_at=max(2, epochs // 10), partially_at=1,
     )  # fmt: skip
+    if max(p.mean for p in variant) >= CHANCE:
+        return claim
+    return replace(claim, rule=f"{claim.rule}. With {name} P(omega | alpha) never left chance "
+                   "(< 2/1002 after every epoch): the rule was not slowed but never learned, at "
+                   "the suite's value of the setting (the paper gives none)")  # fmt: skip
 
 
 def error_claim(errors: list[float]) -> Claim:
