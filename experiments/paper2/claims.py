@@ -283,7 +283,8 @@ def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimat
     2's cell trained with `optimizer` against plain SGD (`plain`, `variant`: P(omega | alpha)
     after each epoch, section 3.1's measure of a learned rule): the epoch at which it first
     reaches `LEARNED` (never: one past the last), later with it. A tie (both at the same epoch,
-    or neither learning) is not a slowdown."""
+    or neither learning) is not a slowdown. Where the optimizer kept P(omega | alpha) at chance
+    after every epoch the rule text says so: such a rule was never learned rather than slowed."""
     epochs = len(plain)
 
     def learned_at(curve: list[Estimate]) -> int:
