@@ -10,6 +10,8 @@ os.environ["WANDB_MODE"] = "disabled"
 # threads each on two cores spend their time waiting on each other).
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _workers > 1:
-    _threads = str(max(1, len(os.sched_getaffinity(0)) // _workers))
-    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = _threads
-    torch.set_num_threads(int(_threads))
+    from probes.command.cli import core_share
+
+    _threads = core_share(_workers)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(_threads)
+    torch.set_num_threads(_threads)

@@ -431,8 +431,7 @@ def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str,
     if fabric.device.type == "cpu":  # share the cores; one BLAS thread keeps results identical
         import torch
 
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        torch.set_num_threads(max(1, (cores or 1) // fabric.world_size))
+        torch.set_num_threads(core_share(fabric.world_size))
     with threadpool_limits(limits=1, user_api="blas"):
         for number, task in enumerate(tasks, 1):
             if not keep_going and any((session / "failed").iterdir()):
@@ -456,6 +455,13 @@ def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str,
                 flush=True,
             )
     fabric.barrier()
+
+
+def core_share(processes: int) -> int:
+    """This process's share of the cores it may run on, among `processes` such processes (at
+    least one)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // processes)
 
 
 def claimed(path: Path) -> bool:
