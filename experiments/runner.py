@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -203,10 +204,28 @@ def kept_note(records: Sequence[dict]) -> str:
         text += (f"; {unrecorded} of them were trained before sittings were recorded, so a "
                  "resumed one counts from its last sitting's start")  # fmt: skip
     text += ")"
-    if not kept:
-        return text + "."
-    return (f"{text}; {kept} of the {len(records)} were kept from an earlier invocation "
-            "(`--reuse-runs`), so this invocation's time above does not include them.")  # fmt: skip
+    if kept:
+        text += (f"; {kept} of the {len(records)} were kept from an earlier invocation "
+                 "(`--reuse-runs`), so this invocation's time above does not include "
+                 "them")  # fmt: skip
+    return text + "." + devices_note(records)
+
+
+def devices_note(records: Sequence[dict]) -> str:
+    """Where the runs were trained (their sittings' `devices`, `sittings.fit_time`): how many on
+    each device, those trained on several and those trained before devices were recorded; empty
+    where no run recorded one."""
+    named = [r["trained"]["devices"] for r in records if r["trained"].get("devices")]
+    if not named:
+        return ""
+    counts = Counter(devices[0] for devices in named if len(devices) == 1)
+    parts = [f"{count} on {device}" for device, count in sorted(counts.items())]
+    mixed = sum(len(devices) > 1 for devices in named)
+    if mixed:
+        parts.append(f"{mixed} resumed on another device than they started on")
+    if len(named) < len(records):
+        parts.append(f"{len(records) - len(named)} before devices were recorded")
+    return " Trained: " + ", ".join(parts) + "."
 
 
 def recorded_seconds(result: object) -> float | None:

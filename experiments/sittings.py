@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -36,6 +37,18 @@ FIT_GRACE = 30.0
 batch at hand, so a checkpoint it is writing is finished, not cut short."""
 
 
+def this_machine() -> str:
+    """The device this process's fits train on, as a sitting records it: the GPU's name where
+    torch sees one (Lightning's `accelerator: auto` then trains there), else the CPU and how many
+    cores this process may use. Asking torch whether it sees a GPU starts no CUDA context."""
+    import torch  # here, so that reading sittings needs no torch
+
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)} (CUDA)"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"CPU {platform.machine()}, {cores} cores"
+
+
 def end_fit(process: subprocess.Popen) -> None:
     """End the fit `process`: SIGTERM, then SIGKILL if it is still running after `FIT_GRACE`."""
     process.terminate()
@@ -46,21 +59,22 @@ def end_fit(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict[str, float]]) -> int:
+def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict]) -> int:
     """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
-    `{"started", "until"}` a sitting, after the `earlier` ones), written every `SITTING_CLOCK`
-    seconds and when the wait ends, by the fit's exit or by an exception; its exit status. Where
-    `STOPPING` is set, a RuntimeError is raised. A wait ended by an exception ends the fit
-    (`end_fit`) before its last record, so a fit never outlives its wait. The record is
-    bookkeeping: a write that fails (a full disk) is told on stderr, and the fit goes on."""
-    started, told, written = time.time(), False, 0.0
+    `{"started", "until", "device"}` a sitting, after the `earlier` ones; `this_machine`),
+    written every `SITTING_CLOCK` seconds and when the wait ends, by the fit's exit or by an
+    exception; its exit status. Where `STOPPING` is set, a RuntimeError is raised. A wait ended
+    by an exception ends the fit (`end_fit`) before its last record, so a fit never outlives its
+    wait. The record is bookkeeping: a write that fails (a full disk) is told on stderr, and the
+    fit goes on."""
+    started, told, written, device = time.time(), False, 0.0, this_machine()
 
     def record() -> None:
         nonlocal told, written
         written = time.time()
         try:
-            write_text_atomic(path, json.dumps([*earlier, {"started": started,
-                                                           "until": written}]) + "\n")  # fmt: skip
+            sitting = {"started": started, "until": written, "device": device}
+            write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
         except OSError as error:
             if not told:
                 print(f"warning: the fit's time is not recorded in {path}: {error}",
@@ -110,16 +124,24 @@ def stopping_gently() -> Iterator[None]:
         STOPPING.clear()
 
 
-def read_sittings(path: Path) -> list[dict[str, float]]:
+def read_sittings(path: Path) -> list[dict]:
     """The sittings recorded in `path` (none where it does not exist: a run trained before
-    `sittings.json` existed); a ValueError naming the file where it is not such a list."""
+    `sittings.json` existed); a ValueError naming the file where it is not such a list. A
+    sitting's `device` is kept where it was recorded (sittings before 2026-11-27 have none)."""
     if not path.is_file():
         return []
     try:
         sittings = json.loads(path.read_text())
         if not isinstance(sittings, list):
             raise TypeError("not a list")
-        return [{"started": float(s["started"]), "until": float(s["until"])} for s in sittings]
+        return [
+            {
+                "started": float(s["started"]),
+                "until": float(s["until"]),
+                **({"device": str(s["device"])} if "device" in s else {}),
+            }
+            for s in sittings
+        ]
     except (ValueError, KeyError, TypeError):
         raise ValueError(
             f"{path} is not a list of sittings ({{'started', 'until'}} in seconds): delete it (the "
@@ -127,13 +149,16 @@ def read_sittings(path: Path) -> list[dict[str, float]]:
         ) from None
 
 
-def fit_time(layout: RunLayout) -> dict[str, float]:
-    """When a finished run was trained: its first sitting's start, its last one's end and the
-    seconds of all its sittings (`sittings.json`); for a run trained before that file existed,
-    its config's and command's times (`started` is then its last sitting's start)."""
+def fit_time(layout: RunLayout) -> dict:
+    """When a finished run was trained: its first sitting's start, its last one's end, the
+    seconds of all its sittings (`sittings.json`) and the devices they ran on, where recorded
+    (`devices`, in the order first used); for a run trained before that file existed, its
+    config's and command's times (`started` is then its last sitting's start)."""
     sittings = read_sittings(layout.sittings)
     if not sittings:
         return {"started": layout.config.stat().st_mtime,
                 "finished": layout.command.stat().st_mtime}  # fmt: skip
+    devices = list(dict.fromkeys(s["device"] for s in sittings if "device" in s))
     return {"started": sittings[0]["started"], "finished": sittings[-1]["until"],
-            "seconds": sum(s["until"] - s["started"] for s in sittings)}  # fmt: skip
+            "seconds": sum(s["until"] - s["started"] for s in sittings),
+            **({"devices": devices} if devices else {})}  # fmt: skip

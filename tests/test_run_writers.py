@@ -173,7 +173,8 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     assert first == killed and killed["until"] <= second["started"] < second["until"]
     seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])
     assert sittings.fit_time(layout) == {"started": first["started"], "finished": second["until"],
-                                         "seconds": seconds}  # fmt: skip
+                                         "seconds": seconds,
+                                         "devices": [sittings.this_machine()]}  # fmt: skip
     assert whole["until"] > whole["started"]
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
     log = layout.train_log.read_text()
@@ -249,6 +250,34 @@ def test_the_reports_training_time_sums_each_runs_sittings():
     )
     assert "resumed one counts from its last sitting's start); 1 of the 2 were kept" in note
     assert "before sittings" not in runner.kept_note([recorded])
+
+
+def test_each_sitting_names_its_device_and_the_report_counts_runs_by_device(tmp_path):
+    """A sitting records the machine it ran on; a run resumed elsewhere names both devices in
+    order, a file from before devices were recorded names none, and the report counts the runs
+    trained on each device, those resumed on another and those without a record."""
+    layout = RunLayout(tmp_path / "run")
+    layout.path.mkdir()
+    earlier = [{"started": 0.0, "until": 10.0, "device": "NVIDIA H200 (CUDA)"}]
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert sittings.timed_sitting(done, layout.sittings, earlier) == 0
+    first, second = sittings.read_sittings(layout.sittings)
+    assert first == earlier[0] and second["device"] == sittings.this_machine()
+    assert sittings.this_machine().startswith("CPU ")  # the tests' machine has no GPU
+    assert sittings.fit_time(layout)["devices"] == ["NVIDIA H200 (CUDA)", sittings.this_machine()]
+    layout.sittings.write_text('[{"started": 0, "until": 60}]')  # before devices were recorded
+    assert sittings.read_sittings(layout.sittings) == [{"started": 0.0, "until": 60.0}]
+    assert "devices" not in sittings.fit_time(layout)
+
+    def trained(*devices: str) -> dict:
+        return {"trained": {"started": 0.0, "finished": 60.0, "seconds": 60.0,
+                            **({"devices": list(devices)} if devices else {})}}  # fmt: skip
+
+    note = runner.kept_note([trained("gpu"), trained("cpu"), trained("gpu"),
+                             trained("gpu", "cpu"), trained()])  # fmt: skip
+    assert note.endswith(" Trained: 1 on cpu, 2 on gpu, 1 resumed on another device than they "
+                         "started on, 1 before devices were recorded.")  # fmt: skip
+    assert "Trained:" not in runner.kept_note([trained()])
 
 
 def rows(path: Path) -> list[dict]:
