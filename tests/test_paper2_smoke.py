@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 
 from experiments.paper2.claims import REVIEWED
 from experiments.paper2.reproduce import EARLIER_REASON
@@ -15,16 +16,19 @@ from tests.smoke import assert_shards_merge, smoke_reproduction
 
 SMOKE_RUNS = [  # the smoke scale's training order: Figure 3, Figure 2's cell, the rest of Figure
     # 1, Figure 3 by the authors' generator (issue 35's second reading), then Figure 2's cell
-    # with momentum and with weight decay (issue 29)
+    # with momentum and with weight decay (issue 29), the first reading of their values, then the
+    # second
     "pooled_k=2_unpredictable", "pooled_k=2_predictable_m=2", "k=3_n=20", "k=2_n=10", "k=2_n=20",
     "k=3_n=10", "pooled_k=2_unpredictable_authors_generator",
     "pooled_k=2_predictable_m=2_authors_generator", "k=3_n=20_momentum", "k=3_n=20_weight_decay",
+    "k=3_n=20_momentum_at_lr_0.1", "k=3_n=20_weight_decay_1.2e-6",
 ]  # fmt: skip
 PRIMARY = {
     "fig1.longer_k_needs_more_rules", "fig1.open_falls_with_k", "fig1.conduit_very_low",
     "fig1.rare_open_steady", "fig1.rare_conduit_declines", "fig2.conduit_interacts",
     "fig2.conduit_interacts_over_training", "fig3.predictable_early", "fig3.predictable_late",
     "training.momentum_slows_rules", "training.weight_decay_slows_rules",
+    "training.momentum_at_lr_0.1_slows_rules", "training.weight_decay_1.2e-6_slows_rules",
 }  # fmt: skip
 FIGURE3 = {"fig3.predictable_early", "fig3.predictable_late"}
 
@@ -39,7 +43,7 @@ def smoke(tmp_path_factory):
 
 def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     tmp_path, output, claims = smoke
-    assert output.count("] k=") == 6  # 2 conduit lengths x 2 rule counts, 2 optimizers
+    assert output.count("] k=") == 8  # 2 conduit lengths x 2 rule counts, 4 optimizers
     assert output.count("] pooled_k=2_") == 4  # unpredictable and predictable, both generators
     second = {f"{reading}.{claim}" for reading in ("authors", "authors_at_close")
               for claim in PRIMARY}  # fmt: skip
@@ -109,6 +113,13 @@ def test_every_run_keeps_its_measurements_beside_the_report(smoke):
     assert arguments[at + 1] == "0.9" and "--model.weight_decay" not in arguments
     assert list(momentum["readings"]["text"]) == ["epoch=init", "epoch=0", "epoch=1"]
     assert list(momentum["readings"]["text"]["epoch=1"]["phrase"]) == ["prefix=0", "prefix=3"]
+    # the second reading of the optimizer values reaches the model the fit trained
+    for run, expected in (("k=3_n=20_momentum_at_lr_0.1", {"momentum": 0.9, "learning_rate": 0.1}),
+                          ("k=3_n=20_weight_decay_1.2e-6", {"weight_decay": 1.2e-6,
+                                                            "momentum": 0.0})):  # fmt: skip
+        config = yaml.safe_load((tmp_path / "runs" / "paper2" / run / "seed=0" / "config.yaml")
+                                .read_text())  # fmt: skip
+        assert {k: config["model"]["init_args"][k] for k in expected} == expected
     command = records["pooled_k=2_unpredictable_authors_generator"]["command"]
     assert command[command.index("--data.generator") + 1] == "authors"
     readings = ("text", "authors", "authors_at_close", "authors_domain")
@@ -132,7 +143,9 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     trained = [p for p in rebuilt.rglob("*") if p.suffix in (".ckpt", ".safetensors")]
     assert not trained and not list((rebuilt / "runs").rglob("command.txt"))
     report = (rebuilt / "report" / "report.md").read_text()
-    assert "10 of the 10 were kept from an earlier invocation" in report
+    assert (
+        f"{len(SMOKE_RUNS)} of the {len(SMOKE_RUNS)} were kept from an earlier invocation" in report
+    )
 
 
 def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
@@ -158,8 +171,8 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     assert halves == [whole[0::2], whole[1::2]]
     assert halves == [plan("smoke", Shard(index, 2)) for index in (1, 2)]  # stable
     everything = plan("paper", Shard())
-    # 22 settings, 6 by the authors' generator and 2 with momentum or weight decay, x 3 seeds
-    assert len(everything) == len(set(everything)) == 90
+    # 24 settings, 6 by the authors' generator and 4 with momentum or weight decay, x 3 seeds
+    assert len(everything) == len(set(everything)) == 96
     for count in (2, 3, 7):
         parts = [plan("paper", Shard(index, count)) for index in range(1, count + 1)]
         assert sum(len(part) for part in parts) == len(everything)
@@ -178,7 +191,9 @@ def test_shards_measurements_merge_into_the_one_machine_report(smoke, tmp_path):
     for index, shard in enumerate((SMOKE_RUNS[0::2], SMOKE_RUNS[1::2]), start=1):
         for run in shard:
             shutil.copytree(kept / run, tmp_path / f"shard{index}" / "paper2" / run)
-    assert_shards_merge(2, tmp_path, first, "paper2/pooled_k=2_predictable_m=2/seed=0", 10)
+    assert_shards_merge(
+        2, tmp_path, first, "paper2/pooled_k=2_predictable_m=2/seed=0", len(SMOKE_RUNS)
+    )
 
 
 def test_rare_rule_claims_read_only_a_cell_as_rare_as_the_papers():

@@ -11,7 +11,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from experiments.paper2.readings import Estimate, Snapshot
-from experiments.paper2.scales import Scale
+from experiments.paper2.scales import OPTIMIZERS, Scale
 from experiments.report import (
     Claim,
     Measured,
@@ -275,9 +275,6 @@ def figure3_claims(
     ]  # fmt: skip
 
 
-OPTIMIZER_NAMES = {"momentum": "momentum 0.9", "weight_decay": "weight decay 1e-4"}
-
-
 def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimate]) -> Claim:
     """Section 3: "We found momentum and weight decay to slow rule learning" (issue 29). Figure
     2's cell trained with `optimizer` against plain SGD (`plain`, `variant`: P(omega | alpha)
@@ -291,7 +288,7 @@ def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimat
         return next((e + 1 for e, p in enumerate(curve) if p.mean >= LEARNED), epochs + 1)
 
     delay = learned_at(variant) - learned_at(plain)
-    name = OPTIMIZER_NAMES[optimizer]
+    name = OPTIMIZERS[optimizer].name
     claim = direction_claim(
         f"training.{optimizer}_slows_rules",
         f"with {name}, Figure 2's rules are learned later than with plain SGD",

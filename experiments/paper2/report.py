@@ -133,8 +133,10 @@ SETTINGS = [
     ("learning rate", "SGD 1, constant", "text, section 3 (code: `main.py` default 20, constant)"),
     ("gradient clipping; momentum, weight decay", "0.25; none", "text, section 3"),
     ("the statement that momentum and weight decay slow rule learning", "Figure 2's cell also "
-     "with momentum 0.9, and with weight decay 1e-4", "text, section 3 (values: the suite's "
-     "choice, common defaults; the text gives none, the code sets neither)"),
+     "with momentum 0.9 and with weight decay 1e-4, both at lr 1 (first reading); with momentum "
+     "0.9 at lr 0.1 (plain SGD's long-run step) and with weight decay 1.2e-6 (second reading)",
+     "text, section 3 (values: the suite's choice, first common defaults, then the same step "
+     "and AWD-LSTM's weight decay; the text gives none, the code sets neither)"),
     ("dropout", "0.2, embeddings and LSTM output",
      "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; 0 until issue 35)"),
     ("streams, BPTT window", "20, 35", "code: `main.py` defaults (text silent)"),
