@@ -189,8 +189,9 @@ def fit_seconds(trained: dict[str, float]) -> float:
 
 def kept_note(records: Sequence[dict]) -> str:
     """A report's sentence on when the runs were trained (from their own files: the first run's
-    start to the last run's end, and the fits' time summed over every sitting) and on those kept
-    from an earlier invocation (`--reuse-runs`: a finished run, or its measurements)."""
+    start to the last run's end, the fits' time summed over every sitting, and their CPU time
+    where recorded), on those kept from an earlier invocation (`--reuse-runs`: a finished run,
+    or its measurements) and on the devices they trained on (`devices_note`)."""
     span = max(r["trained"]["finished"] for r in records) - min(
         r["trained"]["started"] for r in records
     )
@@ -203,6 +204,10 @@ def kept_note(records: Sequence[dict]) -> str:
     if unrecorded:
         text += (f"; {unrecorded} of them were trained before sittings were recorded, so a "
                  "resumed one counts from its last sitting's start")  # fmt: skip
+    cpu = [r["trained"]["cpu_seconds"] for r in records if "cpu_seconds" in r["trained"]]
+    if cpu:  # leaves out pauses and waits for a core, which the span counts
+        text += (f"; the fits' CPU time, recorded for {len(cpu)} of the runs: "
+                 f"{sum(cpu) / 3600:.1f} h")  # fmt: skip
     text += ")"
     if kept:
         text += (f"; {kept} of the {len(records)} were kept from an earlier invocation "

@@ -49,6 +49,17 @@ def this_machine() -> str:
     return f"CPU {platform.machine()}, {cores} cores"
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system, with that of its children it has waited for) that process
+    `pid` has used so far, from `/proc/<pid>/stat` (Linux); None elsewhere or once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # from field 3 on: the name may hold spaces
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # fields 14-17
+
+
 def end_fit(process: subprocess.Popen) -> None:
     """End the fit `process`: SIGTERM, then SIGKILL if it is still running after `FIT_GRACE`."""
     process.terminate()
@@ -61,19 +72,24 @@ def end_fit(process: subprocess.Popen) -> None:
 
 def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict]) -> int:
     """Wait for the fit `process`, its span recorded in `path` (`RunLayout.sittings`: one
-    `{"started", "until", "device"}` a sitting, after the `earlier` ones; `this_machine`),
-    written every `SITTING_CLOCK` seconds and when the wait ends, by the fit's exit or by an
-    exception; its exit status. Where `STOPPING` is set, a RuntimeError is raised. A wait ended
+    `{"started", "until", "device", "cpu_seconds"}` a sitting, after the `earlier` ones;
+    `this_machine`; the fit's CPU time, read every second, where `cpu_seconds` can: unlike the
+    span it leaves out time the fit was paused or waited for a core), written every
+    `SITTING_CLOCK` seconds and when the wait ends, by the fit's exit or by an exception; its
+    exit status. Where `STOPPING` is set, a RuntimeError is raised. A wait ended
     by an exception ends the fit (`end_fit`) before its last record, so a fit never outlives its
     wait. The record is bookkeeping: a write that fails (a full disk) is told on stderr, and the
     fit goes on."""
     started, told, written, device = time.time(), False, 0.0, this_machine()
+    used = cpu_seconds(process.pid)
 
     def record() -> None:
         nonlocal told, written
         written = time.time()
         try:
             sitting = {"started": started, "until": written, "device": device}
+            if used is not None:
+                sitting["cpu_seconds"] = used
             write_text_atomic(path, json.dumps([*earlier, sitting]) + "\n")
         except OSError as error:
             if not told:
@@ -87,6 +103,7 @@ def timed_sitting(process: subprocess.Popen, path: Path, earlier: list[dict]) ->
                 return process.wait(timeout=min(1.0, SITTING_CLOCK))
             except subprocess.TimeoutExpired:
                 pass
+            used = cpu_seconds(process.pid) or used  # a failed read keeps the last one
             if STOPPING.is_set():
                 raise RuntimeError(f"the fit recorded in {path} was stopped with its reproduction")
             if time.time() - written >= SITTING_CLOCK:
@@ -127,7 +144,7 @@ def stopping_gently() -> Iterator[None]:
 def read_sittings(path: Path) -> list[dict]:
     """The sittings recorded in `path` (none where it does not exist: a run trained before
     `sittings.json` existed); a ValueError naming the file where it is not such a list. A
-    sitting's `device` is kept where it was recorded (sittings before 2026-11-27 have none)."""
+    sitting's `device` and `cpu_seconds` are kept where recorded (from 2026-11-27 on)."""
     if not path.is_file():
         return []
     try:
@@ -139,6 +156,7 @@ def read_sittings(path: Path) -> list[dict]:
                 "started": float(s["started"]),
                 "until": float(s["until"]),
                 **({"device": str(s["device"])} if "device" in s else {}),
+                **({"cpu_seconds": float(s["cpu_seconds"])} if "cpu_seconds" in s else {}),
             }
             for s in sittings
         ]
@@ -151,14 +169,17 @@ def read_sittings(path: Path) -> list[dict]:
 
 def fit_time(layout: RunLayout) -> dict:
     """When a finished run was trained: its first sitting's start, its last one's end, the
-    seconds of all its sittings (`sittings.json`) and the devices they ran on, where recorded
-    (`devices`, in the order first used); for a run trained before that file existed, its
-    config's and command's times (`started` is then its last sitting's start)."""
+    seconds of all its sittings (`sittings.json`), the devices they ran on (`devices`, in the
+    order first used) and their CPU time (`cpu_seconds`, where every sitting recorded it); for
+    a run trained before that file existed, its config's and command's times (`started` is then
+    its last sitting's start)."""
     sittings = read_sittings(layout.sittings)
     if not sittings:
         return {"started": layout.config.stat().st_mtime,
                 "finished": layout.command.stat().st_mtime}  # fmt: skip
     devices = list(dict.fromkeys(s["device"] for s in sittings if "device" in s))
+    cpu = [s["cpu_seconds"] for s in sittings if "cpu_seconds" in s]
     return {"started": sittings[0]["started"], "finished": sittings[-1]["until"],
             "seconds": sum(s["until"] - s["started"] for s in sittings),
-            **({"devices": devices} if devices else {})}  # fmt: skip
+            **({"devices": devices} if devices else {}),
+            **({"cpu_seconds": sum(cpu)} if len(cpu) == len(sittings) else {})}  # fmt: skip

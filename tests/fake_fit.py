@@ -13,6 +13,7 @@ def ended_fit(returncode: int, calls: list) -> type[subprocess.Popen]:
         def __init__(self, command, **kwargs):
             calls.append(command)
             self.returncode = returncode
+            self.pid = -1  # no process: no CPU time to read (`sittings.cpu_seconds`)
 
         def __exit__(self, *exception):
             return False

@@ -174,7 +174,10 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])
     assert sittings.fit_time(layout) == {"started": first["started"], "finished": second["until"],
                                          "seconds": seconds,
-                                         "devices": [sittings.this_machine()]}  # fmt: skip
+                                         "devices": [sittings.this_machine()],
+                                         "cpu_seconds": first["cpu_seconds"]
+                                         + second["cpu_seconds"]}  # fmt: skip
+    assert 0 < first["cpu_seconds"] <= first["until"] - first["started"] + 1
     assert whole["until"] > whole["started"]
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
     log = layout.train_log.read_text()
@@ -278,6 +281,31 @@ def test_each_sitting_names_its_device_and_the_report_counts_runs_by_device(tmp_
     assert note.endswith(" Trained: 1 on cpu, 2 on gpu, 1 resumed on another device than they "
                          "started on, 1 before devices were recorded.")  # fmt: skip
     assert "Trained:" not in runner.kept_note([trained()])
+
+
+def test_a_sitting_records_the_fits_cpu_time_which_leaves_out_its_waits(tmp_path):
+    """A fit that computes for 0.5 s of CPU and then waits 2 s: its sitting spans over 2.5 s and
+    records about 0.5 s of CPU time (the last read at most a second before it ended); the run's
+    time sums each sitting's, and the report gives it for the runs that recorded it."""
+    layout = RunLayout(tmp_path / "run")
+    layout.path.mkdir()
+    busy_then_idle = "import time\nwhile time.process_time() < 0.5: pass\ntime.sleep(2)"
+    fit = subprocess.Popen([sys.executable, "-c", busy_then_idle])
+    assert sittings.timed_sitting(fit, layout.sittings, []) == 0
+    (sitting,) = sittings.read_sittings(layout.sittings)
+    assert sitting["until"] - sitting["started"] > 2.5
+    assert 0.45 <= sitting["cpu_seconds"] < 1.2, sitting  # /proc counts in 10-ms ticks
+    earlier = [{"started": 0.0, "until": 10.0, "device": "cpu", "cpu_seconds": 7.0}]
+    layout.sittings.write_text(json.dumps(earlier + [sitting]))
+    assert sittings.fit_time(layout)["cpu_seconds"] == 7.0 + sitting["cpu_seconds"]
+    layout.sittings.write_text(json.dumps([{"started": 0.0, "until": 10.0}, sitting]))
+    assert "cpu_seconds" not in sittings.fit_time(layout)  # not every sitting recorded it
+    runs = [{"trained": {"started": 0.0, "finished": 7200.0, "seconds": 7200.0,
+                         "cpu_seconds": 5400.0}},
+            {"trained": {"started": 0.0, "finished": 60.0, "seconds": 60.0}}]  # fmt: skip
+    note = runner.kept_note(runs)
+    assert "; the fits' CPU time, recorded for 1 of the runs: 1.5 h)" in note
+    assert "CPU time" not in runner.kept_note(runs[1:])
 
 
 def rows(path: Path) -> list[dict]:
