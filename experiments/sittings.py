@@ -41,12 +41,13 @@ def this_machine() -> str:
     """The device this process's fits train on, as a sitting records it: the GPU's name where
     torch sees one (Lightning's `accelerator: auto` then trains there), else the CPU and how many
     cores this process may use. Asking torch whether it sees a GPU starts no CUDA context."""
-    import torch  # here, so that reading sittings needs no torch
+    import torch  # here, so that reading sittings needs neither torch nor the probe command
+
+    from probes.command.cli import core_share
 
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"CPU {platform.machine()}, {cores} cores"
+    return f"CPU {platform.machine()}, {core_share(1)} cores"
 
 
 def cpu_seconds(pid: int) -> float | None:
