@@ -1,16 +1,16 @@
 """Rules dated against the runs they judge (issue 29): every claim records the commit where its
 rule last changed (`Claim.rule_since`), and a report lists the rules newer than its runs.
 
-A rule is known by its text with the measured values left out (`rule_template`: every number
-right after "= ", the statistic and the bounds computed from the measurements; the thresholds,
-written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot. Its date is
-read from the repository's history of the report (`git log` of `reports/<paper>/results.json`):
-the oldest commit of the unbroken line of committed reports, newest first, whose claim of the
-same id had the same template, or the date that report recorded for it (its `rule_since`: the
-commit its code was taken from, when that report wrote the rule first), so that a report rebuilt
-later dates its rules as the report that first wrote them did; where the newest committed
-report's differs, or has no such claim, the rule is this report's (the commit the code was taken
-from, or "working tree" where that code is not committed).
+A rule is known by its text with the measured values left out (`rule_template`: the statistic, the
+bounds and the counts computed from the measurements, where `MEASURED_VALUES` finds them; the
+thresholds, written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot. Its
+date is read from the repository's history of the report (`git log` of
+`reports/<paper>/results.json`): the oldest commit of the unbroken line of committed reports,
+newest first, whose claim of the same id had the same template, or the date that report recorded
+for it (its `rule_since`: the commit its code was taken from, when that report wrote the rule
+first), so that a report rebuilt later dates its rules as the report that first wrote them did;
+where the newest committed report's differs, or has no such claim, the rule is this report's (the
+commit the code was taken from, or "working tree" where that code is not committed).
 
 A rule is newer than the runs it judges when it appeared after the first committed report
 written from them (the first report committed after the last run finished): it was written or
@@ -33,19 +33,40 @@ from pathlib import Path
 
 from experiments.report import Claim, escape_cell
 
-MEASURED_VALUE = re.compile(r"((?:^|[^<>!])= )[-+]?(?:\d+(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf)")
-"""A number right after "= " (not ">= ", "<= " or "!= "): a value computed from measurements."""
+NUMBER = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf)"
+"""A number as rules print it: `0.61`, `-3`, `1.5e-05`, `14,670`, `nan`."""
+MEASURED_VALUES = (
+    (re.compile(rf"((?:^|[^<>!])= |: ){NUMBER}"), r"\1#"),
+    (re.compile(rf"(A ){NUMBER}( vs B ){NUMBER}"), r"\1#\2#"),
+    (re.compile(rf"( hold \(){NUMBER}"), r"\1#"),
+    (re.compile(rf"(at ){NUMBER}( of them \(){NUMBER}"), r"\1#\2#"),
+    (re.compile(rf"(left out \(){NUMBER}( of )"), r"\1#\2"),
+    (re.compile(r"(\]: )\[[^\]]*\]"), r"\1[#]"),
+    (re.compile(r"(epochs )\[[^\]]*\]\.\.\[[^\]]*\]"), r"\1[#]..[#]"),
+)
+"""Where the suite's rules print values computed from measurements, each (pattern, what stays):
+a number right after "= " (not ">= ", "<= " or "!= ") or ": "; the two settings' values of "A x
+vs B y"; the share in "k of n hold (share)" and both numbers of "at k of them (share"; the count
+in "left out (k of n)"; the measured list in "at k = [2, 4, 8]: [300, 1000, 1000]"; the epochs
+in "epochs [3, 4, 5]..[48, 49, 50]". The thresholds (after ">=", "<=", "<", ">", "+", "more
+than") and the cells a rule reads stay."""
 WORKING_TREE = "working tree"
 UNKNOWN = "unknown"
 
 
 def rule_template(record: dict) -> str:
-    """A claim's rule (`Claim.as_json`) without its measured values: every number right after
-    "= " becomes "#"; with the reason it cannot fail, where it cannot."""
+    """A claim's rule (`Claim.as_json`) without its measured values (`MEASURED_VALUES` become
+    "#"), with the reason it cannot fail where it cannot (its measured values left out too)."""
     because = record.get("uninformative_because")
-    return MEASURED_VALUE.sub(r"\1#", record["rule"]) + (
-        f" | cannot fail: {because}" if because else ""
+    return without_measured_values(record["rule"]) + (
+        f" | cannot fail: {without_measured_values(because)}" if because else ""
     )
+
+
+def without_measured_values(text: str) -> str:
+    for pattern, kept in MEASURED_VALUES:
+        text = pattern.sub(kept, text)
+    return text
 
 
 @dataclass(frozen=True)

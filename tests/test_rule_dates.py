@@ -37,6 +37,38 @@ def test_the_template_leaves_out_measured_values_and_keeps_thresholds():
     assert rule_template(because).endswith("cannot fail: set by the method")
 
 
+def test_measured_values_printed_in_any_of_the_rules_forms_leave_the_template_alone():
+    """Each form in which the suite's rules print measured values (the statistic after "= " or
+    ": ", both settings' values, the counts and shares of the cells that hold, a measured list,
+    epochs): other values, the same template; another threshold or cell, another template."""
+    forms = [
+        "statistic = {0}; reproduced if >= 0.5, partially if >= 0.2",
+        "epochs above chance (2/1002): {1}; raises it at {1} of them ({0}; epochs "
+        "[{1}, 7]..[{1}, 50]); reproduced if at >= 50%",
+        "steps 1-50: A {0} vs B {2}; mean per-seed difference A - B = {0}; reproduced if > 0.1",
+        "pairs left out ({1} of 8): {1} of 2 hold ({0}); reproduced if all, partially if >= 75%",
+        "smallest n with P >= 0.5 at k = [2, 4, 8]: [{1}, 300, 14,670]; reproduced if it rises",
+        "first epoch with momentum - without (never: 51; plain SGD: {1}) = {2}; reproduced if >= 5",
+    ]
+    for form in forms:
+        one, other = (rule_template({"rule": form.format(*values)})
+                      for values in (("0.25", "3", "-0.004"), ("1.00", "14", "nan")))  # fmt: skip
+        assert one == other, form
+        threshold = form.replace(">= ", ">= 1").replace("> 0.1", "> 0.2")
+        assert rule_template({"rule": threshold.format("0.25", "3", "0")}) != one, form
+    cell = "P at k = [2, 4, 8]: [{0}]; reproduced if > 0"
+    assert rule_template({"rule": cell.format(1)}) != rule_template(
+        {"rule": cell.replace("8]", "16]").format(1)}
+    )
+    untrained = {
+        "rule": "x = 0.3; reproduced if < 0.5",
+        "uninformative_because": "the untrained models pass (x = {}; reproduced if < 0.5)",
+    }
+    assert rule_template({**untrained, "uninformative_because": "untrained x = 0.1"}) == (
+        rule_template({**untrained, "uninformative_because": "untrained x = 0.2"})
+    )
+
+
 def test_rules_changed_after_the_runs_first_report_are_listed_with_their_earlier_verdict(
     tmp_path,
 ):
