@@ -21,6 +21,7 @@ from experiments.paper3.runs import (
     accuracy_curves,
     arguments_of,
     configured_reading,
+    evaluation_limits,
     trained_by_another_reading,
     trained_reading,
     up_to_date,
@@ -446,7 +447,7 @@ def test_measurements_beside_the_report_hold_what_it_reads(smoke):
         "--run.variant", "scan_B", "--trainer.max_steps", "6",
         "--trainer.enable_progress_bar", "false", "--data.setting", "B", "--data.data_seed", "1",
         "--data.eval_size", "40", "--trainer.val_check_interval", "2",
-        "--data.steps_per_epoch", "3",
+        "--data.steps_per_epoch", "3", "--trainer.limit_test_batches", "2",
     ]  # fmt: skip
     assert len(scan["batch_accuracy"]["seq_acc"]) == 6 and scan["boundaries"] is None
     authors = json.loads((kept / "paper3" / "scan_authors_B" / "seed=1" /
@@ -474,6 +475,9 @@ def test_measurements_beside_the_report_hold_what_it_reads(smoke):
     step0 = y1_probability(toy_run.model("last"), toy_run.state_dict("step=0"))
     assert toy[("A", 1)]["untrained"]["x2_dependence"] == x2_dependence(step0)
     assert set(scan["untrained"]) == {"samples", "final"}
+    # smoke decodes 2 test batches of each split; the untrained weights are tested on the same
+    assert evaluation_limits(run) == {"limit_val_batches": 1.0, "limit_test_batches": 2}
+    assert evaluation_limits(toy_run) == {"limit_val_batches": 1.0, "limit_test_batches": 1.0}
     assert scan["data_sizes"] == {"train": 14670, "test": 7706}
     shares = toy[("A", 1)]["boundaries"]["quadrant_y1_share"]  # every run: Figure 5's steps
     assert list(shares) == ["0", "1", "2", "3", "4", "8", "16"]

@@ -136,7 +136,8 @@ def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
     metric = ACCURACY[experiment]
     model = run.model(UNTRAINED)
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+                         enable_progress_bar=False, enable_model_summary=False,
+                         **evaluation_limits(run))  # fmt: skip
     logged = {}
     for results in (trainer.validate(model, datamodule=data, verbose=False),
                     trainer.test(model, datamodule=data, verbose=False)):  # fmt: skip
@@ -147,6 +148,16 @@ def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
         "samples": {split: logged[f"val/{split}_sample/{metric}"] for split in ("train", "test")},
         "final": {"train": train, "test": test, "gap": train - test},
     }
+
+
+def evaluation_limits(run: RunFolder) -> dict[str, int | float]:
+    """The batches the run's fit validated and tested on (`--trainer.limit_val_batches`,
+    `--trainer.limit_test_batches` in its `config.yaml`; the Trainer's 1.0, every batch, where
+    unset), so that its untrained weights are evaluated on the rows its trained ones were."""
+    config = yaml.safe_load(run.files.config.read_text()) if run.files.config.is_file() else {}
+    trainer = config.get("trainer") or {}
+    return {limit: trainer.get(limit) if trainer.get(limit) is not None else 1.0
+            for limit in ("limit_val_batches", "limit_test_batches")}  # fmt: skip
 
 
 # ---- the toy problem's decision boundary (section 6) -----------------------------------------

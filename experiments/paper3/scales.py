@@ -93,8 +93,10 @@ SCALES = {
         scan_eval_interval=2,
         overrides={
             "two_digit_images": ("--data.train_pairs", "400", "--data.test_pairs", "200"),
-            "scan": ("--data.steps_per_epoch", "3"),
-            SCAN_AUTHORS: ("--data.steps_per_epoch", "3"),
+            # all data is evaluated by greedy decoding, a step at a time: 2 batches of each
+            # split here (the untrained weights on the same, `runs.evaluation_limits`)
+            "scan": ("--data.steps_per_epoch", "3", "--trainer.limit_test_batches", "2"),
+            SCAN_AUTHORS: ("--data.steps_per_epoch", "3", "--trainer.limit_test_batches", "2"),
             "toy_2d": ("--data.steps_per_epoch", "8"),
             IMAGES_AUTHORS: ("--data.train_pairs", "400", "--data.test_pairs", "200"),
         },
