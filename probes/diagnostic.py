@@ -24,6 +24,7 @@ procedure with `shap_order`, Kernel SHAP values (`probes.shapley`) of the all-un
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -34,10 +35,24 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import ShuffleSplit, train_test_split
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 from torch import Tensor
 
 from probes.shapley import explained_rows, kernel_shap, shap_unit_order
+
+
+@functools.cache
+def _threadpools() -> ThreadpoolController:
+    """threadpoolctl's controller of the BLAS libraries loaded, found once per process:
+    `threadpool_limits` looks them up anew on every call (12 ms with torch loaded, a fifth of a
+    functional group's search, which fits thousands of classifiers)."""
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread (sklearn's solvers: the same sums in the same
+    order in every process)."""
+    return _threadpools().limit(limits=1, user_api="blas")
 
 
 def labelled_steps(values: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
@@ -100,7 +115,7 @@ def fit_diagnostic_classifier(
     or 35 units for the same run). One thread makes the result the same in every process.
     """
     classifier = LogisticRegression(C=np.inf, max_iter=1000)
-    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+    with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore", ConvergenceWarning)  # separable data never "converge"
         classifier.fit(train_x, train_y)
     return DiagnosticClassifier(
@@ -159,7 +174,7 @@ def _mean_split_score(
     scores, coefficients, intercepts = [], [], []
     for train, test in splits:
         classifier = LogisticRegression(solver="saga", max_iter=100, C=penalty_c, random_state=seed)
-        with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
+        with warnings.catch_warnings(), one_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)  # 100 saga epochs rarely converge
             classifier.fit(features[train], labels[train])
         scores.append(classifier.score(features[test], labels[test]))

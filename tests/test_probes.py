@@ -176,3 +176,30 @@ def test_the_coauthors_ablation_on_the_planted_pair(penalty_c):
     assert torch.equal(again.units, first.units) and again.accuracy == first.accuracy  # seeded
     with pytest.raises(ValueError, match="ranking must be"):
         ablation_functional_group(features, labels, ranking="largest")
+
+
+def test_classifiers_fit_on_one_blas_thread_and_leave_the_count_as_it_was(monkeypatch):
+    """The diagnostic classifiers' fits see one BLAS thread (the same sums in every process),
+    whatever the process has, and the process gets its own count back afterwards."""
+    from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen, fit = [], LogisticRegression.fit
+
+    def watched_fit(self, *arguments, **options):
+        seen.append(blas_threads())
+        return fit(self, *arguments, **options)
+
+    monkeypatch.setattr(LogisticRegression, "fit", watched_fit)
+    inputs, tables = planted_inputs(batch=40)
+    record = {}
+    planted_gru()(inputs, record=record)
+    features, labels = labelled_steps(record["hidden"], tables)
+    with threadpool_limits(limits=2, user_api="blas"):
+        ablation_functional_group(features, labels, runs=2)
+        functional_group(features, labels)
+        assert blas_threads() == {2}
+    assert len(seen) > 2 and all(threads == {1} for threads in seen)
