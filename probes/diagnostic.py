@@ -24,8 +24,10 @@ procedure with `shap_order`, Kernel SHAP values (`probes.shapley`) of the all-un
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,10 +51,18 @@ def _threadpools() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+_ONE_FIT_AT_A_TIME = threading.RLock()  # re-entrant: a fit inside a fit does not wait
+
+
+@contextlib.contextmanager
 def one_blas_thread():
-    """A context in which BLAS runs on one thread (sklearn's solvers: the same sums in the same
-    order in every process)."""
-    return _threadpools().limit(limits=1, user_api="blas")
+    """The context in which a classifier fits: BLAS on one thread (sklearn's solvers: the same
+    sums in the same order in every process), one fit at a time in the process. OpenBLAS's count
+    is process-wide and threadpoolctl restores the count each limit found on leaving it, so two
+    threads fitting at once (a reproduction measures two runs at a time) would give one of them
+    every core when the other left; fits in other processes are not held up."""
+    with _ONE_FIT_AT_A_TIME, _threadpools().limit(limits=1, user_api="blas"):
+        yield
 
 
 def labelled_steps(values: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:

@@ -203,3 +203,46 @@ def test_classifiers_fit_on_one_blas_thread_and_leave_the_count_as_it_was(monkey
         functional_group(features, labels)
         assert blas_threads() == {2}
     assert len(seen) > 2 and all(threads == {1} for threads in seen)
+
+
+def test_one_fit_at_a_time_on_one_blas_thread_across_threads():
+    """Two threads fitting at once (a reproduction measures two runs at a time): the second
+    waits for the first to leave, each fits on one BLAS thread, and the process's count is back
+    afterwards."""
+    import threading
+    import time
+
+    from threadpoolctl import threadpool_info
+
+    from probes.diagnostic import one_blas_thread
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    before, events, seen = blas_threads(), [], {}
+    second_waiting = threading.Event()
+
+    def first():
+        with one_blas_thread():
+            events.append("first in")
+            seen["first"] = blas_threads()
+            second_waiting.wait()
+            time.sleep(0.3)  # the second would be inside by now if it did not wait
+            events.append("first out")
+
+    def second():
+        second_waiting.set()
+        with one_blas_thread():
+            events.append("second in")
+            seen["second"] = blas_threads()
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    while not events:
+        time.sleep(0.01)
+    other = threading.Thread(target=second)
+    other.start()
+    worker.join()
+    other.join()
+    assert events == ["first in", "first out", "second in"]
+    assert seen == {"first": {1}, "second": {1}} and blas_threads() == before
