@@ -178,14 +178,18 @@ def test_the_coauthors_ablation_on_the_planted_pair(penalty_c):
         ablation_functional_group(features, labels, ranking="largest")
 
 
+def blas_threads() -> set[int]:
+    """The thread counts of the BLAS libraries loaded (threadpoolctl)."""
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
 def test_classifiers_fit_on_one_blas_thread_and_leave_the_count_as_it_was(monkeypatch):
     """The diagnostic classifiers' fits see one BLAS thread (the same sums in every process),
     whatever the process has, and the process gets its own count back afterwards."""
     from sklearn.linear_model import LogisticRegression
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    def blas_threads() -> set[int]:
-        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+    from threadpoolctl import threadpool_limits
 
     seen, fit = [], LogisticRegression.fit
 
@@ -212,12 +216,7 @@ def test_one_fit_at_a_time_on_one_blas_thread_across_threads():
     import threading
     import time
 
-    from threadpoolctl import threadpool_info
-
     from probes.diagnostic import one_blas_thread
-
-    def blas_threads() -> set[int]:
-        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
 
     before, events, seen = blas_threads(), [], {}
     second_waiting = threading.Event()

@@ -60,12 +60,9 @@ def test_measured_values_printed_in_any_of_the_rules_forms_leave_the_template_al
     assert rule_template({"rule": cell.format(1)}) != rule_template(
         {"rule": cell.replace("8]", "16]").format(1)}
     )
-    untrained = {
-        "rule": "x = 0.3; reproduced if < 0.5",
-        "uninformative_because": "the untrained models pass (x = {}; reproduced if < 0.5)",
-    }
-    assert rule_template({**untrained, "uninformative_because": "untrained x = 0.1"}) == (
-        rule_template({**untrained, "uninformative_because": "untrained x = 0.2"})
+    rule = "x = 0.3; reproduced if < 0.5"
+    assert rule_template({"rule": rule, "uninformative_because": "untrained x = 0.1"}) == (
+        rule_template({"rule": rule, "uninformative_because": "untrained x = 0.2"})
     )
 
 

@@ -156,8 +156,8 @@ def evaluation_limits(run: RunFolder) -> dict[str, int | float]:
     unset), so that its untrained weights are evaluated on the rows its trained ones were."""
     config = yaml.safe_load(run.files.config.read_text()) if run.files.config.is_file() else {}
     trainer = config.get("trainer") or {}
-    return {limit: trainer.get(limit) if trainer.get(limit) is not None else 1.0
-            for limit in ("limit_val_batches", "limit_test_batches")}  # fmt: skip
+    limits = {limit: trainer.get(limit) for limit in ("limit_val_batches", "limit_test_batches")}
+    return {limit: 1.0 if value is None else value for limit, value in limits.items()}
 
 
 # ---- the toy problem's decision boundary (section 6) -----------------------------------------
