@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+import yaml
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 from safetensors.torch import save_file
 from torch import Tensor
@@ -52,6 +53,27 @@ def read_own_text(path: str | os.PathLike) -> str:
     """The text of the run file `path`, refused if it is a symbolic link."""
     with os.fdopen(open_own(path, os.O_RDONLY), encoding="utf-8", newline="") as file:
         return file.read()
+
+
+def read_saved_config(layout: RunLayout) -> dict | None:
+    """The settings a run was trained with, as its `config.yaml` (LightningCLI's, every setting
+    resolved) holds them, read as data (`yaml.safe_load`, not through a link); None when the run
+    has none. An unreadable one is one `RunFileError` naming it and the fix."""
+    if not os.path.lexists(layout.config):
+        return None
+    try:
+        settings = yaml.safe_load(read_own_text(layout.config))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise RunFileError(
+            f"{layout.config} is not a readable config ({type(error).__name__}): retrain the run "
+            "(python -m experiments fit ... --run.replace true) or restore the file."
+        ) from None
+    if not isinstance(settings, dict):
+        raise RunFileError(
+            f"{layout.config} holds no settings: retrain the run (python -m experiments fit ... "
+            "--run.replace true) or restore the file."
+        )
+    return settings
 
 
 TOKEN_BYTES = 6

@@ -23,7 +23,7 @@ import yaml
 from experiments import runner
 from experiments.cli import main, wandb_run_id
 from storage import RunFolder, RunLayout
-from storage.files import RunFileError, load_checkpoint
+from storage.files import RunFileError, load_checkpoint, read_saved_config
 from storage.replacement import settle_replacement
 from tests.test_run_writers import ROOT
 from tests.tiny_run import TINY
@@ -164,6 +164,30 @@ def test_a_linked_or_malformed_wandb_run_id_is_refused(tmp_path):
         wandb_run_id(run, fresh=False)
     RunLayout(run).wandb_run_id.write_text("a1b2c3d4\n")
     assert wandb_run_id(run, fresh=False) == "a1b2c3d4"
+
+
+def test_a_saved_config_is_read_as_data_never_through_a_link(tmp_path):
+    layout = RunLayout(tmp_path / "run")
+    layout.path.mkdir()
+    assert read_saved_config(layout) is None  # not trained yet
+    layout.config.write_text(yaml.safe_dump({"trainer": {"limit_test_batches": 2}}))
+    assert read_saved_config(layout) == {"trainer": {"limit_test_batches": 2}}
+    layout.config.write_text("!!python/object/apply:os.system ['true']\n")
+    with pytest.raises(RunFileError, match="config.yaml is not a readable config"):
+        read_saved_config(layout)
+    layout.config.write_text("just a string\n")
+    with pytest.raises(RunFileError, match="holds no settings"):
+        read_saved_config(layout)
+    outside = tmp_path / "settings.yaml"
+    outside.write_text(yaml.safe_dump({"trainer": {}}))
+    layout.config.unlink()
+    layout.config.symlink_to(outside)
+    with pytest.raises(RunFileError, match="symbolic link"):
+        read_saved_config(layout)
+    layout.config.unlink()
+    layout.config.symlink_to(tmp_path / "nowhere.yaml")  # a dangling link is refused too
+    with pytest.raises(RunFileError, match="symbolic link"):
+        read_saved_config(layout)
 
 
 def test_a_reproduction_appends_to_no_linked_train_log(runs, tmp_path):

@@ -57,6 +57,7 @@ from experiments.paper3.toy import (
 )
 from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from storage import RunLayout
+from storage.files import read_saved_config
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
@@ -154,7 +155,7 @@ def evaluation_limits(run: RunFolder) -> dict[str, int | float]:
     """The batches the run's fit validated and tested on (`--trainer.limit_val_batches`,
     `--trainer.limit_test_batches` in its `config.yaml`; the Trainer's 1.0, every batch, where
     unset), so that its untrained weights are evaluated on the rows its trained ones were."""
-    config = yaml.safe_load(run.files.config.read_text()) if run.files.config.is_file() else {}
+    config = read_saved_config(run.files) or {}
     trainer = config.get("trainer") or {}
     limits = {limit: trainer.get(limit) for limit in ("limit_val_batches", "limit_test_batches")}
     return {limit: 1.0 if value is None else value for limit, value in limits.items()}
@@ -236,9 +237,10 @@ def configured_reading(experiment: str, arguments: list[str]) -> dict:
 def trained_reading(layout: RunLayout, arguments: list[str], configured: dict) -> dict | None:
     """The same settings as the run in `layout` was trained with (its saved config, which holds
     every setting resolved), None without one."""
-    if not layout.config.is_file():
+    config = read_saved_config(layout)
+    if config is None:
         return None
-    saved = reading_settings(yaml.safe_load(layout.config.read_text()), arguments)
+    saved = reading_settings(config, arguments)
     return {key: saved.get(key) for key in configured}
 
 

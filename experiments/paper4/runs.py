@@ -23,13 +23,13 @@ import functools
 from pathlib import Path
 
 import torch
-import yaml
 
 from experiments.measured import Fields, measured, measured_before
 from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
 from experiments.runner import Sitting, run_all
 from storage import RunLayout
+from storage.files import RunFileError, read_saved_config
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
@@ -62,7 +62,12 @@ def arguments_of(name: str, seed: int, scale: Scale, root: Path) -> list[str]:
 def stopping_of(run: RunFolder) -> dict:
     """The run's early stopping as its `config.yaml` records it: the monitored metric, its mode,
     the patience, and whether a time cap was set; and the decoder inputs it trained on."""
-    config = yaml.safe_load(run.files.config.read_text())
+    config = read_saved_config(run.files)
+    if config is None:
+        raise RunFileError(
+            f"{run.files.config} is missing: the run's early stopping is read from "
+            "it; delete the run folder and rerun the reproduction to retrain it."
+        )
     trainer = config["trainer"]
     stopping = next(c["init_args"] for c in trainer["callbacks"]
                     if c["class_path"].endswith(".EarlyStopping"))  # fmt: skip
