@@ -461,8 +461,10 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
     """Fit `config` once uninterrupted and once killed before training step `kill_step` and
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
     metrics.csv, weights and weight snapshots. The killed part runs in a process of its own with
-    this process's torch thread count (which an earlier test may have set): with another count
-    a reduction sums in another order, and the metrics differ in their last digits."""
+    this process's torch thread count (which an earlier test may have set) for both OpenMP and
+    MKL (torch.set_num_threads sets both here; the environment left MKL at conftest's count):
+    with another count a reduction sums in another order, and the metrics differ in their last
+    digits."""
     arguments = ["--config", str(config), *arguments, "--trainer.enable_progress_bar", "false"]
     main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
@@ -470,7 +472,8 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
     killed = subprocess.run(
         [sys.executable, "-m", "experiments", "fit", *arguments, "--run.root",
          str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads,
+             "MKL_NUM_THREADS": threads},
         capture_output=True, timeout=300,
     )  # fmt: skip
     assert killed.returncode == 9, killed.stderr

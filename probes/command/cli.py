@@ -421,39 +421,45 @@ def spread(probe: RunProbe, options, tasks: list[Task], cache: Path, arguments) 
 def work(fabric, probe_name: str, settings: dict, plan: list[tuple], cache: str, session: str,
          keep_going: bool, trusted_classes: list[str]) -> None:  # fmt: skip
     """One process's share: claim the next unclaimed task, compute it, store it; stop claiming
-    after a failure unless `keep_going`. `trusted_classes`: `--trust-class`."""
+    after a failure unless `keep_going`. `trusted_classes`: `--trust-class`. On a CPU the process
+    takes its share of the cores (`core_share`) and BLAS one thread while it works, and gets its
+    own torch thread count back after (a process that runs the command in itself, a notebook or
+    a test, keeps its count: with another one its later sums run in another order)."""
+    import torch
     from threadpoolctl import threadpool_limits
 
     probe = PROBES[probe_name]
     options = probe.options(**settings)
     tasks = [Task(*task) for task in plan]
     cache, session = Path(cache), Path(session)
+    threads = torch.get_num_threads()
     if fabric.device.type == "cpu":  # share the cores; one BLAS thread keeps results identical
-        import torch
-
         torch.set_num_threads(core_share(fabric.world_size))
-    with threadpool_limits(limits=1, user_api="blas"):
-        for number, task in enumerate(tasks, 1):
-            if not keep_going and any((session / "failed").iterdir()):
-                break
-            target = result_path(cache, probe, task.key)
-            if target.is_file() or not claimed(session / "claims" / task.key):
-                continue
-            started = time.perf_counter()
-            try:
-                run = RunFolder(task.run, trusted_classes)
-                rows = probe.rows(run, task.tag, options, fabric.device)
-            except Exception as error:
-                failure(session, task, error)
-                continue
-            record = {"probe": probe.name, "run": task.run, "tag": task.tag,
-                      "options": asdict(options), "rows": rows}  # fmt: skip
-            write_text_atomic(target, json.dumps(record))
-            print(
-                f"[{number}/{len(tasks)}] {task.run} {task.tag}: "
-                f"{time.perf_counter() - started:.1f} s (process {fabric.global_rank})",
-                flush=True,
-            )
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for number, task in enumerate(tasks, 1):
+                if not keep_going and any((session / "failed").iterdir()):
+                    break
+                target = result_path(cache, probe, task.key)
+                if target.is_file() or not claimed(session / "claims" / task.key):
+                    continue
+                started = time.perf_counter()
+                try:
+                    run = RunFolder(task.run, trusted_classes)
+                    rows = probe.rows(run, task.tag, options, fabric.device)
+                except Exception as error:
+                    failure(session, task, error)
+                    continue
+                record = {"probe": probe.name, "run": task.run, "tag": task.tag,
+                          "options": asdict(options), "rows": rows}  # fmt: skip
+                write_text_atomic(target, json.dumps(record))
+                print(
+                    f"[{number}/{len(tasks)}] {task.run} {task.tag}: "
+                    f"{time.perf_counter() - started:.1f} s (process {fabric.global_rank})",
+                    flush=True,
+                )
+    finally:
+        torch.set_num_threads(threads)
     fabric.barrier()
 
 
