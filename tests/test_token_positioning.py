@@ -1,14 +1,18 @@
 """Tests for the token-positioning data (Lee et al., paper 4, section 3 "Dataset")."""
 
 import io
+import json
 import tarfile
 import time
+from collections import Counter
 
 import pytest
 import torch
 
 from datamodules import TokenPositioningDataModule
 from datamodules.token_positioning import (
+    _cached_pairs,
+    corpus_pairs,
     kjv_text,
     line_pairs,
     read_texts,
@@ -83,6 +87,38 @@ def test_line_pairs_within_texts_broken_by_blank_lines(tmp_path):
     assert line_pairs(["a\n?\n!!\n"]) == [(["a"], ["?"]), (["?"], ["!", "!"])]
 
 
+def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, monkeypatch):
+    """`corpus_pairs` stores a folder's line pairs in the data cache and a later process (the
+    in-process cache cleared) loads them from there; another byte in a book, another
+    `max_tokens` or an unreadable stored file reads the books again; a bad book is its error."""
+    monkeypatch.setenv("RECURRENT_PROBES_CACHE", str(tmp_path / "cache"))
+    books = str(write_books(tmp_path / "books"))
+    expected = {name: line_pairs([text]) for name, text in read_texts(books).items()}
+    assert corpus_pairs(books) == expected
+    [stored] = (tmp_path / "cache" / "token_positioning").iterdir()
+    _cached_pairs.cache_clear()
+    stored.write_text(json.dumps({"a.txt": ["planted line\tpair"]}))
+    assert corpus_pairs(books) == {"a.txt": [(["planted", "line"], ["pair"])]}  # what it reads
+    _cached_pairs.cache_clear()
+    assert corpus_pairs(books, max_tokens=3) == {
+        name: line_pairs([text], 3) for name, text in read_texts(books).items()
+    }
+    (tmp_path / "books" / "b.txt").write_text(BOOK_B + "A third line\n")
+    assert corpus_pairs(books)["b.txt"][-1] == (
+        ["last", "line", "of", "b", "two"], ["a", "third", "line"],
+    )  # fmt: skip
+    for path in (tmp_path / "cache" / "token_positioning").iterdir():
+        path.write_text('{"a.txt": ["no tab"]}')  # unreadable: computed and written again
+    _cached_pairs.cache_clear()
+    again = {name: line_pairs([text]) for name, text in read_texts(books).items()}
+    assert corpus_pairs(books) == again
+    _cached_pairs.cache_clear()
+    assert corpus_pairs(books) == again  # loaded from the rewritten file
+    (tmp_path / "books" / "c.txt").write_bytes(b"x\x00\n")
+    with pytest.raises(ValueError, match="NUL byte on line 1"):
+        TokenPositioningDataModule(data_dir=books).setup()
+
+
 def repeated_books(folder, copies=20):
     """A folder with enough pairs for three splits."""
     folder.mkdir()
@@ -108,6 +144,9 @@ def test_batches_carry_the_signals(tmp_path):
     assert datamodule.data_source == f"Gutenberg texts from {data_dir} (20 texts, 780 line pairs)"
     sizes = {name: len(dataset) for name, dataset in datamodule.datasets.items()}
     assert sizes == {"train": 702, "validation": 39, "test": 39}
+    train = datamodule.datasets["train"].pairs
+    counts = Counter(word for pair in train for line in pair for word in line)
+    assert vocab[34:] == sorted(counts, key=lambda word: (-counts[word], word))  # most first
     pos = {f"<pos={t}>": t for t in range(1, 31)}
     for split in ("train", "validation", "test"):
         for batch in all_batches(datamodule, split):
