@@ -34,6 +34,7 @@ import importlib.util
 import inspect
 import io
 import json
+import marshal
 import random
 import re
 import sys
@@ -217,7 +218,10 @@ def corpus_key(data_dir: str | None, max_tokens: int | None) -> str:
     text's King James Bible: its archive's), `max_tokens` and the code of `READING_CODE`."""
     digest = hashlib.sha256(repr((max_tokens, sys.version, KJV_MEMBER)).encode())
     for function in READING_CODE:
-        digest.update(inspect.getsource(function).encode())
+        try:
+            digest.update(inspect.getsource(function).encode())
+        except (OSError, TypeError):  # installed without its sources: the compiled code
+            digest.update(marshal.dumps(inspect.unwrap(function).__code__))
     for pattern in (_START, _END, _TOKEN):
         digest.update(pattern.pattern.encode())
     files = text_files(data_dir) + ([KJV_ARCHIVE] if data_dir is None and KJV_ARCHIVE.is_file()

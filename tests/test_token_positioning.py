@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import torch
 
-from datamodules import TokenPositioningDataModule
+from datamodules import TokenPositioningDataModule, token_positioning
 from datamodules.token_positioning import (
     _cached_pairs,
     corpus_pairs,
@@ -114,6 +114,13 @@ def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, m
     assert corpus_pairs(books) == again
     _cached_pairs.cache_clear()
     assert corpus_pairs(books) == again  # loaded from the rewritten file
+
+    def no_source(function):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(token_positioning.inspect, "getsource", no_source)  # installed bare
+    _cached_pairs.cache_clear()
+    assert corpus_pairs(books) == again
     (tmp_path / "books" / "c.txt").write_bytes(b"x\x00\n")
     with pytest.raises(ValueError, match="NUL byte on line 1"):
         TokenPositioningDataModule(data_dir=books).setup()
