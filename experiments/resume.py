@@ -21,12 +21,11 @@ import os
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-import yaml
 from jsonargparse import Namespace
 from torch import nn
 
 from storage import RunLayout
-from storage.files import RunFileError, read_own_text
+from storage.files import RunFileError, read_own_yaml
 from storage.replacement import settle_replacement
 from storage.trusted_classes import check_class_paths
 
@@ -159,13 +158,9 @@ def in_run_folder(config: Path) -> bool:
 def check_run_config(config: Path, trusted: Collection[str]) -> None:
     """Refuse a run folder's `config.yaml` (read as data, not through a link) naming a class that
     is not trusted, before jsonargparse imports anything it names."""
-    try:
-        settings = yaml.safe_load(read_own_text(config))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise RunFileError(
-            f"{config} is not a readable config ({type(error).__name__}): resume from a run "
-            "folder written by python -m experiments fit."
-        ) from None
+    settings = read_own_yaml(
+        config, "resume from a run folder written by python -m experiments fit."
+    )
     check_class_paths(settings, str(config), trusted, config=True)
 
 

@@ -55,19 +55,27 @@ def read_own_text(path: str | os.PathLike) -> str:
         return file.read()
 
 
-def read_saved_config(layout: RunLayout) -> dict | None:
-    """The settings a run was trained with, as its `config.yaml` (LightningCLI's, every setting
-    resolved) holds them, read as data (`yaml.safe_load`, not through a link); None when the run
-    has none. An unreadable one is one `RunFileError` naming it and the fix."""
-    if not os.path.lexists(layout.config):
-        return None
+def read_own_yaml(path: str | os.PathLike, fix: str) -> object:
+    """The run file `path` parsed as data (`yaml.safe_load`, not through a link); an unreadable
+    one is one `RunFileError`: "<path> is not a readable config (<error>): <fix>"."""
     try:
-        settings = yaml.safe_load(read_own_text(layout.config))
+        return yaml.safe_load(read_own_text(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise RunFileError(
-            f"{layout.config} is not a readable config ({type(error).__name__}): retrain the run "
-            "(python -m experiments fit ... --run.replace true) or restore the file."
+            f"{path} is not a readable config ({type(error).__name__}): {fix}"
         ) from None
+
+
+def read_saved_config(layout: RunLayout) -> dict | None:
+    """The settings a run was trained with, as its `config.yaml` (LightningCLI's, every setting
+    resolved) holds them, read as data (`read_own_yaml`); None when the run has none. An
+    unreadable one is one `RunFileError` naming it and the fix."""
+    if not os.path.lexists(layout.config):
+        return None
+    settings = read_own_yaml(
+        layout.config,
+        "retrain the run (python -m experiments fit ... --run.replace true) or restore the file.",
+    )
     if not isinstance(settings, dict):
         raise RunFileError(
             f"{layout.config} holds no settings: retrain the run (python -m experiments fit ... "
