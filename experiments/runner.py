@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,9 @@ from storage.layout import RUNS_ENV, default_run_root
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
+SIGNAL_CHECK = 0.25
+"""Seconds the main thread waits at most at a time while tasks run (`run_in_threads`): how late a
+stopping signal that the kernel hands to another thread is handled."""
 
 
 def normalised(command: Sequence[str]) -> list[str]:
@@ -303,9 +306,45 @@ def run_all(
         print(f"[{len(results)}/{len(tasks)}] {describe(key, results[key])} ({wall / 60:.1f} min; "
               f"{(time.time() - start) / 60:.1f} min in all{more})", flush=True)  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, pending))  # an exception cancels the tasks not started
+    run_in_threads(one, pending, jobs)
     return {key: results[key] for key in tasks}
+
+
+def run_in_threads(task: Callable[[Hashable], None], keys: list[Hashable], jobs: int) -> None:
+    """`task(key)` for every key, `jobs` threads at a time. When an exception stops this thread (a
+    task's, or a signal's from `experiments.sittings.stopping_gently`), no other task begins, and
+    it is raised only after the tasks begun have ended.
+
+    Around `ThreadPoolExecutor` by hand, for two of its ways with signals: its `submit` records a
+    worker thread only after starting it, so a signal handled while a worker started left
+    `shutdown` not waiting for that worker's task (the reproduction left `stopping_gently`, its
+    handlers restored and `STOPPING` cleared, with the task running); and its waits have no
+    timeout, so a signal the kernel hands to a worker thread was not handled until the main
+    thread woke. Every wait here is timed (`SIGNAL_CHECK` seconds)."""
+    workers: list[threading.Thread] = []
+    abandoned = threading.Event()  # set once this thread stops waiting: no task begins after
+
+    def begin(key: Hashable) -> None:
+        if not abandoned.is_set():
+            task(key)
+
+    # Each worker records itself before it takes its first task.
+    pool = ThreadPoolExecutor(jobs, initializer=lambda: workers.append(threading.current_thread()))
+    try:
+        futures = [pool.submit(begin, key) for key in keys]
+        while True:
+            done, running = wait(futures, SIGNAL_CHECK, return_when=FIRST_EXCEPTION)
+            if not running or any(future.exception() for future in done):
+                break
+        for future in futures:
+            if future.done():
+                future.result()  # the first exception, in the tasks' order
+    finally:
+        abandoned.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in list(workers):
+            while worker.is_alive():
+                worker.join(SIGNAL_CHECK)
 
 
 @dataclass(frozen=True)
