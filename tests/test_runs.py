@@ -354,6 +354,8 @@ def test_a_signal_while_a_worker_starts_waits_for_the_task_it_began(monkeypatch)
 
     def start_then_signal(thread):
         start(thread)
+        while not begun:  # as in the race: the worker's first task has begun
+            time.sleep(0.01)
         raise SystemExit(128 + signal.SIGTERM)
 
     def task(key):
