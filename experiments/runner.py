@@ -288,17 +288,9 @@ def run_all(
         results[key] = result
         print(f"[{len(results)}/{len(tasks)}] {describe(key, result)} (done before)", flush=True)
 
-    failed = threading.Event()  # a task failed: no other one starts, those running finish
-
     def one(key):
-        if failed.is_set():
-            return
         began = time.time()
-        try:
-            results[key] = tasks[key]()
-        except BaseException:
-            failed.set()
-            raise
+        results[key] = tasks[key]()
         wall = time.time() - began
         computed.append(max(wall, recorded_seconds(results[key]) or 0.0))
         left = len(tasks) - len(results)
@@ -311,9 +303,9 @@ def run_all(
 
 
 def run_in_threads(task: Callable[[Hashable], None], keys: list[Hashable], jobs: int) -> None:
-    """`task(key)` for every key, `jobs` threads at a time. When an exception stops this thread (a
-    task's, or a signal's from `experiments.sittings.stopping_gently`), no other task begins, and
-    it is raised only after the tasks begun have ended.
+    """`task(key)` for every key, `jobs` threads at a time. Once a task fails or an exception stops
+    this thread (a signal's, from `experiments.sittings.stopping_gently`), no other task begins,
+    and the exception is raised only after the tasks begun have ended.
 
     Around `ThreadPoolExecutor` by hand, for two of its ways with signals: its `submit` records a
     worker thread only after starting it, so a signal handled while a worker started left
@@ -322,11 +314,16 @@ def run_in_threads(task: Callable[[Hashable], None], keys: list[Hashable], jobs:
     timeout, so a signal the kernel hands to a worker thread was not handled until the main
     thread woke. Every wait here is timed (`SIGNAL_CHECK` seconds)."""
     workers: list[threading.Thread] = []
-    abandoned = threading.Event()  # set once this thread stops waiting: no task begins after
+    abandoned = threading.Event()  # a task failed or this thread stopped waiting: none begins after
 
     def begin(key: Hashable) -> None:
-        if not abandoned.is_set():
+        if abandoned.is_set():
+            return
+        try:
             task(key)
+        except BaseException:
+            abandoned.set()
+            raise
 
     # Each worker records itself before it takes its first task.
     pool = ThreadPoolExecutor(jobs, initializer=lambda: workers.append(threading.current_thread()))
