@@ -350,17 +350,20 @@ def test_a_signal_while_a_worker_starts_waits_for_the_task_it_began(monkeypatch)
     waited for it: the reproduction left `stopping_gently` with the task running, and a second
     signal met the default handler, seen as exit -15 in 3 of 20 tries.)"""
     ended, begun = [], []
+    first_began = threading.Event()
     start = threading.Thread.start
 
     def start_then_signal(thread):
         start(thread)
-        while not begun:  # as in the race: the worker's first task has begun
-            time.sleep(0.01)
+        # as in the race: the worker's first task has begun (bounded: a worker that never takes
+        # one fails the test rather than hanging the suite)
+        assert first_began.wait(10), "the first worker never began a task"
         raise SystemExit(128 + signal.SIGTERM)
 
     def task(key):
         def run():
             begun.append(key)
+            first_began.set()
             time.sleep(0.5)
             ended.append(key)
 
