@@ -4,6 +4,7 @@ above the claims, from the runs' measurements combined over seeds."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -41,33 +42,37 @@ def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[st
 
 def seed_frame(
     measured: dict[tuple[Setting, int], dict[str, Snapshot]],
-    predictability: set[Setting],
     figure1_tag: str,
     scale: Scale,
 ) -> pd.DataFrame:
     """Each run's own P(omega | alpha) (mean over its probe rules): Figure 1's cells at Figure 1's
-    epoch, Figure 3's at the end of the first and of the last quarter of training (the runs with
-    momentum or weight decay, read along training only, are in their claims)."""
+    epoch; the runs read along training (Figure 3's, by either generator, and those with momentum
+    or weight decay) at the end of the first and of the last quarter of training. Runs in
+    natural order: n = 300 before n = 1000."""
     quarter = max(scale.epochs // 4, 1)
     rows = []
     for (setting, seed), result in measured.items():
-        if setting.optimizer != "sgd":
-            continue
-        tags = ([epoch_tag(quarter), epoch_tag(scale.epochs)] if setting in predictability
-                else [figure1_tag])  # fmt: skip
+        along_training = setting.pool is not None or setting.optimizer != "sgd"
+        tags = [epoch_tag(quarter), epoch_tag(scale.epochs)] if along_training else [figure1_tag]
         for tag in tags:
-            opened = result[tag].phrase["open"]
-            epoch = int(tag.split("=")[1]) + 1
+            phrases = result[tag].phrase
+            opened = phrases["open" if "open" in phrases else "prefix=0"]  # alpha, either name
             rows.append(
                 {
                     "run": setting.variant,
                     "seed": seed,
-                    "epoch": epoch,
+                    "epoch": int(tag.split("=")[1]) + 1,
                     "P(omega|alpha)": opened.mean,
                     "SE over rules": opened.standard_error,
                 }
             )
-    return pd.DataFrame(rows).sort_values(["run", "epoch", "seed"], ignore_index=True)
+    rows.sort(key=lambda row: (natural_order(row["run"]), row["epoch"], row["seed"]))
+    return pd.DataFrame(rows)
+
+
+def natural_order(name: str) -> list:
+    """`name` as a sort key whose digit runs compare as numbers (n=300 before n=1000)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def report_text(scale_name: str, scale: Scale, frames: dict[str, pd.DataFrame], clock: Stopwatch,
@@ -260,7 +265,8 @@ after every epoch where alpha's P(omega) is above chance
 ## Each run
 
 P(omega | alpha) of every run, mean over its probe rules: Figure 1's cells at epoch
-{scale.figure1_epoch}, Figure 3's at the end of the first and of the last quarter of training.
+{scale.figure1_epoch}; Figure 3's (by either generator) and those trained with momentum or weight
+decay at the end of the first and of the last quarter of training.
 
 {markdown_table(frames["seeds"], index=False)}
 """

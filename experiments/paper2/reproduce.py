@@ -200,9 +200,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         )  # fmt: skip
         figures = paper2_figures(values, measured, scale, out / "figures")
         frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
-        predictability = set(figure3_settings(scale).values())
-        frames["seeds"] = seed_frame(text_runs, predictability, epoch_tag(scale.figure1_epoch),
-                                     scale)  # fmt: skip
+        frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
         frames["readings"] = readings_frame(claims)
         frames["geometric"] = averaging_frame(primary, averaged)
     markdown = report_text(scale_name, scale, frames, clock, kept_note(list(records.values())),

@@ -1,0 +1,43 @@
+"""Paper 2's report tables on hand-made readings with known rows."""
+
+from dataclasses import replace
+
+from experiments.paper2.readings import Estimate, Snapshot
+from experiments.paper2.report import seed_frame
+from experiments.paper2.scales import (
+    SCALES,
+    Setting,
+    epoch_tag,
+    figure3_settings,
+    optimizer_settings,
+)
+
+SCALE = replace(SCALES["default"], epochs=8, figure1_epoch=6, seeds=(0,))
+
+
+def read(phrase: str, by_epoch: dict[int, float]) -> dict[str, Snapshot]:
+    """A run whose `phrase` (alpha alone) gives omega these probabilities after these epochs."""
+    return {epoch_tag(e): Snapshot({phrase: Estimate(p, 0.01)}, Estimate(p, 0.01), 0.0)
+            for e, p in by_epoch.items()}  # fmt: skip
+
+
+def test_each_run_table_holds_every_run_in_natural_order():
+    """Every run has its rows: Figure 1's cells at Figure 1's epoch; the runs read along
+    training (the authors' generator's Figure 3 runs, those with momentum) after the first and
+    the last quarter, their alpha read under either phrase name; n = 300 comes before n = 1000."""
+    along = {2: 0.1, 6: 0.7, 8: 0.9}
+    measured = {
+        (Setting(8, 1000), 0): read("open", {6: 0.99}),
+        (Setting(8, 300), 0): read("open", {6: 0.5}),
+        (optimizer_settings(SCALE)["momentum"], 0): read("prefix=0", along),
+        (figure3_settings(SCALE, "authors")[(8, 0)], 0): read("open", along),
+    }
+    frame = seed_frame(measured, epoch_tag(SCALE.figure1_epoch), SCALE)
+    assert list(zip(frame["run"], frame["epoch"], frame["P(omega|alpha)"], strict=True)) == [
+        ("k=8_n=300", 6, 0.5),
+        ("k=8_n=1000", 6, 0.99),
+        ("k=8_n=1000_momentum", 2, 0.1),
+        ("k=8_n=1000_momentum", 8, 0.9),
+        ("pooled_k=8_unpredictable_authors_generator", 2, 0.1),
+        ("pooled_k=8_unpredictable_authors_generator", 8, 0.9),
+    ]
