@@ -55,6 +55,11 @@ class Snapshot:
     full: Estimate
     error: float
 
+    def alpha(self) -> Estimate:
+        """P(omega | alpha alone): the phrase `open` where every phrase is read, `prefix=0` where
+        only alpha and alpha with the whole conduit are (one phrase under two names)."""
+        return self.phrase["open" if "open" in self.phrase else "prefix=0"]
+
 
 def estimate(values: torch.Tensor) -> Estimate:
     """Arithmetic and log-space means of probabilities `values` `[rules]` (a probability of 0,

@@ -55,8 +55,7 @@ def seed_frame(
         along_training = setting.pool is not None or setting.optimizer != "sgd"
         tags = [epoch_tag(quarter), epoch_tag(scale.epochs)] if along_training else [figure1_tag]
         for tag in tags:
-            phrases = result[tag].phrase
-            opened = phrases["open" if "open" in phrases else "prefix=0"]  # alpha, either name
+            opened = result[tag].alpha()
             rows.append(
                 {
                     "run": setting.variant,

@@ -166,9 +166,7 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dic
         return kept_record(*key, scale, sitting) is not None
 
     def describe(key, record) -> str:
-        phrases = record["readings"][TEXT][epoch_tag(scale.epochs)]["phrase"]
-        phrase = "open" if "open" in phrases else "prefix=0"  # alpha alone, under either name
-        opened = phrases[phrase]["mean"]
+        opened = snapshot_of(record["readings"][TEXT][epoch_tag(scale.epochs)]).alpha().mean
         return f"{key[0].variant} seed={key[1]}: P(omega | alpha) {opened:.4f} at the end"
 
     return run_all(tasks, sitting.jobs, describe, done_before,
