@@ -186,8 +186,10 @@ def dates_section(claims: Sequence[Claim], history: ReportHistory, finished: flo
     if first is None:
         return (
             f"## Rules dated against the runs\n\nThe runs finished {ran}; this is the first "
-            "report of them, so no rule is newer than their results. Each claim's rule "
-            "carries the commit where it last changed (`rule_since` in results.json).\n\n"
+            "report of them, so no rule changed after a report of them (a rule changed while "
+            "they ran, after some of their results existed, says so under Rule changes, its "
+            "verdict before kept). Each claim's rule carries the commit where it last changed "
+            "(`rule_since` in results.json).\n\n"
         )
     newer = [c for c in claims if history.time_of(c.rule_since) > first.time]
     lines = [f"## Rules dated against the runs\n\nThe runs finished {ran}; their first report was "

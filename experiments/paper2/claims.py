@@ -275,29 +275,75 @@ def figure3_claims(
     ]  # fmt: skip
 
 
-def optimizer_claim(optimizer: str, plain: list[Estimate], variant: list[Estimate]) -> Claim:
+SEED_PAIRED = (
+    "issue 29 (2026-11-28), after 81 of the default grid's 84 runs were trained and read in a dry "
+    "run of the report: the epoch a rule is first learned is compared seed by seed (each seed is "
+    "the same corpus and initial weights with and without the optimizer) and must be later on "
+    "every seed. The rule replaced read the seeds' mean curve, which crosses 0.5 once most seeds "
+    "have: a gap of an epoch in it can come from the seeds' own spread"
+)
+
+
+def learned_at(curve: list[Estimate]) -> int:
+    """The epoch (from 1) after which P(omega | alpha) first reaches `LEARNED`; never: one past
+    the last."""
+    return next((e + 1 for e, p in enumerate(curve) if p.mean >= LEARNED), len(curve) + 1)
+
+
+def optimizer_claim(
+    optimizer: str, plain: list[list[Estimate]], variant: list[list[Estimate]]
+) -> Claim:
     """Section 3: "We found momentum and weight decay to slow rule learning" (issue 29). Figure
-    2's cell trained with `optimizer` against plain SGD (`plain`, `variant`: P(omega | alpha)
-    after each epoch, section 3.1's measure of a learned rule): the epoch at which it first
-    reaches `LEARNED` (never: one past the last), later with it. A tie (both at the same epoch,
-    or neither learning) is not a slowdown. Where the optimizer kept P(omega | alpha) at chance
-    after every epoch the rule text says so: such a rule was never learned rather than slowed."""
-    epochs = len(plain)
+    2's cell trained with `optimizer` against plain SGD, seed by seed (`plain[s]`, `variant[s]`:
+    seed s's P(omega | alpha) after each epoch, section 3.1's measure of a learned rule): the
+    epoch it is first learned (`learned_at`) must be later with the optimizer on every seed; the
+    smallest delay is graded. A tie on any seed (the same epoch, or neither learning) is not a
+    slowdown. Where the optimizer kept P(omega | alpha) at chance after every epoch of every seed
+    the rule text says so: such a rule was never learned rather than slowed. The rule it replaced
+    (the seeds' mean curves) is kept as its earlier state (`SEED_PAIRED`)."""
+    epochs, name = len(plain[0]), OPTIMIZERS[optimizer].name
+    with_it, without = [learned_at(c) for c in variant], [learned_at(c) for c in plain]
+    delays = [float(a - b) for a, b in zip(with_it, without, strict=True)]
+    claim = direction_claim(
+        f"training.{optimizer}_slows_rules",
+        f"with {name}, Figure 2's rules are learned later than with plain SGD on every seed",
+        FINDINGS["optimizers_slow"], delays, min(delays),
+        f"the smallest over seeds of the epoch P(omega | alpha) first reaches {LEARNED} with "
+        f"{name} - without (seeds {with_it} - {without}; never: {epochs + 1})",
+        reproduced_at=max(2, epochs // 10), partially_at=1,
+    )  # fmt: skip
+    before = seed_mean_optimizer_claim(optimizer, plain, variant)
+    return never_learned_note(after_rule_change(claim, before.verdict, before.rule, SEED_PAIRED),
+                              name, variant)  # fmt: skip
 
-    def learned_at(curve: list[Estimate]) -> int:
-        return next((e + 1 for e, p in enumerate(curve) if p.mean >= LEARNED), epochs + 1)
 
-    delay = learned_at(variant) - learned_at(plain)
-    name = OPTIMIZERS[optimizer].name
+def seed_mean_optimizer_claim(
+    optimizer: str, plain: list[list[Estimate]], variant: list[list[Estimate]]
+) -> Claim:
+    """The optimizer claims' rule before `SEED_PAIRED`: the epoch the seeds' mean P(omega |
+    alpha) first reaches `LEARNED`, later with the optimizer."""
+
+    def mean_curve(curves: list[list[Estimate]]) -> list[Estimate]:
+        return [Estimate(sum(c[e].mean for c in curves) / len(curves), 0.0)
+                for e in range(len(curves[0]))]  # fmt: skip
+
+    epochs, name = len(plain[0]), OPTIMIZERS[optimizer].name
+    with_it, without = learned_at(mean_curve(variant)), learned_at(mean_curve(plain))
     claim = direction_claim(
         f"training.{optimizer}_slows_rules",
         f"with {name}, Figure 2's rules are learned later than with plain SGD",
-        FINDINGS["optimizers_slow"], [p.mean for p in variant], float(delay),
+        FINDINGS["optimizers_slow"], [p.mean for p in mean_curve(variant)],
+        float(with_it - without),
         f"epoch P(omega | alpha) first reaches {LEARNED} with {name} - "
-        f"without (never: {epochs + 1}; plain SGD: {learned_at(plain)})",
+        f"without (never: {epochs + 1}; plain SGD: {without})",
         reproduced_at=max(2, epochs // 10), partially_at=1,
     )  # fmt: skip
-    if max(p.mean for p in variant) >= CHANCE:
+    return never_learned_note(claim, name, [mean_curve(variant)])
+
+
+def never_learned_note(claim: Claim, name: str, variant: list[list[Estimate]]) -> Claim:
+    """`claim` with its rule text saying so where `variant` kept P(omega | alpha) at chance."""
+    if max(p.mean for curve in variant for p in curve) >= CHANCE:
         return claim
     return replace(claim, rule=f"{claim.rule}. With {name} P(omega | alpha) never left chance "
                    "(< 2/1002 after every epoch): the rule was not slowed but never learned, at "

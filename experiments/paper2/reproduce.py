@@ -84,7 +84,8 @@ def figure_values(
     """What Figures 1-3 plot, combined over seeds (`readings.combined`), from the runs in
     `measured` (a reading may hold only some settings): Figure 1's snapshot by (k, n), Figure 2's
     prefixes by n at the longest k (`figure2`) and after each epoch (`figure2_training`), Figure
-    3's curve of P(omega | alpha) by (k, m) for the corpora of `generator`."""
+    3's curve of P(omega | alpha) by (k, m) for the corpora of `generator`; and each seed's curve
+    of P(omega | alpha) for Figure 2's cell with and without each optimizer (`optimizers`)."""
     analysed = {s: {tag: combined([measured[(s, seed)][tag] for seed in scale.seeds])
                     for tag in measured[(s, scale.seeds[0])]}
                 for s in dict.fromkeys(s for s, _ in measured)}  # fmt: skip
@@ -106,9 +107,9 @@ def figure_values(
         }
     plain = figure2_cell(scale)
     if plain in analysed and generator == "text":
-        values["optimizers"] = {  # P(omega | alpha): section 3.1's learned rule
-            optimizer: [[analysed[run][tag].phrase["prefix=0"] for tag in curve_tags]
-                        for run in (plain, setting)]
+        values["optimizers"] = {  # P(omega | alpha), section 3.1's learned rule, seed by seed
+            optimizer: [[[measured[(run, seed)][tag].phrase["prefix=0"] for tag in curve_tags]
+                         for seed in scale.seeds] for run in (plain, setting)]
             for optimizer, setting in optimizer_settings(scale).items() if setting in analysed
         }  # fmt: skip
     if all(s in analysed for s in figure3_settings(scale, generator).values()):
