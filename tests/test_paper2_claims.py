@@ -78,6 +78,11 @@ def test_a_slight_significant_rise_of_the_conduit_reproduces_figure2():
     curve = [[Estimate(0.5, 0.002), Estimate(0.52, 0.002)]] * 10
     claim = figure2_training_claim(curve, 8, 1000)
     assert claim.verdict == "reproduced" and claim.earlier[0].verdict == "not reproduced"
+    assert "10 of them (1.00; epochs [1, 2, 3]..[8, 9, 10])" in claim.rule
+    few = [[Estimate(0.5, 0.002), Estimate(0.5, 0.002)]] * 8 + curve[:2]
+    assert "2 of them (0.20; epochs [9, 10])" in figure2_training_claim(few, 8, 1000).rule
+    flat = [[Estimate(0.5, 0.002), Estimate(0.5, 0.002)]] * 10
+    assert "0 of them (0.00; none)" in figure2_training_claim(flat, 8, 1000).rule
 
 
 def test_the_optimizer_claims_read_when_alpha_alone_is_learned():

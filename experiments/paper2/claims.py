@@ -220,9 +220,11 @@ def figure2_training_claim(curve: list[list[Estimate]], k: int, rules: int) -> C
         share = sum(flags) / len(flags) if flags else 0.0
         rises = [e + 1 for e, flag in zip(learning, flags, strict=True) if flag]
         last = bool(flags) and learning[-1] == len(curve) - 1 and flags[-1]
+        named = (f"epochs {rises}" if len(rises) <= 6 else
+                 f"epochs {rises[:3]}..{rises[-3:]}") if rises else "none"  # fmt: skip
         rule = (f"epochs with alpha's P(omega) above chance (2/1002): {len(learning)}; the whole "
-                f"conduit raises it {margin} at {sum(flags)} of them ({share:.2f}; epochs "
-                f"{rises[:3]}..{rises[-3:]}); reproduced if at >= 50% of them including the "
+                f"conduit raises it {margin} at {sum(flags)} of them ({share:.2f}; "
+                f"{named}); reproduced if at >= 50% of them including the "
                 "last (the paper's 50 epochs), partially if at >= 20%")  # fmt: skip
         return graded(share >= 0.5 and last, share >= 0.2), rule
 
