@@ -10,7 +10,7 @@ from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
-from experiments.paper2.readings import Estimate, Snapshot
+from experiments.paper2.readings import Estimate, Snapshot, over_seeds
 from experiments.paper2.scales import OPTIMIZERS, Scale
 from experiments.report import (
     Claim,
@@ -323,11 +323,11 @@ def seed_mean_optimizer_claim(
     optimizer: str, plain: list[list[Estimate]], variant: list[list[Estimate]]
 ) -> Claim:
     """The optimizer claims' rule before `SEED_PAIRED`: the epoch the seeds' mean P(omega |
-    alpha) first reaches `LEARNED`, later with the optimizer."""
+    alpha) (`readings.over_seeds`, as the report combines seeds) first reaches `LEARNED`, later
+    with the optimizer."""
 
     def mean_curve(curves: list[list[Estimate]]) -> list[Estimate]:
-        return [Estimate(sum(c[e].mean for c in curves) / len(curves), 0.0)
-                for e in range(len(curves[0]))]  # fmt: skip
+        return [over_seeds(epoch) for epoch in zip(*curves, strict=True)]
 
     epochs, name = len(plain[0]), OPTIMIZERS[optimizer].name
     with_it, without = learned_at(mean_curve(variant)), learned_at(mean_curve(plain))
