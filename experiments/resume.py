@@ -27,7 +27,7 @@ from torch import nn
 from storage import RunLayout
 from storage.files import RunFileError, read_own_yaml
 from storage.replacement import settle_replacement
-from storage.trusted_classes import check_class_paths
+from storage.trusted_classes import check_class_paths, check_received_config
 
 TRAINING_STATE = {"optimizer_states": list, "loops": dict, "global_step": int, "epoch": int}
 """What a checkpoint a fit resumes from must hold besides its weights, and of which type."""
@@ -156,12 +156,13 @@ def in_run_folder(config: Path) -> bool:
 
 
 def check_run_config(config: Path, trusted: Collection[str]) -> None:
-    """Refuse a run folder's `config.yaml` (read as data, not through a link) naming a class that
-    is not trusted, before jsonargparse imports anything it names."""
+    """Refuse a run folder's `config.yaml` (read as data, not through a link) that names code or
+    another file (`storage.trusted_classes.check_received_config`), before jsonargparse imports
+    or reads anything it names."""
     settings = read_own_yaml(
         config, "resume from a run folder written by python -m experiments fit."
     )
-    check_class_paths(settings, str(config), trusted, config=True)
+    check_received_config(settings, config, trusted)
 
 
 def _option(arguments: list[str], name: str) -> list[str]:
