@@ -124,7 +124,7 @@ def measure_server(run: Path, switches: int) -> dict:
     result = {"data_open": timed(open_data_layer)[0]}
     result["data_open_warm"], viewed = timed(open_data_layer)
     evict(run)
-    runs = RunCache()
+    runs = RunCache([path])
     result["page_open"], (rows, order) = timed(open_page, runs)
     picked = torch.randperm(len(rows), generator=torch.Generator().manual_seed(1))[:switches]
     data, page, warm = [], [], []

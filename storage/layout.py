@@ -27,7 +27,8 @@ A run trained by ``python -m experiments fit`` lives in ``<root>/<paper>/<varian
 
 A run folder is data: nothing in it is read or written through a symbolic link, the paths it keeps
 about itself are relative to it, and class paths in its files are resolved only when trusted
-(`storage.trusted_classes`).
+(`storage.trusted_classes`). Every path here stays inside the run folder: a split, tag, paper,
+seed or part of a variant that holds a path separator or `..` is one `RunNameError`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ RUNS_ENV = "RECURRENT_PROBES_RUNS"
 UNTRAINED = "epoch=init"
 """The weight snapshot of a run before its first update (`WeightSnapshot`): its untrained model,
 issue 29's null model."""
+
+
+class RunNameError(ValueError):
+    """A split, tag or run name that would reach outside its folder (`checked_name`)."""
+
+
+def checked_name(name: object, what: str) -> str:
+    """`name` as it is, if it is one name of a file or folder: refused (one `RunNameError`) when
+    it is empty or holds a path separator (`/`, `\\`), `..` or a NUL byte, which would make
+    a path built from it leave the run folder."""
+    if not isinstance(name, str) or not name or ".." in name or any(c in name for c in "/\\\0"):
+        raise RunNameError(
+            f"{name!r} is not a {what} name (it is empty or holds a path separator or '..'): "
+            f"name a {what} the run folder holds."
+        )
+    return name
 
 
 def default_run_root() -> str:
@@ -77,21 +94,25 @@ class RunLayout:
 
     @classmethod
     def of(cls, root: str | Path, paper: str, variant: str, seed: int | str) -> RunLayout:
-        """The run of `paper`'s `variant` at `seed` under the run root `root`."""
-        return cls(Path(root) / paper / variant / f"seed={seed}")
+        """The run of `paper`'s `variant` at `seed` under the run root `root` (a variant of
+        several parts, `pruned/guided`, is folders within folders)."""
+        variant_parts = [checked_name(part, "variant") for part in str(variant).split("/")]
+        seed = checked_name(str(seed), "seed")
+        return cls(Path(root, checked_name(paper, "paper"), *variant_parts, f"seed={seed}"))
 
     def checkpoint(self, tag: str) -> Path:
-        return self.checkpoints / f"{tag}.ckpt"
+        return self.checkpoints / f"{checked_name(tag, 'checkpoint')}.ckpt"
 
     def traces(self, split: str) -> Path:
-        return self.path / "traces" / split
+        return self.path / "traces" / checked_name(split, "split")
 
     def trace(self, split: str, tag: str) -> Path:
-        return self.traces(split) / f"{tag}.safetensors"
+        return self.traces(split) / f"{checked_name(tag, 'tag')}.safetensors"
 
     def analysis_at(self, tag: str) -> Path:
         """The cached analysis of checkpoint `best` (`analysis`) or of another tag."""
+        tag = checked_name(tag, "tag")
         return self.analysis if tag == "best" else self.path / f"analysis_{tag}.json"
 
     def weight_snapshot(self, tag: str) -> Path:
-        return self.weights / f"{tag}.safetensors"
+        return self.weights / f"{checked_name(tag, 'weight snapshot')}.safetensors"

@@ -17,6 +17,7 @@ screenshot is not blank. Without Chromium and its driver the browser tests fail 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -30,6 +31,7 @@ from probes.command.record import record_run
 from probes.command.view.runs import RecordedTrace, ViewedRun, ViewError
 from probes.command.view.unit_orders import UnitOrder, unit_orders
 from storage.files import RunFileError, save_tensors_atomic
+from storage.layout import RunLayout, RunNameError
 from storage.run_folder import RunFolder
 from tests.test_view_pattern_search import EXPECTED, PLANTED_UNITS, SELECTION, planted_trace
 from tests.tiny_run import fit
@@ -192,6 +194,95 @@ def test_a_port_in_use_is_one_error(runs, capsys):
     assert (
         f"port {port} on 127.0.0.1 is in use: give another with --port" in capsys.readouterr().err
     )
+
+
+def page_callback(app, output: str):
+    """The page's callback that answers `output` (e.g. `split.options`), as Dash calls it."""
+    key = next(key for key in app.callback_map if f".{output}." in f".{key}.")
+    return app.callback_map[key]["callback"].__wrapped__
+
+
+def test_the_page_reads_only_the_runs_its_globs_matched(runs):
+    from probes.command.view.page import build_app
+
+    app = build_app([str(runs["suite"])])
+    splits, tags = page_callback(app, "split.options"), page_callback(app, "tag.options")
+    assert splits(str(runs["suite"]), None)[0] == ViewedRun(runs["suite"]).splits()
+    for asked in (str(runs["other"]), str(runs["suite"]) + "/", ["a", "list"]):
+        options, _, problem = splits(asked, None)
+        assert options == [] and "not one of the run folders this page serves" in problem
+        answer = tags(asked, "new_compositions", "best", "", "all", None)
+        assert answer[4] == [] and "not one of the run folders this page serves" in answer[-1]
+
+
+@pytest.fixture()
+def beside_outside(runs, tmp_path) -> tuple[Path, Path]:
+    """(a copy of the suite run, a folder outside it holding a trace `loot.safetensors`)."""
+    run = tmp_path / "runs" / "paper1" / "tiny" / "seed=3"
+    shutil.copytree(runs["suite"], run)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(run / "traces" / "new_compositions" / "best.safetensors",
+                outside / "loot.safetensors")  # fmt: skip
+    return run, outside
+
+
+def test_a_split_or_tag_reaching_outside_the_run_is_refused(beside_outside):
+    from probes.command.view.page import build_app
+
+    run, outside = beside_outside
+    split = os.path.relpath(outside, run / "traces")  # ../../../../../outside
+    app = build_app([str(run)])
+    tags, view = page_callback(app, "tag.options"), page_callback(app, "heatmap.figure")
+    answer = tags(str(run), split, "loot", "", "all", None)
+    assert answer[0] == [] and answer[4] == [] and "path separator or '..'" in answer[-1]
+    relative_tag = os.path.relpath(outside / "loot", run / "traces" / "new_compositions")
+    for chosen_split, tag in ((split, "loot"), ("new_compositions", relative_tag)):
+        answer = view(str(run), chosen_split, tag, "encoder.hidden", [0], "index")
+        assert "path separator or '..'" in answer[-1] and "\n" not in answer[-1]
+    with pytest.raises(RunNameError, match="path separator or '..'"):
+        ViewedRun(run).tags(split)
+
+
+@pytest.mark.parametrize(
+    "reach",
+    [
+        lambda layout: layout.trace("../../../outside", "loot"),
+        lambda layout: layout.trace("new_compositions", "../best"),
+        lambda layout: layout.traces(".."),
+        lambda layout: layout.checkpoint("../../outside/loot"),
+        lambda layout: layout.weight_snapshot("a/b"),
+        lambda layout: layout.analysis_at("..\\x"),
+        lambda layout: RunLayout.of("runs", "paper1", "guided/../../..", 1),
+        lambda layout: RunLayout.of("runs", "../paper1", "guided", 1),
+        lambda layout: RunLayout.of("runs", "paper1", "guided", "1/../.."),
+    ],
+)
+def test_a_run_layout_refuses_names_that_leave_the_run(tmp_path, reach):
+    with pytest.raises(RunNameError, match="path separator or '..'") as error:
+        reach(RunLayout(tmp_path / "run"))
+    assert "\n" not in str(error.value)
+
+
+def test_the_layout_keeps_the_names_runs_have():
+    layout = RunLayout.of("runs", "paper1", "pruned/guided", 3)
+    assert layout.path == Path("runs/paper1/pruned/guided/seed=3")
+    assert layout.trace("new_compositions", "epoch=init").name == "epoch=init.safetensors"
+    assert layout.checkpoint("last").name == "last.ckpt"
+
+
+def test_a_trace_linked_from_outside_the_run_is_not_read(beside_outside):
+    run, outside = beside_outside
+    (run / "traces" / "new_compositions" / "loot.safetensors").symlink_to(
+        outside / "loot.safetensors"
+    )
+    (run / "traces" / "outside").symlink_to(outside, target_is_directory=True)
+    viewed = ViewedRun(run)
+    assert "outside" not in viewed.splits()
+    for split, tag in (("new_compositions", "loot"), ("outside", "loot")):
+        with pytest.raises(ViewError, match="outside the run folder"):
+            viewed.trace(split, tag)
+    assert viewed.trace("new_compositions", "best").rows > 0
 
 
 # ---- the page in a browser ---------------------------------------------------------------------

@@ -109,8 +109,9 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 browser, screenshots = test_view.browser, test_view.screenshots  # test_view's fixtures
 
 
-def decompositions() -> Decompositions:
-    return Decompositions(RunCache())
+def decompositions(*served: str | Path) -> Decompositions:
+    """The view's CD over the run folders `served` (the page reads no other)."""
+    return Decompositions(RunCache([str(path) for path in served]))
 
 
 # ---- the relevance computation -----------------------------------------------------------------
@@ -186,8 +187,8 @@ def test_a_seq2seq_cd_cannot_follow_is_one_error(settings, why):
 
 # ---- runs: the model reached from the run folder -----------------------------------------------
 def test_a_recorded_seq2seq_run_decodes_what_its_trace_holds(runs):
-    cd = decompositions()
     run = str(runs["suite"])
+    cd = decompositions(run)
     split = cd.runs(run).splits()[0]
     trace = RunFolder(run).trace(split, "best", ["prediction", "batch.target"])
     for row in range(3):
@@ -199,8 +200,8 @@ def test_a_recorded_seq2seq_run_decodes_what_its_trace_holds(runs):
 
 
 def test_ones_own_language_model_is_found_from_its_weights(runs):
-    cd = decompositions()
-    run = str(runs["word_model"])  # WordLanguageModel: 2 stacked LSTM layers, time first
+    run = str(runs["word_model"])
+    cd = decompositions(run)  # WordLanguageModel: 2 stacked LSTM layers, time first
     path = cd.path(run, "data", "best")
     assert (path.site, path.input_key) == ("rnn.l1.hidden", "batch.tokens")
     model = WordLanguageModel().eval()
@@ -220,8 +221,8 @@ def load_weights(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def test_each_step_is_decomposed_once(runs, monkeypatch):
-    cd = decompositions()
     run = str(runs["planted"])
+    cd = decompositions(run)
     first = cd.relevance(run, "data", "best", 0, 6)
     path = cd.path(run, "data", "best")
     monkeypatch.setattr(path, "relevance", lambda *a: pytest.fail("decomposed again"))
@@ -237,7 +238,7 @@ def test_each_step_is_decomposed_once(runs, monkeypatch):
 )
 def test_a_model_cd_cannot_reach_is_one_error(runs, kind, message):
     with pytest.raises(ViewError, match=message):
-        decompositions().relevance(str(runs[kind]), "data", "best", 0, 2)
+        decompositions(runs[kind]).relevance(str(runs[kind]), "data", "best", 0, 2)
 
 
 # ---- the page in a browser ---------------------------------------------------------------------
@@ -276,7 +277,9 @@ def test_the_planted_token_is_coloured_most_strongly(browser, page, runs, screen
 
     opened_section(browser, page, runs["planted"])
     wait_until(lambda: len(coloured(browser)) == 7, 60, "seven coloured tokens")
-    relevance = decompositions().relevance(str(runs["planted"]), "data", "best", 0, 6)
+    relevance = decompositions(runs["planted"]).relevance(
+        str(runs["planted"]), "data", "best", 0, 6
+    )
     logit = int(relevance.full.argmax())  # the default: the predicted token at the last step
     found = coloured(browser)
     values = [value for value, _ in found]

@@ -351,7 +351,11 @@ class Decompositions:
 
     def _model_path(self, run_path: str, split: str, tag: str, stamp: tuple):
         run = self.runs(run_path)
-        return model_path(run.folder, tag, run.trace(split, tag))
+        folder = run.folder
+        for weights in (folder.checkpoint_path(folder.settings_tag(tag)), folder.weights_path(tag),
+                        folder.files.weight_snapshot(tag)):  # fmt: skip
+            run.inside(weights)  # only files inside the run are read
+        return model_path(folder, tag, run.trace(split, tag))
 
     def path(self, run_path: str, split: str, tag: str):
         folder = self.runs(run_path).folder

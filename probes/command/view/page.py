@@ -29,6 +29,7 @@ from probes.command.view.decomposition_page import (
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
 from probes.command.view.unit_orders import INDEX, UnitOrder
 from storage.files import RunFileError
+from storage.layout import RunNameError
 
 EXAMPLE_COLUMNS = ("example", "input", "target", "output", "right")
 RIGHT_CHOICES = {"all": "all", "yes": "right", "no": "wrong"}
@@ -43,13 +44,21 @@ VIEWS = ("pattern_search", "side_by_side")
 
 class RunCache:
     """`ViewedRun`s by path, made once (their caches of headers and vocabularies kept) while the
-    folder is there; a folder that is missing is asked again each time."""
+    folder is there; a folder that is missing is asked again each time. Only the run folders
+    `run_paths` (those `--runs` matched) are ever read: any other path a request names is one
+    `ViewError`."""
 
-    def __init__(self, trusted_classes: Sequence[str] = ()):
+    def __init__(self, run_paths: Sequence[str], trusted_classes: Sequence[str] = ()):
+        self.served = frozenset(str(path) for path in run_paths)
         self.trusted_classes = tuple(trusted_classes)
         self.runs: dict[str, ViewedRun] = {}
 
     def __call__(self, path: str) -> ViewedRun:
+        if not isinstance(path, str) or path not in self.served:
+            raise ViewError(
+                f"{path!r} is not one of the run folders this page serves (those --runs "
+                "matched): pick a run from the list, or serve it with --runs."
+            )
         if path not in self.runs or not Path(path).is_dir():
             self.runs.pop(path, None)
             self.runs[path] = ViewedRun(path, self.trusted_classes)
@@ -59,7 +68,7 @@ class RunCache:
 def one_line(error: Exception) -> str:
     """The message of `error` on one line: the suite's own errors as they are, anything else with
     its kind."""
-    if isinstance(error, (ViewError, RunFileError)):
+    if isinstance(error, (ViewError, RunFileError, RunNameError)):
         return str(error)
     first = str(error).splitlines()[0] if str(error) else ""
     return f"The page cannot show this ({type(error).__name__}: {first})."
@@ -84,7 +93,7 @@ def build_app(run_paths: Sequence[str], trusted_classes: Sequence[str] = ()) -> 
     app = Dash(__name__, title="recurrent-probes view", update_title=None)
     views = [import_module(f"probes.command.view.{name}") for name in VIEWS]
     app.layout = layout(run_paths, views)
-    runs = RunCache(trusted_classes)
+    runs = RunCache(run_paths, trusted_classes)
     register_callbacks(app, runs, views)
     for view in views:
         view.register_callbacks(app, runs)

@@ -141,10 +141,26 @@ class ViewedRun:
     def path(self) -> Path:
         return self.folder.path
 
+    def is_inside(self, path: Path) -> bool:
+        """`path` leads to a place inside the run folder (no link leads it elsewhere)."""
+        return path.resolve().is_relative_to(self.path.resolve())
+
+    def inside(self, path: Path) -> Path:
+        """`path`, refused (one `ViewError`) where a link leads it outside the run folder: the
+        page reads only files inside the runs it serves."""
+        if not self.is_inside(path):
+            raise ViewError(
+                f"{path} leads outside the run folder {self.path} (a link): the page reads only "
+                "files inside the runs it serves; serve the folder it leads to with --runs."
+            )
+        return path
+
     def splits(self) -> list[str]:
         """Splits with at least one recorded trace; none is one `ViewError` (an unfinished run)."""
-        root = self.folder.files.path / "traces"
-        found = sorted(p.name for p in root.glob("*") if self.folder.trace_tags(p.name))
+        root = self.inside(self.folder.files.path / "traces")
+        found = sorted(
+            p.name for p in root.glob("*") if self.is_inside(p) and self.recorded_tags(p.name)
+        )
         if not found:
             raise ViewError(
                 f"{self.path} has no recorded traces yet ({root}/<split>/<tag>.safetensors): "
@@ -154,14 +170,19 @@ class ViewedRun:
             )
         return found
 
+    def recorded_tags(self, split: str) -> list[str]:
+        """The tags recorded for `split` (`RunFolder.trace_tags`), of a folder inside the run."""
+        self.inside(self.folder.files.traces(split))
+        return self.folder.trace_tags(split)
+
     def tags(self, split: str) -> list[str]:
-        tags = self.folder.trace_tags(split)
+        tags = self.recorded_tags(split)
         if not tags:
             raise ViewError(f"{self.path} has no trace of split {split!r}: pick another split.")
         return tags
 
     def trace(self, split: str, tag: str) -> RecordedTrace:
-        path = self.folder.trace_path(split, tag)
+        path = self.inside(self.folder.trace_path(split, tag))
         if not path.is_file():
             raise ViewError(f"{path} does not exist: pick another split or tag.")
         stat = path.stat()
@@ -179,6 +200,7 @@ class ViewedRun:
                 self.vocabulary_problem = "token ids shown: no checkpoint names a DataModule"
                 return self._vocabularies
             try:
+                self.inside(self.folder.checkpoint_path(self.folder.settings_tag("last")))
                 data = self.folder.datamodule(self.folder.settings_tag("last"))
             except Exception as error:  # any failure: the page shows ids and says why
                 self.vocabulary_problem = f"token ids shown: {str(error).splitlines()[0]}"
@@ -246,7 +268,8 @@ class ViewedRun:
         """The orders of `site`'s units that the run's probe results offer (`unit_orders`),
         `index` first; read from `measurements.json` each time (it is small)."""
         units = self.trace(split, tag).shapes[site][2]
-        return unit_orders(read_measurements(self.folder.files.measurements), site, units)
+        measurements = self.inside(self.folder.files.measurements)
+        return unit_orders(read_measurements(measurements), site, units)
 
     def example_site(self, split: str, tag: str, row: int, site: str) -> ExampleSite:
         """Example `row`'s values of `site` over its valid steps, read as one memory-mapped row."""

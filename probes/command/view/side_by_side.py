@@ -87,7 +87,7 @@ def second_tags(runs: RunCache, path, split, tag, second_path, second_tag) -> tu
     """B's recorded tags of the split, and the one shown: the chosen one where B has it, else
     the first that is not A itself."""
     first, second = runs(path), runs(second_path)
-    tags = second.folder.trace_tags(split)
+    tags = second.recorded_tags(split)
     if not tags:
         raise ViewError(
             f"{second.path} has no trace of split {split!r}, so it cannot be shown beside "
