@@ -117,6 +117,8 @@ def measured(
         with initial_weights(layout, arguments, sitting.root) as run:
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, kept["trained"]), "kept": True}
+    if sitting.cannot_train:
+        raise SittingError(f"{layout.path} needs training, but {sitting.cannot_train}")
     trained = fit(layout.path, arguments, sitting.reuse, keep_measurements=kept is not None)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(layout.path)

@@ -33,6 +33,13 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.allocator import keep_freed_memory
+from experiments.committed import (
+    CommittedFileError,
+    check_out,
+    default_out,
+    refuse_deleting_committed,
+    write_build,
+)
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from experiments.rule_dates import ReportHistory, dated, dates_section
 from experiments.sittings import (
@@ -108,8 +115,10 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
     if STOPPING.is_set():
         raise RuntimeError(f"{run} was not started: its reproduction is stopping")
     layout = RunLayout(run)
-    RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
     resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
+    if not resume:
+        refuse_deleting_committed(run, "train it from scratch")
+    RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
     if not resume:  # from scratch: no files of old runs
         kept = (layout.measurements,) if keep_measurements else ()
         for entry in sorted(run.iterdir()) if run.is_dir() else ():
@@ -131,9 +140,18 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
     ):  # fmt: skip
         returncode = timed_sitting(process, layout.sittings, earlier)  # ends the fit if stopped
     if returncode:
-        raise RuntimeError(f"{run} failed: see {layout.train_log}")
+        raise RuntimeError(f"{run} failed{last_error(layout)}: see {layout.train_log}")
     write_text_atomic(layout.command, "\n".join(command))
     return True
+
+
+def last_error(layout: RunLayout) -> str:
+    """`: <the fit's last line of output>` (its one-line error), or nothing where it has none."""
+    try:
+        lines = layout.train_log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return f" ({lines[-1].strip()})" if lines else ""
 
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -153,15 +171,56 @@ def portable(arguments: Sequence[str], root: Path) -> list[str]:
     return kept
 
 
+def read_measurements(layout: RunLayout) -> dict | None:
+    """The run's measurements file (`<run>/measurements.json`), None where there is none; a file
+    that is not a measurements record (cut short, edited) stops the reproduction in one line."""
+    try:
+        text = layout.measurements.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SittingError(
+            f"{layout.measurements} cannot be read ({error}): fix or delete it"
+        ) from None
+    try:
+        record = json.loads(text)
+    except ValueError as error:
+        raise SittingError(
+            f"{layout.measurements} is not valid JSON ({error.args[0]}; cut short?): restore it "
+            "(git checkout, or a shard's copy), or delete it to measure the run again"
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("command"), list):
+        raise SittingError(
+            f"{layout.measurements} is not a run's measurements (no command list): restore it, "
+            "or delete it to measure the run again"
+        )
+    return record
+
+
 def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
-    """The run's measurements (`<run>/measurements.json`) if they were taken from the same
-    portable `command`, marked `kept` (neither trained nor measured now); else None."""
-    if not layout.measurements.is_file():
+    """The run's measurements (`read_measurements`) marked `kept` (neither trained nor measured
+    now); None where it has none. Measurements from another command stop the reproduction naming
+    both commands: they are never replaced by a retrain that deletes them."""
+    kept = read_measurements(layout)
+    if kept is None:
         return None
-    kept = json.loads(layout.measurements.read_text())
-    if kept.get("command") != command:
-        return None
+    if kept["command"] != command:
+        raise SittingError(different_command(layout, kept["command"], command))
     return {**kept, "kept": True}
+
+
+def different_command(layout: RunLayout, recorded: list[str], command: list[str]) -> str:
+    """One line naming a kept run's command and the one asked for, by their first difference."""
+    at = next((i for i, (a, b) in enumerate(zip(recorded, command, strict=False)) if a != b),
+              min(len(recorded), len(command)))  # fmt: skip
+    if at and command[at - 1].startswith("--"):  # from the option whose value differs
+        at -= 1
+    return (
+        f"{layout.measurements} was measured from another command than this reproduction's "
+        f"(from argument {at}: kept {' '.join(recorded[at : at + 4]) or '(end)'} ..., asked "
+        f"{' '.join(command[at : at + 4]) or '(end)'} ...): rebuild with the settings it records "
+        "(scale, data), or train into another --runs, or delete its folder to train it again"
+    )
 
 
 def write_measurements(layout: RunLayout, record: dict, trained: dict | None = None) -> dict:
@@ -396,6 +455,9 @@ class Sitting:
     reuse: bool = False
     shard: Shard = Shard()
     merged: tuple[Path, ...] = ()
+    cannot_train: str = ""
+    """Why no run can be trained in this sitting (paper 1 offline, its data only recorded by its
+    runs); empty where runs can be."""
 
     def kept(self, layout: RunLayout, arguments: Sequence[str]) -> dict | None:
         """The run's measurements from an earlier invocation of the same command (`reuse`);
@@ -447,7 +509,15 @@ def reproduction_parser(
         "--runs", type=Path, default=Path(default_run_root()),
         help=f"root of run folders (default: ${RUNS_ENV}, else runs)",
     )  # fmt: skip
-    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument(
+        "--out", type=Path, default=None,
+        help=f"where the report goes (default: {out} at the committed report's scale, else "
+        f"<runs>/reports/{Path(out).name}/<scale>)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--replace-report", action="store_true",
+        help="write over a report of another scale in --out (never done otherwise)",
+    )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
     parser.add_argument(
         "--reuse-runs",
@@ -496,11 +566,14 @@ def reproduction_main(
     args = parser.parse_args(argv)
     paper = Path(out).name
     keep_freed_memory()  # for the analyses run in this process; each fit sets its own
+    reports = REPOSITORY / Path(out).parent
+    args.out = args.out or default_out(paper, args.scale, args.runs, reports)
     try:
+        check_out(args.out, paper, args.scale, args.replace_report)
         sitting = sitting_of(args, paper)
         with stopping_gently():
             claims = reproduce(args.scale, args.out, sitting)
-    except SittingError as error:
+    except (SittingError, CommittedFileError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if claims is None:
         print(f"shard {sitting.shard} of {paper}: its runs are measured under {sitting.root}. "
@@ -508,6 +581,7 @@ def reproduction_main(
               f"experiments.{paper} --scale {args.scale} --merge <each shard's run root> "
               f"--runs <merged root>", flush=True)  # fmt: skip
         return None
+    write_build(args.out, paper, args.scale)
     print(verdict_line(args.out / "report.md", claims))
     return claims
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from datamodules.machine_tasks import lookup_data
+from datamodules.machine_tasks import lookup_data, sample1_as_recorded
 from experiments.paper1.ablations import (
     ablation_figure,
     pruning_claims,
@@ -49,7 +49,7 @@ from experiments.paper1.analyses import (
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
-from experiments.paper1.runs import ablations, measure_all
+from experiments.paper1.runs import ablations, measure_all, recorded_on_sample1
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
@@ -137,6 +137,10 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
     5), report; the report from the runs' measurements alone. A shard only trains and measures
     its runs (None)."""
     data = lookup_data()
+    if data.unavailable and sitting.reuse and recorded_on_sample1(sitting.root):
+        data = sample1_as_recorded(data.unavailable)  # the kept runs are matched, none trained
+        why = f"machine-tasks' sample1 is not available here ({data.unavailable})"
+        sitting = dataclasses.replace(sitting, cannot_train=why)
     print(f"paper 1's data: {data.notice}", flush=True)
     scale = dataclasses.replace(
         SCALES[scale_name], data=("--data.init_args.data_dir", data.data_dir or "null")

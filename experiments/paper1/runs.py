@@ -26,9 +26,12 @@ measured.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from datamodules.lookup_tables import LookupTableDataModule
+from datamodules.machine_tasks import SAMPLE1, SAMPLE1_RECORD
 from experiments.measured import Field, measured, measured_before
 from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
 from experiments.paper1.analyses import analyse_run
@@ -146,6 +149,27 @@ def model_identity(run: RunFolder) -> dict:
     }  # fmt: skip
 
 
+def data_record(data: LookupTableDataModule) -> dict:
+    """What a model's measurements record of the data it read: sample1's commit and checksums
+    (`SAMPLE1_RECORD`), the generated tables' generator and seed, or another folder's name."""
+    if data.data_dir == SAMPLE1:
+        return SAMPLE1_RECORD
+    if data.data_dir is None:
+        return {"source": "generate_lookup_tables", "data_seed": data.data_seed}
+    return {"source": data.data_dir}
+
+
+def recorded_on_sample1(root: Path) -> bool:
+    """Some model measured under the run root `root` records sample1 as its data."""
+    for path in sorted((root / "paper1").glob(f"*/seed=*/{RunLayout.MEASUREMENTS}")):
+        try:
+            if json.loads(path.read_text()).get("data") == SAMPLE1_RECORD:
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
 def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed,
     trained and untrained)."""
@@ -155,6 +179,7 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
             "variant": variant,
             "seed": seed,
             "data_dir": run.datamodule().data_dir,
+            "data": data_record(run.datamodule()),
             **model_identity(run),
             "curve": validation_curve(run),
             "analysis": analysis_of(run, seed) if variant in VARIANTS else None,

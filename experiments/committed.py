@@ -1,0 +1,94 @@
+"""What a reproduction may not touch: files committed to git, and a committed report of another
+scale.
+
+A reproduction writes its report to `--out`. By default that is `reports/paperN/` only when the
+scale asked for is the one of the report committed there (its `build.json`); any other scale
+writes to `<run root>/reports/paperN/<scale>/`, so `make reproduce-paper1 SCALE=quick` leaves the
+committed report, and `git status`, as they were. Writing a report of another scale over a
+committed one takes `--replace-report`. A run folder is trained from scratch only after its old
+files are deleted; a folder holding files tracked by git (the committed measurements under
+`reports/paperN/runs/`) is never emptied: the reproduction stops with one line instead.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from storage.files import write_text_atomic
+
+BUILD = "build.json"
+"""The file beside a report that says what built it: `{"paper", "scale"}`."""
+
+
+class CommittedFileError(RuntimeError):
+    """A reproduction was about to delete or replace what is committed: one line to the user."""
+
+
+def committed_files(folder: Path) -> list[str]:
+    """The files under `folder` that git tracks (in whatever repository holds it); none where
+    `folder` is missing, outside a repository or git is not installed."""
+    if not folder.is_dir() or not any((p / ".git").exists() for p in folder.resolve().parents):
+        return []  # outside any repository: nothing to ask git
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--", "."],
+            capture_output=True, check=False, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if listed.returncode:
+        return []
+    return [name for name in listed.stdout.decode().split("\0") if name]
+
+
+def refuse_deleting_committed(run: Path, why: str) -> None:
+    """Stop before emptying the run folder `run` (`why`: what was about to) if git tracks any of
+    its files."""
+    tracked = committed_files(run)
+    if tracked:
+        raise CommittedFileError(
+            f"{run} holds {len(tracked)} committed file(s) ({tracked[0]}, ...) and would be "
+            f"emptied to {why}: nothing committed is deleted. Rebuild from it with --reuse-runs "
+            "(nothing is trained where its measurements match), or train into another --runs"
+        )
+
+
+def report_scale(out: Path) -> str | None:
+    """The scale of the report in `out` (its `build.json`); None where `out` holds no report.
+    A report without `build.json` has scale `"unknown"`."""
+    if not (out / "results.json").is_file():
+        return None
+    try:
+        return json.loads((out / BUILD).read_text())["scale"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def default_out(paper: str, scale: str, root: Path, reports: Path) -> Path:
+    """Where a reproduction of `paper` at `scale` writes its report unless told: the committed
+    report's folder `reports/<paper>` at that report's own scale (or where none is committed),
+    else `<root>/reports/<paper>/<scale>` under the run root."""
+    committed = report_scale(reports / paper)
+    if committed in (None, scale):
+        return reports / paper
+    return root / "reports" / paper / scale
+
+
+def check_out(out: Path, paper: str, scale: str, replace: bool) -> None:
+    """Refuse, before anything is trained, to write a `scale` report over a report of another
+    scale in `out` unless `replace` (`--replace-report`) asks for exactly that."""
+    found = report_scale(out)
+    if found in (None, scale) or replace:
+        return
+    raise CommittedFileError(
+        f"{out} holds a report of scale {found!r}; this {scale!r} reproduction of {paper} would "
+        "replace it: give another --out (the default for this scale is under the run root), "
+        "or --replace-report to replace it"
+    )
+
+
+def write_build(out: Path, paper: str, scale: str) -> None:
+    """Record beside a report what built it (`BUILD`)."""
+    write_text_atomic(out / BUILD, json.dumps({"paper": paper, "scale": scale}) + "\n")
