@@ -113,6 +113,24 @@ class TraceRecorder(Callback):
         self.record(trainer, best, "best")
 
 
+def savable_state(state: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, str] | None]:
+    """A state dict as safetensors saves it, and its metadata: a tensor sharing memory with an
+    earlier one (tied weights: a decoder's weight that is the embedding) is cloned, so every name
+    is kept, and the metadata names each alias (`{"aliases": "decoder.weight=encoder.weight"}`;
+    None if there is none)."""
+    tensors, seen, aliases = {}, {}, []
+    for name, tensor in state.items():
+        key = (tensor.device, tensor.untyped_storage().data_ptr())
+        first = seen.setdefault(key, name) if key[1] else name
+        if first != name:
+            view, twin = (tensor.data_ptr(), tensor.shape, tensor.stride()), state[first]
+            if view == (twin.data_ptr(), twin.shape, twin.stride()):
+                aliases.append(f"{name}={first}")
+            tensor = tensor.clone()
+        tensors[name] = tensor
+    return tensors, ({"aliases": ", ".join(aliases)} if aliases else None)
+
+
 class WeightSnapshot(Callback):
     """Save the model's weights to `<run>/weights/<tag>.safetensors`.
 
@@ -141,7 +159,8 @@ class WeightSnapshot(Callback):
     def _save(self, trainer: pl.Trainer, pl_module: pl.LightningModule, tag: str) -> None:
         if trainer.is_global_zero:
             path = RunLayout(trainer.default_root_dir).weight_snapshot(tag)
-            save_tensors_atomic(dict(pl_module.state_dict()), path)
+            tensors, metadata = savable_state(pl_module.state_dict())
+            save_tensors_atomic(tensors, path, metadata)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.current_epoch == 0 and trainer.global_step == 0:

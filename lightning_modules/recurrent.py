@@ -184,6 +184,7 @@ def traced_forward(
     lengths: Tensor | None = None,
     edits: Sequence[Intervention] = (),
     first_step: int = 0,
+    time_major: bool = False,
 ) -> tuple[dict[str, Tensor], tuple[Tensor, ...]]:
     """Run `layer` over `inputs` `[batch, time, features]` one step at a time by torch's equations
     (module docstring), applying `edits` to its sites.
@@ -193,38 +194,54 @@ def traced_forward(
     by it: a decoder called one step at a time passes its running count). Returns every site
     `[batch, time, units]` (0 past a sequence's length) and the final state as a tuple of
     `[directions, batch, hidden]` (hidden, and cell for LSTM), each sequence's at its length.
+    The sites are contiguous, or with `time_major` views of contiguous `[time, batch, units]`
+    memory: the layout of torch's own outputs (its batch-first output is such a view).
     """
     batch, time, _ = inputs.shape
-    step_function = STEPS[layer.cell_type]
-    directions = _split_state(layer, state, batch, inputs)
-    mask = step_mask(lengths, batch, time, inputs.device)
+    keep = None if lengths is None else step_mask(lengths, batch, time, inputs.device)
+    names = SITES[layer.cell_type]
     direction_sites, finals = [], []
-    for direction, carried in enumerate(directions):
-        local_edits = [
-            e
-            for e in (
-                edit.for_direction(direction, layer.hidden_size, layer.directions) for edit in edits
-            )
-            if e is not None and e.site_name in SITES[layer.cell_type]
-        ]
-        weight_ih, weight_hh, bias_ih, bias_hh = layer.weights(direction)
-        projected = _linear(inputs, weight_ih, bias_ih)
-        steps = range(time) if direction == 0 else range(time - 1, -1, -1)
-        per_step: dict[str, list[Tensor]] = {name: [None] * time for name in SITES[layer.cell_type]}
-        for step in steps:
-            new, sites = step_function(
-                projected[:, step], carried, weight_hh, bias_hh, first_step + step, local_edits
-            )
-            keep = mask[:, step].unsqueeze(-1)
-            carried = tuple(torch.where(keep, n, c) for n, c in zip(new, carried, strict=True))
-            for name, value in sites.items():
-                per_step[name][step] = value * keep
-        direction_sites.append({k: torch.stack(v, dim=1) for k, v in per_step.items()})
+    for direction, carried in enumerate(_split_state(layer, state, batch, inputs)):
+        local_edits = [e for e in (edit.for_direction(direction, layer.hidden_size,
+                                                      layer.directions) for edit in edits)
+                       if e is not None and e.site_name in names]  # fmt: skip
+        per_step, carried = _run_direction(layer, direction, inputs, carried, keep, local_edits,
+                                           first_step)  # fmt: skip
+        axis = 0 if time_major else 1
+        direction_sites.append([torch.stack(per_step[name], dim=axis) for name in names])
         finals.append(carried)
-    sites = {name: torch.cat([d[name] for d in direction_sites], dim=-1)
-             for name in SITES[layer.cell_type]}  # fmt: skip
+    joined = [parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+              for parts in zip(*direction_sites, strict=True)]  # fmt: skip
+    sites = {name: value.transpose(0, 1) if time_major else value
+             for name, value in zip(names, joined, strict=True)}  # fmt: skip
     final = tuple(torch.stack([f[i] for f in finals]) for i in range(len(finals[0])))
     return sites, final
+
+
+def _run_direction(layer, direction, inputs, carried, keep, edits, first_step):
+    """One direction of `traced_forward`: every site's value at each step (in time order) and
+    the final state. `keep` `[batch, time]` (None: no padding) holds a sequence's state past
+    its length and zeroes its sites there."""
+    step_function = STEPS[layer.cell_type]
+    weight_ih, weight_hh, bias_ih, bias_hh = layer.weights(direction)
+    projected = _linear(inputs, weight_ih, bias_ih)
+    time = inputs.shape[1]
+    per_step: dict[str, list[Tensor]] = {name: [None] * time for name in SITES[layer.cell_type]}
+    for step in range(time) if direction == 0 else range(time - 1, -1, -1):
+        new, sites = step_function(
+            projected[:, step], carried, weight_hh, bias_hh, first_step + step, edits
+        )
+        if keep is None:  # every step inside its sequence: nothing to hold or zero
+            # an alias, not the tensor itself: gradients then sum in the order they always
+            # did (through a mask's `where`), so a fit's gradients keep every bit
+            carried = tuple(n.view_as(n) for n in new)
+        else:
+            kept = keep[:, step].unsqueeze(-1)
+            carried = tuple(torch.where(kept, n, c) for n, c in zip(new, carried, strict=True))
+            sites = {name: value * kept for name, value in sites.items()}
+        for name, value in sites.items():
+            per_step[name][step] = value
+    return per_step, carried
 
 
 def _linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:

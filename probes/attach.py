@@ -27,8 +27,11 @@ padding); a step edit applies to every sequence its block runs, or with `edit(..
 to the module's k-th sequence started in the block (from 0).
 
 Training mode: the dropout between stacked layers is drawn on the tensor torch's kernel draws it
-on, so a traced or edited training step equals the untraced one under the same seed (on the CPU);
-on a GPU, whose cuDNN kernel draws its own masks, such a step is refused.
+on, and the outputs have torch's layout (contiguous time-first; batch-first a transposed view of
+it), so a traced or edited training step equals the untraced one under the same seed (on the
+CPU), a dropout after the layer included; on a GPU, whose cuDNN kernel draws its own masks, such a
+step is refused. TorchScript: a scripted module is refused (attach the eager one), and so is
+`torch.jit.script` of an attached model (script it after `detach()`).
 
 How (written by hand: no library reaches inside torch's recurrent layers, which are single C
 calls that no hook can see into): attaching sets an instance `forward` on each recurrent module
@@ -68,12 +71,15 @@ SUPPORTED = (
     "sequences, initial states, called whole or one step at a time)"
 )
 UNSUPPORTED = (nn.RNN, nn.RNNCell, nn.GRUCell, nn.LSTMCell)
+SCRIPTED = "compiled code, which no probe can reach inside"
 
 
 def untraceable(module: nn.Module) -> str | None:
     """Why the suite cannot trace `module`, a recurrent module; None if it can or it is none."""
     if isinstance(module, UNSUPPORTED):
         return "cannot be traced"
+    if isinstance(module, torch.jit.ScriptModule) and module.original_name in ("GRU", "LSTM"):
+        return f"is TorchScript ({SCRIPTED}): attach the eager module before scripting"
     if not isinstance(module, nn.GRU | nn.LSTM) or isinstance(module, _TracedRecurrent):
         return None
     if getattr(module, "proj_size", 0):
@@ -161,6 +167,7 @@ class Attached:
         self.__dict__.update(self._closed())
         for path, module in self.modules.items():
             module.forward = _Forward(self, path, module)
+            module.__prepare_scriptable__ = module.forward.refuse_scripting
 
     @staticmethod
     def _closed() -> dict:
@@ -217,6 +224,7 @@ class Attached:
         for module in self.modules.values():
             if isinstance(vars(module).get("forward"), _Forward):
                 del module.forward
+                vars(module).pop("__prepare_scriptable__", None)
 
     def __enter__(self) -> Attached:
         return self
@@ -290,11 +298,11 @@ class Attached:
                      if e.edit.module == name and e.applies(sequence.index)]  # fmt: skip
             sites, final = traced_forward(self.layers[name][1], values,
                                           layer_state(state, index, directions), call.lengths,
-                                          edits, sequence.steps)  # fmt: skip
-            if self._tracing:
-                sequence.record(name, sites, step_mask(call.lengths, *values.shape[:2],
-                                                       values.device))  # fmt: skip
+                                          edits, sequence.steps, time_major=True)  # fmt: skip
             last = index == module.num_layers - 1
+            if self._tracing:
+                sequence.record(name, _recorded(sites, last), step_mask(call.lengths,
+                                *values.shape[:2], values.device))  # fmt: skip
             values = sites["hidden"] if last else call.between_layers(sites["hidden"])
             finals.append(final)
         sequence.steps += call.padded.shape[1]
@@ -303,6 +311,17 @@ class Attached:
         sequence.final = tuple(f.detach() for f in final) if isinstance(final, tuple) else (
             final.detach())  # fmt: skip
         return outputs, final
+
+
+def _recorded(sites: dict[str, Tensor], returned: bool) -> dict[str, Tensor]:
+    """What a trace keeps of a layer's `sites`: the top layer's hidden state, the module's output,
+    copied, as what the model does next may change it in place (`nn.Dropout(inplace=True)`)."""
+    if not returned:
+        return sites
+    return {
+        **sites,
+        "hidden": sites["hidden"].detach().clone(memory_format=torch.contiguous_format),
+    }
 
 
 def _check_units_and_steps(edit: Intervention, layer: TorchLayer) -> None:
@@ -352,13 +371,20 @@ class Trace(dict):
         for sequences in sequences_by_module:
             for sequence in sequences:
                 for site, parts in sequence.sites.items():
-                    self.sequences.setdefault(site, []).append(torch.cat(parts, 1))
+                    self.sequences.setdefault(site, []).append(_joined(parts))
                 for layer, parts in sequence.valid.items():
-                    valid[layer].append(torch.cat(parts, 1).to(torch.uint8))
+                    valid[layer].append(_joined(parts).to(torch.uint8))
                 sequence.sites, sequence.valid = defaultdict(list), defaultdict(list)
-        self.update({site: pad_and_concatenate(parts) for site, parts in self.sequences.items()})
-        self.valid.update({layer: pad_and_concatenate(parts).bool()
+        self.update({site: _joined(parts, pad_and_concatenate)
+                     for site, parts in self.sequences.items()})  # fmt: skip
+        self.valid.update({layer: _joined(parts, pad_and_concatenate).bool()
                            for layer, parts in valid.items()})  # fmt: skip
+
+
+def _joined(parts: list[Tensor], join=lambda parts: torch.cat(parts, 1)) -> Tensor:
+    """`parts` joined (in time, by default), as one contiguous tensor: a single part is copied
+    once, and only where it is a view of other memory (the core's time-major sites)."""
+    return parts[0].contiguous() if len(parts) == 1 else join(parts)
 
 
 class _Forward:
@@ -367,6 +393,14 @@ class _Forward:
     def __init__(self, attached: Attached, path: str, module: nn.RNNBase):
         self.attached, self.path, self.original = attached, path, type(module).forward
         self.module = module
+
+    def refuse_scripting(self):
+        """`torch.jit.script` calls this on each module before compiling it (as its
+        `__prepare_scriptable__`): TorchScript cannot compile an attached forward."""
+        name = self.path or type(self.module).__name__.lower()
+        raise RuntimeError(f"torch.jit.script: {name} is attached (probes.attach), whose forward "
+                           "TorchScript cannot compile: probe the eager model, then script it "
+                           "after attached.detach().")  # fmt: skip
 
     def __call__(self, inputs, hx=None):
         if not self.attached._active(self.path):
@@ -387,6 +421,10 @@ def attachment(model: nn.Module) -> Attached | None:
 def attach(model: nn.Module) -> Attached:
     """Make every torch GRU and LSTM inside `model` traceable and editable (module docstring);
     a model attached already (or a copy of one) gets its attachment back."""
+    if isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(f"attach: {type(model).__name__} {model.original_name} is TorchScript "
+                        f"({SCRIPTED}): attach the eager module (the nn.Module before "
+                        "torch.jit.script) and script it after probing.")  # fmt: skip
     existing = attachment(model)
     if existing is not None and existing.model is model:
         return existing

@@ -263,6 +263,19 @@ def decompose_layer(
     return LayerParts(states, tuple(state))
 
 
+def refuse_undecomposable(function: str, module: nn.Module) -> None:
+    """One clear error for a module whose equations CD does not follow: anything but a torch GRU
+    or LSTM layer, and an LSTM with a projection (`proj_size`), which tracing refuses too."""
+    if isinstance(module, nn.GRU | nn.LSTM) and not getattr(module, "proj_size", 0):
+        return
+    if isinstance(module, nn.LSTM):
+        raise ValueError(f"{function}: the nn.LSTM has proj_size={module.proj_size}, and LSTM "
+                         "projections cannot be decomposed (nor traced): decompose an LSTM "
+                         "without proj_size, or a GRU.")  # fmt: skip
+    raise ValueError(f"{function}: {type(module).__name__} cannot be decomposed: contextual "
+                     "decomposition follows torch.nn.GRU and torch.nn.LSTM layers.")  # fmt: skip
+
+
 def decompose_recurrent(
     module: nn.GRU | nn.LSTM,
     inputs: Tensor,
@@ -275,6 +288,7 @@ def decompose_recurrent(
     bool marks the phrase; `initial`: per layer, the parts of its starting state (e.g. an
     encoder's `final`). Layer 0's input splits by the phrase; each next layer's input is the
     previous layer's parts. Returns every layer's parts, the top layer last."""
+    refuse_undecomposable("decompose_recurrent", module)
     phrase = relevant.to(inputs.dtype).unsqueeze(-1)
     relevant_inputs, irrelevant_inputs = inputs * phrase, inputs * (1 - phrase)
     layers = []
@@ -350,6 +364,7 @@ def decompose_attention_decoder(
     inputs `[batch, 1, features]`, `context_beta`, `context_gamma`, each `[batch, 1, units]`):
     e.g. `full_focus_inputs` for i-machine-think's full-focus decoders (paper 1).
     """
+    refuse_undecomposable("decompose_attention_decoder", module)
     if module.num_layers != 1 or module.bidirectional:
         raise ValueError("decompose_attention_decoder: the decoder must be one unidirectional "
                          f"layer (it has {module.num_layers} layers, bidirectional="

@@ -98,7 +98,10 @@ class Call:
         return pad_packed_sequence(repacked, batch_first=True, total_length=values.shape[1])[0]
 
     def restore(self, outputs: Tensor, final):
-        """`outputs` `[batch, time, units]` and the final state in the form of the call."""
+        """`outputs` `[batch, time, units]` and the final state in the form of the call. The
+        outputs have torch's layout when `outputs` is a view of contiguous `[time, batch, units]`
+        memory (the core's `time_major` sites): contiguous time-first, a transposed view of it
+        batch-first, so that what follows (a dropout's mask, a `.view`) sees torch's tensor."""
         if self.packed is not None:
             packed = self.packed
             data = self.packed_data(outputs)

@@ -14,6 +14,11 @@ docs/own_model.md example): none of them knows about the suite.
 - `SiameseLSTM`: one `nn.LSTM` called on two inputs, their final states compared.
 - `ContainerGRUs`: GRUs held in an `nn.ModuleList`, an `nn.Sequential` and an `nn.ModuleDict`.
 - `EncoderDecoderGRUs`: top-level `nn.GRU`s named `encoder` (over a packed batch) and `decoder`.
+- `ExampleRNNModel`: PyTorch's examples/word_language_model `RNNModel` as written there (LSTM,
+  `--tied` ties the decoder's weight to the embedding), time-first, its output flattened with
+  `output.view(-1, H)` as the example's older versions did; or, for the tests, batch-first,
+  the decoded logits flattened as the example does now (torch's batch-first output is a
+  transposed view, which `.view` refuses).
 """
 
 from __future__ import annotations
@@ -205,3 +210,39 @@ class EncoderDecoderGRUs(nn.Module):
                                       enforce_sorted=False)  # fmt: skip
         _, final = self.encoder(packed)
         return self.decoder(self.embedding(target), final)[0]
+
+
+class ExampleRNNModel(nn.Module):
+    def __init__(self, ntoken: int = 40, ninp: int = 10, nhid: int = 10, nlayers: int = 2,
+                 dropout: float = 0.5, tie_weights: bool = False,
+                 batch_first: bool = False):  # fmt: skip
+        super().__init__()
+        self.ntoken, self.nhid, self.nlayers = ntoken, nhid, nlayers
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=dropout, batch_first=batch_first)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            if nhid != ninp:
+                raise ValueError("When using the tied flag, nhid must be equal to emsize")
+            self.decoder.weight = self.encoder.weight
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        nn.init.zeros_(self.decoder.bias)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+
+    def forward(self, tokens: torch.Tensor, hidden):
+        """`tokens` `[time, batch]` (`[batch, time]` batch-first) -> log-probabilities `[time *
+        batch, ntoken]` and the new state."""
+        emb = self.drop(self.encoder(tokens))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        if self.rnn.batch_first:
+            decoded = self.decoder(output).view(-1, self.ntoken)
+        else:
+            decoded = self.decoder(output.view(-1, self.nhid))
+        return torch.log_softmax(decoded, dim=1), hidden
+
+    def init_hidden(self, bsz: int):
+        weight = next(self.parameters())
+        return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                weight.new_zeros(self.nlayers, bsz, self.nhid))  # fmt: skip

@@ -4,21 +4,25 @@ r"""A researcher's own model recorded once into the suite's run-folder format, s
     attached = attach(model)                       # probes.attach
     record_run("runs/mine/seed=0", attached, batches, lambda batch: model(batch["tokens"]))
     # python -m probes functional-group --runs runs/mine/seed=0 --splits data \
-    #     --targets rnn.l1.hidden:batch.label
+    #     --targets rnn.l1.hidden:batch.label --out probes-out/functional-group
     # python -m probes gate-saturation --runs runs/mine/seed=0 --splits data \
-    #     --gates rnn.l0.forget_gate rnn.l1.forget_gate
+    #     --gates rnn.l0.forget_gate rnn.l1.forget_gate --out probes-out/gate-saturation
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
+import shutil
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import pad_and_concatenate
+from lightning_modules.callbacks import pad_and_concatenate, savable_state
 from probes.attach import Attached
 from probes.command.base import RECORDED
 from storage import RunLayout
@@ -42,12 +46,37 @@ def record_run(
     `[time, batch, ...]` (a time-first model's tokens or labels) transposed; where both of its
     first axes have the batch's size, `time_first` (default: whether every attached module is
     time-first) decides. `recorded.txt` says which axis each was taken to have as time, and a
-    warning names those left out. `weights/<tag>.safetensors` holds the model's state dict.
-    Batches may differ in length: they are zero-padded in time, padding marked invalid."""
+    warning names those left out. `weights/<tag>.safetensors` holds the model's state dict
+    (tied weights under each name, the metadata's `aliases` naming them). Batches may differ in
+    length: they are zero-padded in time, padding marked invalid. The files appear together or
+    not at all: written into a temporary sibling folder, then moved into `folder`."""
     layout = RunLayout(Path(folder))
     model = attached.model
     if time_first is None:
         time_first = not any(module.batch_first for module in attached.modules.values())
+    tensors, axes = recorded_tensors(attached, batches, forward, time_first)
+    left_out = sorted(key for key in axes if key not in tensors)
+    if left_out:
+        warnings.warn(f"record_run: {', '.join(left_out)} left out: no axis of theirs has the "
+                      "rows the trace has.", stacklevel=2)  # fmt: skip
+    weights, aliases = savable_state(model.state_dict())
+    layouts = "".join(f"{key}: {axes[key]}\n" for key in sorted(axes))
+    with staged_folder(layout.path) as staged:
+        staged = RunLayout(staged)
+        save_tensors_atomic(tensors, staged.trace(split, tag), {"split": split, "tag": tag})
+        save_tensors_atomic(weights, staged.weight_snapshot(tag), aliases)
+        write_text_atomic(
+            staged.path / RECORDED,
+            f"Recorded by probes.command.record.record_run from a {type(model).__name__}: "
+            f"split {split}, tag {tag}, {len(tensors)} entries.\n{layouts}",
+        )
+    return layout
+
+
+def recorded_tensors(attached: Attached, batches, forward, time_first: bool):
+    """`record_run`'s traces and batch tensors over every batch, concatenated, and the line on
+    each batch tensor's axes."""
+    model = attached.model
     was_training = model.training
     model.eval()
     chunks: dict[str, list[Tensor]] = {}
@@ -67,20 +96,35 @@ def record_run(
                 chunks.setdefault(key, []).append(value)
     finally:
         model.train(was_training)
-    tensors = {key: pad_and_concatenate(values) for key, values in chunks.items()}
-    left_out = sorted(key for key in axes if key not in tensors)
-    if left_out:
-        warnings.warn(f"record_run: {', '.join(left_out)} left out: no axis of theirs has the "
-                      "rows the trace has.", stacklevel=2)  # fmt: skip
-    save_tensors_atomic(tensors, layout.trace(split, tag), {"split": split, "tag": tag})
-    save_tensors_atomic(model.state_dict(), layout.weight_snapshot(tag))
-    layouts = "".join(f"{key}: {axes[key]}\n" for key in sorted(axes))
-    write_text_atomic(
-        layout.path / RECORDED,
-        f"Recorded by probes.command.record.record_run from a {type(model).__name__}: "
-        f"split {split}, tag {tag}, {len(tensors)} entries.\n{layouts}",
-    )
-    return layout
+    return {key: pad_and_concatenate(values) for key, values in chunks.items()}, axes
+
+
+@contextlib.contextmanager
+def staged_folder(path: Path) -> Iterator[Path]:
+    """A new temporary sibling folder of `path` to write into. When the block ends, its files
+    move into `path`: the whole folder renamed into place if `path` does not exist yet, else file
+    by file (another split or tag joining a run folder). On an error it is removed, with the
+    parent folders made for it, and `path` is as it was."""
+    made = [parent for parent in (path.parent, *path.parent.parents) if not parent.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    staging.mkdir()  # as the user's umask allows, like the folder it becomes
+    try:
+        yield staging
+        if not os.path.lexists(path):
+            staging.rename(path)
+            return
+        for file in sorted(p for p in staging.rglob("*") if not p.is_dir()):
+            target = path / file.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(file, target)
+        shutil.rmtree(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        for parent in made:  # the deepest first
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
 
 
 def batch_major(value: Tensor, rows: int, time_first: bool) -> tuple[Tensor | None, str]:
