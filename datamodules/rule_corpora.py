@@ -11,33 +11,13 @@ Everything is seeded; the same arguments give the same corpus.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-
-@dataclass(frozen=True)
-class RuleCorpus:
-    """`tokens` `[length]`; `open_positions` `[rules]`: where each alpha stands (omega follows
-    `conduit_length + 1` later); `conduits` `[distinct conduits, conduit_length]`."""
-
-    tokens: Tensor
-    open_positions: Tensor
-    conduits: Tensor
-    vocabulary: int
-    conduit_length: int
-    pooled: bool = False
-
-    @property
-    def open_symbol(self) -> int:
-        return self.vocabulary
-
-    @property
-    def close_symbol(self) -> int:
-        return self.vocabulary + 1
+from datamodules.rule_corpora_authors import authors_corpora
+from datamodules.rule_corpus import RuleCorpus
 
 
 def generate_rule_corpus(
@@ -266,8 +246,6 @@ class RuleCorpusDataModule(pl.LightningDataModule):
             return
         h = self.hparams
         if h.generator == "authors":
-            from datamodules.rule_corpora_authors import authors_corpora  # imports RuleCorpus
-
             self.corpora = authors_corpora(h)
         else:
             self.corpora = text_corpora(h)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from datamodules.rule_corpora import RuleCorpus
+from datamodules.rule_corpus import RuleCorpus
 
 OPEN, CLOSE = "(", ")"
 

@@ -17,6 +17,7 @@ from plotly.colors import sample_colorscale
 
 from probes.command.view.decomposition import Decompositions
 from probes.command.view.runs import ViewedRun
+from probes.command.view.widgets import answered, labelled
 
 COLOURS = "RdBu_r"
 """Plotly's diverging scale: blue below 0, near white at 0, red above."""
@@ -32,8 +33,6 @@ the page one request more, not one per callback here."""
 def decomposition_section() -> html.Div:
     """The section, closed (a box that opens it): the step and logit, the message, the coloured
     tokens and a legend."""
-    from probes.command.view.page import labelled  # the page imports this module first
-
     stores = [dcc.Store(id=f"cd-problem-{stage}", data="") for stage in STAGES]
     stores.append(dcc.Store(id="cd-example", data=None))
     alert = {"color": "#b00020", "fontWeight": "bold", "margin": "0.5em 0"}
@@ -56,8 +55,6 @@ def decomposition_section() -> html.Div:
 
 def register_decomposition_callbacks(app: Dash, runs) -> None:
     """The section's callbacks over the page's `RunCache` `runs`."""
-    from probes.command.view.page import answered  # the page imports this module first
-
     decompositions = Decompositions(runs)
     app.callback(Output("cd-body", "style"), Input("cd-show", "value"))(
         lambda shown: {} if shown else HIDDEN

@@ -12,7 +12,7 @@ problem store), and `register_callbacks(app, runs)`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +20,6 @@ from types import ModuleType
 import numpy
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dash_table, dcc, html, no_update
-from dash.exceptions import PreventUpdate
 
 from probes.command.view.decomposition_page import (
     decomposition_section,
@@ -28,8 +27,7 @@ from probes.command.view.decomposition_page import (
 )
 from probes.command.view.runs import MOST_EXAMPLES, ExampleSite, ViewedRun, ViewError
 from probes.command.view.unit_orders import INDEX, UnitOrder
-from storage.files import RunFileError
-from storage.layout import RunNameError
+from probes.command.view.widgets import answered, labelled
 
 EXAMPLE_COLUMNS = ("example", "input", "target", "output", "right")
 RIGHT_CHOICES = {"all": "all", "yes": "right", "no": "wrong"}
@@ -63,29 +61,6 @@ class RunCache:
             self.runs.pop(path, None)
             self.runs[path] = ViewedRun(path, self.trusted_classes)
         return self.runs[path]
-
-
-def one_line(error: Exception) -> str:
-    """The message of `error` on one line: the suite's own errors as they are, anything else with
-    its kind."""
-    if isinstance(error, (ViewError, RunFileError, RunNameError)):
-        return str(error)
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"The page cannot show this ({type(error).__name__}: {first})."
-
-
-def answered(function: Callable, *empty) -> Callable:
-    """`function`'s outputs and no problem, or `empty` and the problem's one line."""
-
-    def guarded(*arguments):
-        try:
-            return (*function(*arguments), "")
-        except PreventUpdate:  # Dash's way of changing nothing, not a problem
-            raise
-        except Exception as error:  # shown on the page as one line, never a traceback
-            return (*empty, one_line(error))
-
-    return guarded
 
 
 def build_app(run_paths: Sequence[str], trusted_classes: Sequence[str] = ()) -> Dash:
@@ -125,10 +100,6 @@ def layout(run_paths: Sequence[str], views: Sequence[ModuleType] = ()) -> html.D
          *sections["page"], *stores],
         style={"fontFamily": "sans-serif", "margin": "1em"},
     )  # fmt: skip
-
-
-def labelled(label: str, component, flex: str = "1") -> html.Div:
-    return html.Div([html.Label(label), component], style={"minWidth": "14em", "flex": flex})
 
 
 def choosers(run_paths: Sequence[str]) -> html.Div:

@@ -20,13 +20,7 @@ from dash import Dash, Input, Output, Patch, State, ctx, dash_table, dcc, html, 
 from dash.exceptions import PreventUpdate
 from torch import Tensor
 
-from probes.command.view.page import (
-    EXAMPLES_PER_PAGE,
-    RunCache,
-    answered,
-    labelled,
-    listed_examples,
-)
+from probes.command.view.page import EXAMPLES_PER_PAGE, RunCache, listed_examples
 from probes.command.view.runs import (
     MOST_EXAMPLES,
     RecordedTrace,
@@ -34,6 +28,7 @@ from probes.command.view.runs import (
     ViewError,
     step_tokens_key,
 )
+from probes.command.view.widgets import answered, labelled
 from probes.traces import valid_key, valid_steps
 
 STAGE = "pattern"

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, ctx, dcc, html
 
-from probes.command.view.page import RunCache, empty_figure, heatmap, labelled, one_line
+from probes.command.view.page import RunCache, empty_figure, heatmap
 from probes.command.view.runs import INPUT_KEYS, TARGET_KEY, ExampleSite, RecordedTrace, ViewError
 from probes.command.view.unit_orders import INDEX
+from probes.command.view.widgets import labelled, one_line
 
 STAGE = "side"
 PLACE = "page"
