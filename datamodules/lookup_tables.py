@@ -120,6 +120,13 @@ def check_lookup_folder(path: str | os.PathLike) -> Path:
 
 def _parse_line(line: str, where: str) -> Row:
     parts = line.split("\t")
+    unprintable = [c for c in "".join(parts) if not c.isprintable()]
+    if unprintable:
+        code = f"U+{ord(unprintable[0]):04X}" + (", NUL" if unprintable[0] == "\0" else "")
+        raise ValueError(
+            f"{where}: an unprintable character ({code}) inside the row, which would be trained "
+            f"on as part of a token: remove it or copy the file again, got {line!r}"
+        )
     if len(parts) == 3:
         source, target, attention = (part.split() for part in parts)
         steps = [int(a) if a.isdigit() else -1 for a in attention]

@@ -139,11 +139,29 @@ def _parse_line(line: str, where: str) -> Pair:
         command, actions = (part.strip() for part in line[4:].split(" OUT: ", 1))
         words, symbols = command.split(), actions.split()
         if words and symbols and set(words) <= set(INPUT_WORDS) and set(symbols) <= set(ACTIONS):
-            return " ".join(words), " ".join(symbols)
+            return _checked(" ".join(words), " ".join(symbols), where)
     raise ValueError(
         f"{where}: expected {ROW_FORMAT} with SCAN words "
         f"({' '.join(INPUT_WORDS)}) and actions ({' '.join(ACTIONS)}), got {line!r}"
     )
+
+
+def _checked(command: str, actions: str, where: str) -> Pair:
+    """The row, unless SCAN's grammar (:func:`interpret`) does not produce it: one ValueError
+    naming ``where``."""
+    try:
+        produced = interpret(command)
+    except ValueError:
+        raise ValueError(
+            f"{where}: {command!r} is not a command of SCAN's grammar (Lake & Baroni 2018): "
+            "correct or remove the row"
+        ) from None
+    if produced != actions:
+        raise ValueError(
+            f"{where}: SCAN's grammar gives {command!r} the actions {produced!r}, not "
+            f"{actions!r}: correct or remove the row"
+        )
+    return command, actions
 
 
 def read_scan_split(path: str | os.PathLike) -> dict[str, list[Pair]]:

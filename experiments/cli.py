@@ -6,7 +6,8 @@ overridden (`--trainer.max_epochs 5 --model.hidden_size 64`). Each run gets its 
 `<run.root>/<run.paper>/<run.variant>/seed=<seed>/` holding the resolved `config.yaml`,
 `checkpoints/`, `metrics.csv`, and the `traces/` and `weights/` of the recording callbacks.
 Metrics go to that CSV log and to Weights & Biases under the same names (offline unless the
-environment says `WANDB_MODE=online`). After `fit`, the best checkpoint is tested.
+environment says `WANDB_MODE=online`). After `fit`, the best checkpoint is tested (the last
+weights, with a note, where no validation ran to choose one).
 
 A run folder has one writer at a time (`RunFolderLock`, taken before anything is written, after
 every check). A fit resumed with `--ckpt_path` (a path, or `last`/`best`: the run's own
@@ -52,12 +53,14 @@ from experiments.resume import (
     received_arguments,
 )
 from lightning_modules.callbacks import RandomState, StepsInEpochs
-from lightning_modules.metrics_csv import RunMetricsCSV
+from lightning_modules.metrics_csv import RunMetricsCSV, kept_rows
 from storage import RunLayout
 from storage.files import (
+    FULL_DISK_ERRNOS,
     AtomicCheckpointIO,
     RunFileError,
     RunFolderLock,
+    delete_entry,
     load_checkpoint,
     read_own_text,
     recorded_entries,
@@ -167,12 +170,14 @@ class ExperimentCLI(LightningCLI):
         self.given_run_dir = run_dir
         self.trusted_classes = list(trusted_classes)
         self.resume_checkpoint: dict | None = None
+        self.fresh_run_dir: Path | None = None  # the empty run folder a fresh fit writes
         try:
             super().__init__(LightningModule, LightningDataModule, *args, **kwargs)
-        except BaseException:  # KeyboardInterrupt too (Lightning ends it as SystemExit)
-            if self.replacing is not None:
-                stop_wandb_run()
-                restore_old_run(self.replacing)
+        except BaseException as error:  # KeyboardInterrupt too (Lightning ends it as SystemExit)
+            full = isinstance(error, OSError) and error.errno in FULL_DISK_ERRNOS
+            settled = self._settle_failed_command()
+            if full and self.run_lock is not None:
+                raise RunFileError(self._full_disk(error.filename, settled)) from None
             raise
         else:
             if self.replacing is not None:
@@ -180,6 +185,49 @@ class ExperimentCLI(LightningCLI):
         finally:
             if self.run_lock is not None:
                 self.run_lock.release()
+
+    def _settle_failed_command(self) -> str:
+        """After a failed command: put back the run a replacing fit held aside (`restored`), or
+        delete what a fresh fit wrote if it wrote no checkpoint (`removed`: nothing to resume,
+        and the folder as it was lets a fresh fit start); else `resumable` (a `last.ckpt`) or
+        `kept`."""
+        if self.replacing is not None:
+            stop_wandb_run()
+            restore_old_run(self.replacing)
+            return "restored"
+        run_dir = self.fresh_run_dir
+        trainer = getattr(self, "trainer", None)
+        writes_checkpoints = trainer is None or bool(trainer.checkpoint_callbacks)
+        if run_dir is not None and writes_checkpoints and not any(run_dir.rglob("*.ckpt")):
+            stop_wandb_run()  # its service would write on into the run's wandb/
+            for entry in recorded_entries(run_dir):
+                delete_entry(entry)
+            return "removed"
+        if self.run_lock is not None and RunLayout(self.run_dir()).checkpoint("last").is_file():
+            return "resumable"
+        return "kept"
+
+    def _full_disk(self, written: str | None, settled: str) -> str:
+        """The one line of a command stopped by a full disk, with what to do once space is free."""
+        run_dir = self.run_dir()
+        if written and Path(written).is_relative_to(run_dir):
+            written = str(Path(written).relative_to(run_dir))
+        fix = {
+            "restored": "the run it was replacing is back as it was; free some space, then start "
+            "the fit again",
+            "removed": "the fit had written no checkpoint, so the folder is left as it was; free "
+            "some space, then start the fit again",
+            "resumable": "free some space, then resume the run with python -m experiments fit "
+            f"--resume {run_dir}",
+            "kept": "it has no checkpoints/last.ckpt to resume from; free some space, then train "
+            "it again with --run.replace true",
+        }[settled]
+        if self.config.get("subcommand") != "fit":
+            fix = "free some space, then run the command again"
+        return (
+            f"the disk holding {run_dir} is full (no space left on the disk writing "
+            f"{written or 'the run folder'}): {fix}."
+        )
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument(
@@ -252,12 +300,16 @@ class ExperimentCLI(LightningCLI):
         recorded = recorded_entries(run_dir) if fresh_fit else []
         if recorded and not self._config().run.replace:
             names = ", ".join(p.name for p in recorded[:4])
+            resume = f"resume it (python -m experiments fit --resume {run_dir}), "
+            if not RunLayout(run_dir).checkpoint("last").is_file():
+                resume = "it has no checkpoints/last.ckpt to resume from: "
             raise RunFileError(
-                f"{run_dir} already holds a run ({names}): resume it (python -m experiments fit "
-                f"--resume {run_dir}), write another run (--run.variant or --seed_everything), "
-                "or replace it whole (--run.replace true)."
+                f"{run_dir} already holds a run ({names}): {resume}write another run "
+                "(--run.variant or --seed_everything), or replace it whole (--run.replace true)."
             )
         self.run_lock.claim()
+        if fresh_fit and not recorded:
+            self.fresh_run_dir = run_dir
         if recorded:
             hold_old_run(run_dir)
             self.replacing = run_dir
@@ -275,6 +327,10 @@ class ExperimentCLI(LightningCLI):
         trainer.callbacks.append(StepsInEpochs())  # ...also when it counts steps
         if self.resume_checkpoint is not None:
             check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
+        if self.config.get("subcommand") == "fit":
+            check_checkpoint_folders(trainer, run_dir)
+            if own_loggers and self.resume_step > 0:  # its metrics.csv is read as it resumes
+                kept_rows(str(RunLayout(run_dir).metrics), self.resume_step)
         # Everything up to here only read; from here on rank zero writes the run folder (the
         # other processes of a multi-process fit, started by Lightning, write nothing of it).
         rank_zero = trainer.node_rank == 0 and trainer.local_rank == 0
@@ -287,9 +343,40 @@ class ExperimentCLI(LightningCLI):
         return trainer
 
     def after_fit(self) -> None:
-        if self.trainer.checkpoint_callback and self.trainer.checkpoint_callback.best_model_path:
+        """Test the best checkpoint; where the fit saved none (no validation ran, or none gave
+        the monitored metric a value), say so in one line and test the last weights."""
+        checkpoint = self.trainer.checkpoint_callback
+        if checkpoint and checkpoint.best_model_path:
             self.trainer.test(
                 self.model, datamodule=self.datamodule, ckpt_path="best", weights_only=True
+            )
+        elif checkpoint:
+            why = (
+                f"no validation gave {checkpoint.monitor} a value"
+                if checkpoint.monitor in self.trainer.callback_metrics
+                else "no validation ran (see --trainer.val_check_interval, "
+                "check_val_every_n_epoch, limit_val_batches and max_epochs)"
+            )
+            print(
+                f"note: {why}, so the fit saved no best checkpoint or traces at it: tested the "
+                "last weights instead.",
+                file=sys.stderr,
+            )
+            self.trainer.test(self.model, datamodule=self.datamodule)
+
+
+def check_checkpoint_folders(trainer, run_dir: Path) -> None:
+    """Refuse a `ModelCheckpoint` whose `dirpath` lies outside the run folder: a run keeps its
+    checkpoints in itself, where a resumed, copied or replaced run finds them."""
+    inside = os.path.realpath(run_dir)
+    for callback in trainer.checkpoint_callbacks:
+        folder = getattr(callback, "dirpath", None)
+        if folder and os.path.commonpath([inside, os.path.realpath(folder)]) != inside:
+            raise RunFileError(
+                f"ModelCheckpoint's dirpath {folder} is outside the run folder {run_dir}: a run "
+                "keeps its checkpoints in itself, where a resumed or copied run finds them; "
+                f"remove dirpath from the callback (its checkpoints then go to {run_dir}/"
+                "checkpoints) or give a folder inside the run."
             )
 
 
@@ -355,7 +442,8 @@ def main(args: list[str] | None = None) -> None:
         ExperimentCLI(args=arguments, run_dir=run_dir, trusted_classes=trusted)
     except SIGTERMException:  # Lightning's own SystemExit(None) ends with status 0, as if done
         print("stopped by SIGTERM before the fit ended: continue it with python -m experiments "
-              "fit --resume RUN", file=sys.stderr)  # fmt: skip
+              "fit --resume RUN (a fit stopped before its first checkpoint left its folder as "
+              "it was: start it again)", file=sys.stderr)  # fmt: skip
         raise SystemExit(128 + signal.SIGTERM) from None
     except (RunFileError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -21,7 +21,7 @@ from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.loggers.csv_logs import ExperimentWriter
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 
-from storage.files import open_own, write_atomic, write_text_atomic
+from storage.files import RunFileError, as_full_disk, open_own, write_atomic, write_text_atomic
 
 
 def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
@@ -33,15 +33,16 @@ def _csv_text(rows: list[dict], keys: list[str], header: bool) -> str:
     return text.getvalue()
 
 
-def _read_csv(path: str) -> tuple[list[str], list[dict]]:
-    """The header and rows of the CSV file at `path` (none if there is no file), as Lightning or a
-    spreadsheet saved it (a byte-order mark and CRLF line ends are read as plain text); never
-    read through a symbolic link."""
+def _read_csv(path: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """The header and rows (each with the line it ends on) of the CSV file at `path` (none if
+    there is no file), as Lightning or a spreadsheet saved it (a byte-order mark and CRLF line
+    ends are read as plain text); never read through a symbolic link."""
     if not os.path.lexists(path):
         return [], []
     with os.fdopen(open_own(path, os.O_RDONLY), newline="", encoding="utf-8-sig") as file:
         reader = csv.DictReader(file)
-        return list(reader.fieldnames or []), list(reader)
+        rows = [(reader.line_num, row) for row in reader]
+        return list(reader.fieldnames or []), rows
 
 
 class _MetricsWriter(ExperimentWriter):
@@ -51,8 +52,7 @@ class _MetricsWriter(ExperimentWriter):
         super().__init__(log_dir)  # Lightning's `_check_log_dir_exists` is a no-op below
         kept: list[dict] = []
         if keep_before_step > 0:
-            self.metrics_keys, rows = _read_csv(self.metrics_file_path)
-            kept = [row for row in rows if _step(row) < keep_before_step]
+            self.metrics_keys, kept = kept_rows(self.metrics_file_path, keep_before_step)
         if self.metrics_keys:
             write_text_atomic(self.metrics_file_path, _csv_text(kept, self.metrics_keys, True))
         elif os.path.isfile(self.metrics_file_path):
@@ -73,18 +73,38 @@ class _MetricsWriter(ExperimentWriter):
             return
         if self._record_new_keys() or not os.path.isfile(self.metrics_file_path):
             _, rows = _read_csv(self.metrics_file_path)
-            text = _csv_text(rows + self.metrics, self.metrics_keys, True)
+            text = _csv_text([row for _, row in rows] + self.metrics, self.metrics_keys, True)
             write_text_atomic(self.metrics_file_path, text)
         else:
             _append(self.metrics_file_path, _csv_text(self.metrics, self.metrics_keys, False))
         self.metrics = []
 
 
-def _step(row: dict) -> float:
-    try:
-        return float(row.get("step") or math.inf)
-    except ValueError:
-        return math.inf
+def kept_rows(path: str, keep_before_step: float) -> tuple[list[str], list[dict]]:
+    """The header of the `metrics.csv` at `path` and its rows logged before `keep_before_step`
+    (all of them for `math.inf`). A row whose step is not a number is one `RunFileError` naming
+    its line: where it stands against a checkpoint's step is unknown, so it is neither dropped
+    (it would be lost) nor kept (it could be logged twice)."""
+    keys, rows = _read_csv(path)
+    if keep_before_step == math.inf:
+        return keys, [row for _, row in rows]
+    kept = []
+    for line, row in rows:
+        cell = (row.get("step") or "").strip()
+        try:
+            step = float(cell)
+        except ValueError:
+            step = math.nan
+        if not math.isfinite(step):
+            held = f"step {cell!r}, not a number" if cell else "no step"
+            raise RunFileError(
+                f"{path}, line {line} has {held}: a resumed fit keeps the rows logged before its "
+                "checkpoint's step; write the row's step (its global step, as in the rows around "
+                "it) or delete the row, then resume again."
+            )
+        if step < keep_before_step:
+            kept.append(row)
+    return keys, kept
 
 
 def _append(path: str, text: str) -> None:
@@ -96,8 +116,11 @@ def _append(path: str, text: str) -> None:
         try:
             if os.write(handle, data) != len(data):
                 raise OSError(f"short write to {path}")
-        except BaseException:
+        except BaseException as error:
             os.ftruncate(handle, size)
+            full = as_full_disk(error, path)
+            if full is not None:
+                raise full from None
             raise
     finally:
         os.close(handle)

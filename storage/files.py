@@ -1,6 +1,7 @@
 """Files of a run folder, written atomically: a temporary file in the same folder, then a rename.
 
-An interrupted run therefore never leaves a half-written file that looks whole. Arrays go to
+An interrupted run therefore never leaves a half-written file that looks whole, and a full disk
+is one `OSError(ENOSPC)` naming the file (`as_full_disk`). Arrays go to
 safetensors (memory-mappable, no pickle); checkpoints are read with `weights_only=True`. A written
 file gets the permissions of the process's umask, like any file the user creates. `RunFolderLock`
 keeps a second process from writing into a run folder that one is writing.
@@ -101,19 +102,57 @@ def write_atomic(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     (`tempfile.mkstemp` makes 0600 files, which a colleague sharing the run folder cannot read).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = str(path.parent / f".{path.name}.{secrets.token_hex(TOKEN_BYTES)}.tmp")
-    handle = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except OSError as error:
+        full = as_full_disk(error, path)
+        if full is not None:
+            raise full from None
+        raise
     mode = os.fstat(handle).st_mode & 0o777  # 0666 less the umask
     os.close(handle)
     try:
         write(temporary)
         os.chmod(temporary, mode)  # a writer that recreates the file (safetensors) makes it 0600
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
+        full = as_full_disk(error, path)  # read while the temporary file still holds its space
         Path(temporary).unlink(missing_ok=True)
+        if full is not None:
+            raise full from None
         raise
     return path
+
+
+FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+FULL_DISK_TEXTS = ("No space left on device", "Disk quota exceeded")
+FULL_BELOW_BYTES = 1 << 20
+"""A disk with less free space than this is full for a run (a checkpoint takes more)."""
+
+
+def as_full_disk(error: BaseException, path: str | os.PathLike) -> OSError | None:
+    """`OSError(ENOSPC, ..., path)` if `error`, raised writing `path`, means that its disk is
+    full, else None: an OSError of a full disk or exceeded quota, a writer's error that says so
+    in words (safetensors'), or any other error of a writer while the disk holding `path` has
+    under `FULL_BELOW_BYTES` free (torch's C++ writer raises `basic_ios::clear` or
+    `unexpected pos`, without an errno, when the disk fills)."""
+    if isinstance(error, OSError):
+        full = error.errno in FULL_DISK_ERRNOS
+    elif isinstance(error, Exception):
+        full = any(text in str(error) for text in FULL_DISK_TEXTS) or _nearly_full(path)
+    else:
+        full = False  # KeyboardInterrupt, SystemExit
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) if full else None
+
+
+def _nearly_full(path: str | os.PathLike) -> bool:
+    try:
+        stats = os.statvfs(Path(path).parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < FULL_BELOW_BYTES
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
@@ -175,6 +214,13 @@ def _rebased(state: object, rebase: Callable[[str], str]) -> object:
     return state
 
 
+def _save_to_file(checkpoint: dict, path: str) -> None:
+    """`torch.save` through a Python file, whose writes raise an OSError with the errno of a full
+    disk (torch's own writer to a path raises a RuntimeError without one)."""
+    with open(path, "wb") as file:
+        torch.save(checkpoint, file)
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning checkpoints written to a temporary file and renamed into place, read with
     `load_checkpoint`. With `run_dir`, the paths `ModelCheckpoint` keeps in a checkpoint (its
@@ -203,7 +249,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
         checkpoint = self._with_paths(checkpoint, self._relative)
-        write_atomic(path, lambda temporary: torch.save(checkpoint, temporary))
+        write_atomic(path, lambda temporary: _save_to_file(checkpoint, temporary))
 
     def load_checkpoint(self, path, map_location=None, weights_only=None):
         return self._with_paths(load_checkpoint(path), self._absolute)
