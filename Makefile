@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.paper4_training
 	$(BIN)/python -m benchmarks.paper4_scales
 	$(BIN)/python -m benchmarks.attach
+	$(BIN)/python -m benchmarks.start_up
 	$(BIN)/python -m benchmarks.view  # writes, then deletes, a 1 GiB trace in /tmp
 	$(BIN)/python -m benchmarks.probes  # needs the runs of `make reproduce-paper1`
 

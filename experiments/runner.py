@@ -40,6 +40,8 @@ from experiments.committed import (
     refuse_deleting_committed,
     write_build,
 )
+from experiments.engine.cli import reproduction_parser
+from experiments.engine.shard import Shard
 from experiments.report import Claim, log_to_wandb, verdict_line, write_report
 from experiments.rule_dates import ReportHistory, dated, dates_section
 from experiments.sittings import (
@@ -51,7 +53,6 @@ from experiments.sittings import (
 )
 from storage import RunLayout
 from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
-from storage.layout import RUNS_ENV, default_run_root
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
@@ -403,41 +404,6 @@ def run_in_threads(task: Callable[[Hashable], None], keys: list[Hashable], jobs:
                 worker.join(SIGNAL_CHECK)
 
 
-@dataclass(frozen=True)
-class Shard:
-    """`--shard i/n`: the i-th of n disjoint parts of a reproduction's runs, for n machines.
-
-    Runs are split by group (a paper's choice: paper 1 splits by seed, since section 5's
-    retrains start from the models of their own seed, so no shard needs another's checkpoints).
-    The j-th group of the paper's fixed list (from 0) belongs to shard j mod n + 1: every group is
-    in exactly one shard, and the same plan always splits the same way."""
-
-    index: int = 1
-    count: int = 1
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        parts = text.split("/")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is not i/n: write e.g. 2/4 for the second of four shards"
-            )
-        index, count = map(int, parts)
-        if not 1 <= index <= count:
-            raise argparse.ArgumentTypeError(f"{text}: i must be from 1 to n")
-        return cls(index, count)
-
-    def keeps(self, group: Hashable, groups: Sequence[Hashable]) -> bool:
-        return list(groups).index(group) % self.count == self.index - 1
-
-    @property
-    def whole(self) -> bool:
-        return self.count == 1
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
 class SittingError(RuntimeError):
     """A sitting asked for what it cannot do (a run missing from the merged run roots, a
     split of a reproduction without per-run measurements): one line to the user."""
@@ -493,49 +459,6 @@ def gather_measurements(paper: str, roots: Sequence[Path], target: Path) -> int:
         if source.resolve() != (target / relative).resolve():
             write_text_atomic(target / relative, source.read_text())
     return len(copied)
-
-
-def reproduction_parser(
-    description: str, scales: Sequence[str], out: str
-) -> argparse.ArgumentParser:
-    """The options every `python -m experiments.paperN` takes (`out`: reports/paperN)."""
-    parser = argparse.ArgumentParser(
-        prog=f"python -m experiments.{Path(out).name}", description=description
-    )
-    parser.add_argument(
-        "--scale", choices=sorted(scales), default=os.environ.get("SCALE") or "default"
-    )
-    parser.add_argument(
-        "--runs", type=Path, default=Path(default_run_root()),
-        help=f"root of run folders (default: ${RUNS_ENV}, else runs)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--out", type=Path, default=None,
-        help=f"where the report goes (default: {out} at the committed report's scale, else "
-        f"<runs>/reports/{Path(out).name}/<scale>)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--replace-report", action="store_true",
-        help="write over a report of another scale in --out (never done otherwise)",
-    )  # fmt: skip
-    parser.add_argument("--jobs", type=int, default=2, help="runs trained at a time")
-    parser.add_argument(
-        "--reuse-runs",
-        action="store_true",
-        help="keep finished runs whose command.txt matches instead of training them again, and "
-        "resume interrupted ones of the same command from their last.ckpt",
-    )
-    parser.add_argument(
-        "--shard", type=Shard.parse, default=Shard(), metavar="I/N",
-        help="train and measure only the I-th of N disjoint parts of the runs (one machine "
-        "each); no report: gather the run roots with --merge",
-    )  # fmt: skip
-    parser.add_argument(
-        "--merge", type=Path, nargs="+", default=(), metavar="ROOT",
-        help="gather the measurements of the runs in these run roots (the shards') into --runs "
-        "and write the report from them; nothing is trained",
-    )  # fmt: skip
-    return parser
 
 
 def sitting_of(args: argparse.Namespace, paper: str) -> Sitting:

@@ -43,7 +43,7 @@ def this_machine() -> str:
     cores this process may use. Asking torch whether it sees a GPU starts no CUDA context."""
     import torch  # here, so that reading sittings needs neither torch nor the probe command
 
-    from probes.command.cli import core_share
+    from probes.command.run import core_share
 
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"

@@ -3,28 +3,28 @@ lock (:mod:`storage.files`), the one definition of a run folder's layout (:mod:`
 the reader of a run folder (:mod:`storage.run_folder`), a fit's replacement of the run in its
 folder as one transaction (:mod:`storage.replacement`) and the check that a class path read from a
 file is trusted (:mod:`storage.trusted_classes`). It imports no other package of the suite (the
-trusted classes are imported by path, when a run is rebuilt)."""
+trusted classes are imported by path, when a run is rebuilt).
 
-from storage.files import (
-    AtomicCheckpointIO,
-    RunFileError,
-    RunFolderLock,
-    load_checkpoint,
-    save_tensors_atomic,
-    write_atomic,
-    write_text_atomic,
-)
-from storage.layout import RunLayout
-from storage.run_folder import RunFolder
+The names below are imported from their modules when first used, so that a command reading only
+the layout (`storage.layout`) does not import torch's checkpoint machinery or Lightning."""
 
-__all__ = [
-    "AtomicCheckpointIO",
-    "RunFileError",
-    "RunFolder",
-    "RunFolderLock",
-    "RunLayout",
-    "load_checkpoint",
-    "save_tensors_atomic",
-    "write_atomic",
-    "write_text_atomic",
-]
+from importlib import import_module
+
+_HOMES = {
+    "AtomicCheckpointIO": "storage.files",
+    "RunFileError": "storage.files",
+    "RunFolderLock": "storage.files",
+    "load_checkpoint": "storage.files",
+    "save_tensors_atomic": "storage.files",
+    "write_atomic": "storage.files",
+    "write_text_atomic": "storage.files",
+    "RunLayout": "storage.layout",
+    "RunFolder": "storage.run_folder",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'storage' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

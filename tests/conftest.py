@@ -10,7 +10,7 @@ os.environ["WANDB_MODE"] = "disabled"
 # threads each on two cores spend their time waiting on each other).
 _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _workers > 1:
-    from probes.command.cli import core_share
+    from probes.command.run import core_share
 
     _threads = core_share(_workers)
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(_threads)

@@ -201,7 +201,7 @@ def test_a_model_class_named_with_trust_class_is_rebuilt(tmp_path, monkeypatch):
 
     command = ["pruning", "--runs", str(run_dir), "--out", str(tmp_path),
                "--trust-class", "user_models.UserModel"]  # fmt: skip
-    trusted = parser().parse_args(command).trust_class
+    trusted = parser(command).parse_args(command).trust_class
     model = RunFolder(run_dir, trusted).model()
     assert torch.equal(model.layer.weight, weights["layer.weight"])
     sys.modules.pop("user_models", None)

@@ -264,9 +264,10 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
     """`--shard i/n` of paper 1: every model and retrain in exactly one shard, and each retrain
     (substitution or pruning) in the shard of the models of its seed, whose checkpoints it
     starts from."""
+    from experiments.engine.shard import Shard
     from experiments.paper1 import runs
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Shard, Sitting
+    from experiments.runner import Sitting
 
     def planned(tasks, jobs, describe, done_before, label=None):
         return {key: {"pruning": {"removed": {}}} for key in tasks}  # no task is run

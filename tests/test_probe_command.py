@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import torch
 
-import probes.command.cli
+import probes.command.run
 from probes.command.cli import main
 from storage.files import save_tensors_atomic
 from tests.test_probes import TABLES, UNITS, planted_gru
@@ -295,7 +295,7 @@ def test_unwritable_out_or_cache_is_one_error_before_any_work(
 
         monkeypatch.setattr(Path, "mkdir", read_only)
     logged = []
-    monkeypatch.setattr(probes.command.cli, "log_to_wandb", lambda *a, **k: logged.append(a))
+    monkeypatch.setattr(probes.command.run, "log_to_wandb", lambda *a, **k: logged.append(a))
     monkeypatch.setenv("WANDB_MODE", "offline")
     before = sorted(tmp_path.rglob("*"))
     status = probe("functional-group", "--runs", f"{runs}/a/seed=1", "--out", out,

@@ -218,7 +218,7 @@ def test_shards_split_the_groups_disjointly_and_stably():
     shards i/2n and (i+n)/2n together; bad specs name the form to write."""
     import argparse
 
-    from experiments.runner import Shard
+    from experiments.engine.shard import Shard
 
     groups = [("gru", 0), ("gru", 1), ("lstm", 0), ("two", 0), ("gru", 2)]
     for count in (1, 2, 3, 7):

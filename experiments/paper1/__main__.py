@@ -1,3 +1,4 @@
-from experiments.paper1.reproduce import main
+from experiments.engine.cli import run_main
+from experiments.paper1.scales import command_line
 
-main()
+run_main(command_line, "experiments.paper1.reproduce")

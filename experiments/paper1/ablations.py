@@ -22,6 +22,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from experiments.paper1.scales import COMPONENTS  # noqa: E402
 from experiments.report import (  # noqa: E402
     CLOSE,
     Claim,
@@ -38,16 +39,6 @@ from probes.interventions import pruned_units, split_accuracy  # noqa: E402
 from storage import RunLayout  # noqa: E402
 from storage.run_folder import RunFolder
 
-COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
-    "Encoder": ["encoder_embedding", "encoder"],
-    "Encoder Emb": ["encoder_embedding"],
-    "Encoder W_ih": ["encoder.weight_ih_l0", "encoder.bias_ih_l0"],
-    "Encoder W_hh": ["encoder.weight_hh_l0", "encoder.bias_hh_l0"],
-    "Decoder": ["decoder_embedding", "decoder", "attention", "full_focus", "output"],
-    "Decoder Emb": ["decoder_embedding"],
-    "Decoder W_ih": ["decoder.weight_ih_l0", "decoder.bias_ih_l0"],
-    "Decoder W_hh": ["decoder.weight_hh_l0", "decoder.bias_hh_l0"],
-}
 OPPOSITE = {"guided": "baseline", "baseline": "guided"}
 
 

@@ -55,11 +55,11 @@ from experiments.paper1.scales import (
     DATA_CHANGED,
     EARLIER,
     FOOTNOTE1,
-    OPTIONAL,
     PAPER,
     SCALES,
     SELECTIONS,
     VARIANTS,
+    command_line,
     our_values,
 )
 from experiments.paper1.shapley import footnote5_claims, footnote5_text
@@ -87,7 +87,6 @@ from experiments.runner import (
     kept_note,
     publish,
     reproduction_main,
-    reproduction_parser,
 )
 
 GATE_READING = (
@@ -456,13 +455,7 @@ Units kept: {kept_units}.
 
 
 def main(argv: list[str] | None = None) -> list[Claim]:
-    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper1")
-    parser.add_argument(
-        "--add-measurements", nargs="+", choices=sorted(OPTIONAL), default=(), metavar="GROUP",
-        help="measure these groups on kept runs (--reuse-runs) whose measurements lack them, from "
-        "the run folder or, where it is gone, by training the run again from its command: "
-        + "; ".join(f"{name}: {what}" for name, what in OPTIONAL.items()),
-    )  # fmt: skip
+    parser = command_line()
     args = parser.parse_args(argv)
     SCALES[args.scale] = dataclasses.replace(SCALES[args.scale],
                                              added=tuple(args.add_measurements))  # fmt: skip

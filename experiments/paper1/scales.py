@@ -3,17 +3,28 @@ paper's values, and the scales of the reproduction."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.paper1.ablations import COMPONENTS
+from experiments.engine.cli import reproduction_parser
 from storage import RunLayout
 
 CONFIGS = Path(__file__).parents[1] / "configs" / "paper1"
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper1.json").read_text())
 SPLITS: list[str] = PAPER["splits"]
 ABBREVIATION: dict[str, str] = PAPER["split_abbreviations"]
+COMPONENTS = {  # Table 4's components -> parameter names or prefixes (i-machine-think's modules)
+    "Encoder": ["encoder_embedding", "encoder"],
+    "Encoder Emb": ["encoder_embedding"],
+    "Encoder W_ih": ["encoder.weight_ih_l0", "encoder.bias_ih_l0"],
+    "Encoder W_hh": ["encoder.weight_hh_l0", "encoder.bias_hh_l0"],
+    "Decoder": ["decoder_embedding", "decoder", "attention", "full_focus", "output"],
+    "Decoder Emb": ["decoder_embedding"],
+    "Decoder W_ih": ["decoder.weight_ih_l0", "decoder.bias_ih_l0"],
+    "Decoder W_hh": ["decoder.weight_hh_l0", "decoder.bias_hh_l0"],
+}
 VARIANTS = ("baseline", "guided")
 SEEDS = (1, 2, 3, 4, 5)
 """The paper's five models of each variant (Tables 5-6); a scale may train the first few only
@@ -140,3 +151,19 @@ def our_values(
 
 def run_dir(root: Path, variant: str, seed: int) -> Path:
     return RunLayout.of(root, "paper1", variant, seed).path
+
+
+def command_line() -> argparse.ArgumentParser:
+    """`python -m experiments.paper1`'s options (built without importing the reproduction)."""
+    parser = reproduction_parser(
+        "`make reproduce-paper1`: Baan et al. 2019, \"On the Realization of Compositionality in "
+        "Neural Networks\", every table and figure of sections 2-5 and Appendix A.",
+        SCALES, "reports/paper1",
+    )  # fmt: skip
+    parser.add_argument(
+        "--add-measurements", nargs="+", choices=sorted(OPTIONAL), default=(), metavar="GROUP",
+        help="measure these groups on kept runs (--reuse-runs) whose measurements lack them, from "
+        "the run folder or, where it is gone, by training the run again from its command: "
+        + "; ".join(f"{name}: {what}" for name, what in OPTIONAL.items()),
+    )  # fmt: skip
+    return parser

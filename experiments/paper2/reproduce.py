@@ -52,6 +52,7 @@ from experiments.paper2.scales import (
     UNTRAINED,
     Scale,
     Setting,
+    command_line,
     epoch_tag,
     figure1_settings,
     figure2_cell,
@@ -67,7 +68,6 @@ from experiments.runner import (
     kept_note,
     publish,
     reproduction_main,
-    reproduction_parser,
 )
 
 EARLIER = Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_before_issue35.json"
@@ -239,16 +239,7 @@ def paper2_figures(values: dict, measured: dict, scale: Scale, folder: Path) -> 
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
-    parser = reproduction_parser(__doc__.split("\n\n")[0], SCALES, "reports/paper2")
-    parser.add_argument(
-        "--conduit-copies", type=int, nargs="+", default=None,
-        help="readings of m in 4.2's predictable setting, the primary first (default: the "
-        "scale's; default and paper scales: 1000 100)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--seeds", type=int, nargs="+", default=None,
-        help="seeds, one run per setting each (default: the scale's; default and paper: 0 1 2)",
-    )  # fmt: skip
+    parser = command_line()
     args = parser.parse_args(argv)
     changes = {"conduit_copies": args.conduit_copies, "seeds": args.seeds}
     SCALES[args.scale] = replace(SCALES[args.scale],

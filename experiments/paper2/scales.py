@@ -8,9 +8,11 @@ for 2 CPU cores over several invocations (`--reuse-runs` resumes); `small` = 100
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.engine.cli import reproduction_parser
 from storage.layout import UNTRAINED
 
 CONFIG = Path(__file__).parents[1] / "configs" / "paper2" / "language_model.yaml"
@@ -203,3 +205,22 @@ def read_tags(setting: Setting, scale: Scale) -> list[tuple[list[str], list[str]
     if setting.conduit_length == max(scale.conduit_lengths):
         return [(figures, None), (every_epoch, ["prefix=0", whole])]
     return [(figures, None)]
+
+
+def command_line() -> argparse.ArgumentParser:
+    """`python -m experiments.paper2`'s options (built without importing the reproduction)."""
+    parser = reproduction_parser(
+        "`make reproduce-paper2`: \"Do LSTMs Learn Compositionally?\", Figures 1-3 and every "
+        "finding of sections 4.1, 4.2 and 5, with contextual decomposition (CD) over training.",
+        SCALES, "reports/paper2",
+    )  # fmt: skip
+    parser.add_argument(
+        "--conduit-copies", type=int, nargs="+", default=None,
+        help="readings of m in 4.2's predictable setting, the primary first (default: the "
+        "scale's; default and paper scales: 1000 100)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=None,
+        help="seeds, one run per setting each (default: the scale's; default and paper: 0 1 2)",
+    )  # fmt: skip
+    return parser

@@ -17,7 +17,7 @@ from experiments.paper3.claims import (
 from experiments.paper3.images_report import authors_images_section, images_figures, readings_table
 from experiments.paper3.report import paper3_figures, report_text
 from experiments.paper3.runs import measure_all
-from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, variant
+from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, command_line, variant
 from experiments.paper3.scan_authors import authors_measured, authors_tables
 from experiments.paper3.scan_report import scan_authors_figures, scan_authors_section
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
@@ -86,7 +86,6 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
-    return reproduction_main(
-        "Reproduce paper 3 (Gradient Descent Resists Compositionality).", SCALES,
-        "reports/paper3", reproduce, argv,
-    )  # fmt: skip
+    parser = command_line()
+    return reproduction_main(parser.description, SCALES, "reports/paper3", reproduce, argv,
+                             parser)  # fmt: skip

@@ -17,9 +17,12 @@ at every scale but `smoke`.
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from experiments.engine.cli import reproduction_parser
 
 CONFIGS = Path(__file__).parents[1] / "configs" / "paper3"
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper3.json").read_text())
@@ -106,3 +109,10 @@ SCALES = {
 
 def variant(experiment: str, setting: str) -> str:
     return f"{experiment}_{setting}"
+
+
+def command_line() -> argparse.ArgumentParser:
+    """`python -m experiments.paper3`'s options (built without importing the reproduction)."""
+    return reproduction_parser(
+        "Reproduce paper 3 (Gradient Descent Resists Compositionality).", SCALES, "reports/paper3"
+    )

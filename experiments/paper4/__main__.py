@@ -1,3 +1,4 @@
-from experiments.paper4.reproduce import main
+from experiments.engine.cli import run_main
+from experiments.paper4.scales import command_line
 
-main()
+run_main(command_line, "experiments.paper4.reproduce")

@@ -27,7 +27,7 @@ from experiments.paper4.report import (
     training_table,
 )
 from experiments.paper4.runs import measure_all
-from experiments.paper4.scales import SCALES, VARIANTS
+from experiments.paper4.scales import SCALES, VARIANTS, command_line
 from experiments.paper4.untrained import judged_claims, null_text
 from experiments.report import Claim, claims_frame, with_earlier
 from experiments.runner import (
@@ -36,7 +36,6 @@ from experiments.runner import (
     keep_beside_report,
     publish,
     reproduction_main,
-    reproduction_parser,
 )
 
 EARLIER_VERDICTS = (
@@ -124,16 +123,7 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
 
 
 def main(argv: list[str] | None = None) -> list[Claim]:
-    parser = reproduction_parser(
-        "Reproduce paper 4 (Exposing the Functionalities of Neurons for GRU Seq2Seq).",
-        SCALES, "reports/paper4",
-    )  # fmt: skip
-    parser.add_argument(
-        "--measure-untrained", action="store_true",
-        help="with --reuse-runs: also measure the untrained weights (issue 29's null model) of "
-        "runs whose kept measurements predate them, from their run folder or, where it is gone, "
-        "rebuilt from their seed (a one-batch fit in a scratch folder); nothing is trained again",
-    )  # fmt: skip
+    parser = command_line()
     args = parser.parse_args(argv)
     if args.measure_untrained:
         SCALES[args.scale] = replace(SCALES[args.scale], untrained_of_kept_runs=True)

@@ -7,8 +7,11 @@ time so that the reproduction finishes on 2 CPU cores; `smoke` is a minute-long 
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from experiments.engine.cli import reproduction_parser
 
 CONFIGS = Path(__file__).parents[1] / "configs" / "paper4"
 VARIANTS = {
@@ -112,3 +115,18 @@ SCALES = {
         ),
     ),  # fmt: skip
 }
+
+
+def command_line() -> argparse.ArgumentParser:
+    """`python -m experiments.paper4`'s options (built without importing the reproduction)."""
+    parser = reproduction_parser(
+        "Reproduce paper 4 (Exposing the Functionalities of Neurons for GRU Seq2Seq).",
+        SCALES, "reports/paper4",
+    )  # fmt: skip
+    parser.add_argument(
+        "--measure-untrained", action="store_true",
+        help="with --reuse-runs: also measure the untrained weights (the null model) of runs "
+        "whose kept measurements predate them, from their run folder or, where it is gone, "
+        "rebuilt from their seed (a one-batch fit in a scratch folder); nothing is trained again",
+    )  # fmt: skip
+    return parser

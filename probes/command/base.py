@@ -23,11 +23,11 @@ from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from lightning_modules.callbacks import pad_and_concatenate
+from probes.command.registry import ProbeCard
 from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
 from storage.files import RunFileError
 from storage.run_folder import RunFolder, safetensors_keys, tag_order
 
-PAPER1 = "paper 1 (Baan et al. 2019)"
 PAPER1_TEST_SPLITS = list(TEST_SPLITS)  # the lookup-table task's four test sets
 PAPER1_SPLITS = list(SPLITS)  # and train and validation: the co-authors' `*_all.pt` activations
 PAPER1_GATES = list(PAPER1_GATE_SITES)
@@ -62,12 +62,22 @@ class RunProbe:
 
     reads_recorded = False
 
-    name: str
-    paper: str
-    purpose: str
+    card: ProbeCard  # its line of `probes.command.registry`, set when the registry loads it
     details: str = ""
     options: type
     version = 1  # bump when the rows change for the same inputs
+
+    @property
+    def name(self) -> str:
+        return self.card.name
+
+    @property
+    def paper(self) -> str:
+        return self.card.paper
+
+    @property
+    def purpose(self) -> str:
+        return self.card.purpose
 
     def validate(self, options) -> None:
         """Raise `ValueError` naming a bad option."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from probes.command.base import PAPER1, WeightProbe, convention_option, grouped, option
+from probes.command.base import WeightProbe, convention_option, grouped, option
 from probes.command.outputs import pyplot, save_figure
 from probes.weights import connectivity, gate_weights
 from storage.files import RunFileError
@@ -62,9 +62,6 @@ def parsed_matrix(text: str) -> Matrix:
 
 
 class ConnectivityProbe(WeightProbe):
-    name = "connectivity"
-    paper = f"{PAPER1}, section 3"
-    purpose = "weight heat maps and connectivity graphs of the gate weights"
     details = (
         "Neurons are nodes and weights with |w| >= THRESHOLD are edges (section 3.2). One row per "
         "run, checkpoint and matrix: the share of weights kept, connected neurons on SIDE, the "

@@ -26,7 +26,6 @@ from probes.contextual_decomposition import (
 from storage.files import RunFileError
 from storage.run_folder import RunFolder, safetensors_keys
 
-PAPER2 = 'paper 2 ("Do LSTMs Learn Compositionally?")'
 LANGUAGE_MODEL = "lightning_modules.language_model.LanguageModel"
 LSTM_PARAMETERS = ("embedding.weight", "lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0",
                    "lstm.bias_hh_l0", "output.weight", "output.bias")  # fmt: skip
@@ -74,9 +73,6 @@ class ContextualDecompositionProbe(ModelProbe):
     therefore reads (and its cache key hashes) the settings checkpoint and the tag's weights.
     """
 
-    name = "contextual-decomposition"
-    paper = f"{PAPER2}, section 3.1 (Figures 1-3)"
-    purpose = "P(omega | phrase) at the close symbol by contextual decomposition, over training"
     details = (
         "Contextual decomposition (Murdoch et al. 2018) splits the LSTM language model's logits "
         "at the step before the close symbol omega into the part from a phrase and the rest; "

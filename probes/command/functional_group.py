@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probes.command.base import (
-    PAPER1,
     PAPER1_SPLITS,
     TraceProbe,
     convention_option,
@@ -61,9 +60,6 @@ def parsed_target(target: str) -> tuple[str, str, str | None]:
 
 
 class FunctionalGroupProbe(TraceProbe):
-    name = "functional-group"
-    paper = f"{PAPER1}, section 4.1"
-    purpose = "diagnostic classifiers and the functional group of units each needs"
     details = (
         "A logistic regression predicts LABEL from a SITE's units at every labelled valid step "
         "(held-out accuracy = the diagnostic classifier); units are then added by decreasing "

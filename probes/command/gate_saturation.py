@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from probes.activations import gate_saturation
 from probes.command.base import (
-    PAPER1,
     PAPER1_GATES,
     PAPER1_TEST_SPLITS,
     TraceProbe,
@@ -30,9 +29,6 @@ class GateSaturationOptions:
 
 
 class GateSaturationProbe(TraceProbe):
-    name = "gate-saturation"
-    paper = f"{PAPER1}, section 4.2"
-    purpose = "how often each gate unit is closed (< low) or open (> high)"
     details = "After Karpathy et al. (2015). One row per run, checkpoint, gate and unit."
     options = GateSaturationOptions
 

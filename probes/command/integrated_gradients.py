@@ -6,7 +6,6 @@ from __future__ import annotations
 from probes.command.base import grouped
 from probes.command.outputs import pyplot, save_figure
 from probes.command.token_positioning import (
-    PAPER4,
     IntegratedGradientsOptions,
     TokenPositioningProbe,
     reaches_the_decoder,
@@ -17,9 +16,6 @@ from storage.run_folder import RunFolder
 
 
 class IntegratedGradientsProbe(TokenPositioningProbe):
-    name = "integrated-gradients"
-    paper = f"{PAPER4}, section 3.2"
-    purpose = "stage 2: each unit's integrated-gradients attribution to P(token at T)"
     details = (
         "For each analysed token (rows as svm-rfe's), integrated gradients (captum, IG_STEPS "
         "points, zero baseline) of P(token at T) with respect to the decoder state h_(T-1) (rows "

@@ -7,7 +7,6 @@ from probes.command.base import grouped, run_labels, units_text
 from probes.command.outputs import pyplot, save_figure
 from probes.command.token_positioning import (
     MANIPULATED,
-    PAPER4,
     InterventionsOptions,
     TokenPositioningProbe,
     reaches_the_decoder,
@@ -19,9 +18,6 @@ from storage.run_folder import RunFolder
 
 
 class InterventionsProbe(TokenPositioningProbe):
-    name = "interventions"
-    paper = f"{PAPER4}, section 4 (Table 1)"
-    purpose = "stage 3: accuracy after Table 1's manipulations of the identified neurons"
     details = (
         "Per analysed token (rows as svm-rfe's), the storing, counting, triggering and "
         "outputting units are identified by stages 1-2 (probes.neuron_functions."

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from lightning_modules.recurrent import removal_edits
 from probes.command.base import (
-    PAPER1,
     PAPER1_TEST_SPLITS,
     ModelProbe,
     grouped,
@@ -39,9 +38,6 @@ class PruningProbe(ModelProbe):
     """Paper 1's pruning without retraining, on the checkpoints of GRU seq2seq runs (the
     `ModelProbe` tags: the pruning ranks the trained model's units)."""
 
-    name = "pruning"
-    paper = f"{PAPER1}, section 5.2"
-    purpose = "sequence accuracy with only the strongest units of encoder and decoder kept"
     details = (
         "Every unit of each pruned GRU layer but the SHARE with the strongest connections is "
         "held at zero at every step (removed from the network) and the model is tested, "

@@ -8,7 +8,6 @@ import torch
 from probes.command.base import grouped, run_labels, units_text
 from probes.command.outputs import pyplot, save_figure
 from probes.command.token_positioning import (
-    PAPER4,
     SvmRfeOptions,
     TokenPositioningProbe,
     token_columns,
@@ -18,9 +17,6 @@ from storage.run_folder import RunFolder
 
 
 class SvmRfeProbe(TokenPositioningProbe):
-    name = "svm-rfe"
-    paper = f"{PAPER4}, section 3.1"
-    purpose = "stage 1: is each hypothesis plausible per token (linear SVM), and its RFE units"
     details = (
         "For each analysed token (the TOKENS most common words, held-out rows re-requested with "
         "the token at each of POSITIONS, the rows the model answers correctly) and hypothesis: "

@@ -41,7 +41,6 @@ from probes.neuron_functions import (
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
 
-PAPER4 = 'paper 4 (Lee et al., "Exposing the Functionalities of Neurons for GRU Seq2Seq")'
 TOKEN_POSITIONING = ("datamodules.TokenPositioningDataModule",
                      "datamodules.token_positioning.TokenPositioningDataModule")  # fmt: skip
 MANIPULATED = {
@@ -94,8 +93,6 @@ class InterventionsOptions(SvmRfeOptions):
 class TokenPositioningProbe(ModelProbe):
     """A paper-4 probe: a GRU `Seq2Seq` trained on `TokenPositioningDataModule`, its rows of
     section 4 (`analysed_rows`) and the tokens stage 1 can classify (`analysable`)."""
-
-    paper = f"{PAPER4}, section 3"
 
     def validate(self, options) -> None:
         if options.tokens < 2:

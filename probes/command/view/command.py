@@ -1,7 +1,7 @@
 """`python -m probes view --runs GLOB [--port N]`: the options, and the page served on 127.0.0.1.
 
 Dash is an optional extra (`pip install -e '.[view]'`); without it the command is one error
-naming the fix. Nothing here imports Dash until the page is served.
+naming the fix. Nothing here imports Dash, or the runs' readers, until the page is served.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-
-from probes.command.view.runs import matching_run_paths
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
@@ -69,6 +67,7 @@ def main(arguments: argparse.Namespace) -> int:
     """Serve the page until interrupted; bad input is one line on stderr and status 2."""
     try:
         from probes.command.view.page import build_app
+        from probes.command.view.runs import matching_run_paths
     except ImportError as error:
         return refuse(
             f"the page needs Dash ({error}): install it with "

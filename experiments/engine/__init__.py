@@ -1,0 +1,1 @@
+"""The reproduction engine: what every paper's reproduction shares (its command line, shards)."""
