@@ -7,7 +7,11 @@ time-first) and the tutorial seq2seq GRU (vocabulary 1,000, 256 units, 20 source
 sides alternate `--repeats` times and the fastest of each counts: the model's forward before
 attaching, after attaching with nothing open (target: at most 1.05x, i.e. nothing but noise),
 and inside `trace()` with every site of every layer recorded (target: at most 2x). Threads:
-`torch.get_num_threads()` as set by `OMP_NUM_THREADS`.
+`--threads`, else `torch.get_num_threads()` as set by `OMP_NUM_THREADS`. On a machine whose
+cores are busy with other work, threads wait for each other at every parallel operation and for
+the core, and the times say more of the other work than of the forward: there measure with
+`--threads 1 --clock cpu`, the CPU time of the one thread that runs every operation (time spent
+waiting for the core not counted), and compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -20,18 +24,22 @@ import torch
 from probes.attach import attach
 from tests.client_models import TutorialSeq2Seq, WordLanguageModel
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
-def fastest(function, calls: int) -> float:
-    """Seconds of the fastest of `calls` calls."""
+
+def fastest(function, calls: int, clock=time.perf_counter) -> float:
+    """Seconds of the fastest of `calls` calls, by `clock`."""
     times = []
     for _ in range(calls):
-        start = time.perf_counter()
+        start = clock()
         function()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
 
 
-def costs(model: torch.nn.Module, inputs: torch.Tensor, repeats: int) -> dict[str, float]:
+def costs(
+    model: torch.nn.Module, inputs: torch.Tensor, repeats: int, clock=time.perf_counter
+) -> dict[str, float]:
     """The fastest forward of `model` before attaching, attached, and traced."""
     model.eval()
     sides: dict[str, list[float]] = {"before": [], "attached": [], "traced": []}
@@ -43,11 +51,10 @@ def costs(model: torch.nn.Module, inputs: torch.Tensor, repeats: int) -> dict[st
     with torch.no_grad():
         model(inputs)  # warm up
         for _ in range(repeats):
-            sides["before"].append(fastest(lambda: model(inputs), 3))
+            sides["before"].append(fastest(lambda: model(inputs), 3, clock))
             attached = attach(model)
-            sides["attached"].append(fastest(lambda: model(inputs), 3))
-
-            sides["traced"].append(fastest(lambda attached=attached: traced(attached), 3))
+            sides["attached"].append(fastest(lambda: model(inputs), 3, clock))
+            sides["traced"].append(fastest(lambda attached=attached: traced(attached), 3, clock))
             attached.detach()
     return {side: min(values) for side, values in sides.items()}
 
@@ -55,7 +62,16 @@ def costs(model: torch.nn.Module, inputs: torch.Tensor, repeats: int) -> dict[st
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch's threads (default: as OMP_NUM_THREADS sets them)")  # fmt: skip
+    parser.add_argument("--clock", choices=CLOCKS, default="wall",
+                        help="wall: elapsed time; cpu: the CPU time of the calling thread, with "
+                        "--threads 1 only (default: wall)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.clock == "cpu" and torch.get_num_threads() != 1:
+        parser.error("--clock cpu measures one thread: give --threads 1 with it.")
     torch.manual_seed(0)
     models = {
         "word-language-model LSTM": (WordLanguageModel(10_000, 200, 200),
@@ -66,11 +82,11 @@ def main(argv: list[str] | None = None) -> None:
                                     torch.randint(10_000, (35, 20))),
         "tutorial seq2seq GRU": (TutorialSeq2Seq(1_000, 256, 20), torch.randint(1_000, (32, 20))),
     }  # fmt: skip
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.clock} clock")
     header = f"{'model':26} {'comparison':22} {'measured ms':>12} {'baseline ms':>12} {'ratio':>6}"
     print(f"{header}  target")
     for name, (model, inputs) in models.items():
-        measured = costs(model, inputs, args.repeats)
+        measured = costs(model, inputs, args.repeats, CLOCKS[args.clock])
         for comparison, side, target in (("attached / before", "attached", 1.05),
                                          ("traced / before", "traced", 2.0)):  # fmt: skip
             ratio = measured[side] / measured["before"]
