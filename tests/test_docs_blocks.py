@@ -258,15 +258,14 @@ def test_training_papers(scratch, prepared):
         run_shell_block(block(TRAINING, FIT + key), work, {},
                         lambda words: shrunk(words, prepared))  # fmt: skip
     runs = work / "runs"
-    expected = ["paper2/k=4_n=100/seed=0", "paper3/scan_A/seed=0",
+    expected = ["paper2/k=4_n=100/seed=0", "paper3/scan_B/seed=0",
                 "paper3/scan_authors_A/seed=0", "paper3/toy_2d_A/seed=0",
                 "paper3/toy_2d_playground_A/seed=0", "paper3/two_digit_images_A/seed=0",
                 "paper3/two_digit_images_authors_A/seed=0", "paper4/gru/seed=0"]  # fmt: skip
     assert sorted(str(p.parent.parent.relative_to(runs))
                   for p in runs.glob("*/*/*/checkpoints/last.ckpt")) == expected  # fmt: skip
     assert "rules: 100" in (runs / "paper2/k=4_n=100/seed=0/config.yaml").read_text()
-    # setting B under the config's run.variant scan_A: the command names no other variant
-    assert "setting: B" in (runs / "paper3/scan_A/seed=0/config.yaml").read_text()
+    assert "setting: B" in (runs / "paper3/scan_B/seed=0/config.yaml").read_text()
     assert f"data_dir: {prepared['books']}" in (runs / "paper4/gru/seed=0/config.yaml").read_text()
 
 
