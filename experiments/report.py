@@ -37,6 +37,10 @@ UNINFORMATIVE = "uninformative"
 VERDICTS = (*RULE_VERDICTS, UNINFORMATIVE)
 FLOAT_NOISE = 1e-9
 """Differences this small are ties: a rule compares printed values, not float artefacts."""
+QUICK = "quick"
+"""The scale at which every reproduction runs its whole pipeline on tiny sizes, in minutes: a
+check of the pipeline whose verdicts mean nothing, as its report's first line says
+(`report_title`)."""
 
 
 @dataclass(frozen=True)
@@ -451,6 +455,13 @@ def rule_changes(claims: Sequence[Claim]) -> str:
         parts += [f"   - `{c.id}`: {b.verdict} -> {a} (earlier rule: {escape_cell(b.rule)})"
                   for c, b, a in changed]  # fmt: skip
     return "\n".join(parts) + "\n\n"
+
+
+def report_title(title: str, scale: str) -> str:
+    """A report's first line, `# <title>`; at the `QUICK` scale it also says that the report is a
+    check of the pipeline whose verdicts mean nothing."""
+    notice = "quick scale: a check of the pipeline on tiny sizes; its verdicts mean nothing"
+    return f"# {title} ({notice})" if scale == QUICK else f"# {title}"
 
 
 def write_report(

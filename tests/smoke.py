@@ -1,4 +1,5 @@
-"""The smoke reproductions the tests run: `python -m experiments.paperN --scale smoke`."""
+"""The smoke tests' reproductions: `python -m experiments.paperN --scale quick`, the whole pipeline
+on tiny sizes."""
 
 import json
 import os
@@ -7,19 +8,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+HANG_GUARD = 1800
+"""Seconds after which a quick reproduction, or a command of one, is taken to hang: generous, as
+on a busy shared machine one has taken 12 minutes (about 3 on 2 free cores)."""
 
-def smoke_reproduction(
+
+def quick_reproduction(
     paper: int,
     folder: Path,
-    timeout: int = 900,
+    timeout: int = HANG_GUARD,
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, dict]]:
-    """Run paper `paper`'s smoke reproduction with its runs and report under `folder` (with `env`
+    """Run paper `paper`'s quick reproduction with its runs and report under `folder` (with `env`
     added to the environment, and `options`); return its output and its claims
     (`report/results.json`) by id, in their order."""
     done = subprocess.run(
-        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "smoke",
+        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "quick",
          "--runs", str(folder / "runs"), "--out", str(folder / "report"), *options],
         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
@@ -28,10 +33,20 @@ def smoke_reproduction(
     return done.stdout, {claim["id"]: claim for claim in claims}
 
 
-def smoke_command(paper: int, *options, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`python -m experiments.paperN --scale smoke <options>`, its output captured."""
+def assert_quick_report(report: str) -> None:
+    """A quick reproduction's `report` (report.md's text) says on its first line that it is the
+    quick scale, a check of the pipeline whose verdicts mean nothing, and names the scale."""
+    first = report.splitlines()[0]
+    assert first.startswith("# Paper ") and first.endswith(
+        "(quick scale: a check of the pipeline on tiny sizes; its verdicts mean nothing)"
+    ), first
+    assert "**Scale:** `quick`" in report
+
+
+def quick_command(paper: int, *options, timeout: int = HANG_GUARD) -> subprocess.CompletedProcess:
+    """`python -m experiments.paperN --scale quick <options>`, its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "smoke",
+        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "quick",
          *map(str, options)],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
@@ -53,7 +68,7 @@ def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str
     first alone stops with one line naming `missing_run` before writing a report; of both, it
     gathers `runs` measurement files and writes the `results.json` of the one-machine
     reproduction in `single`, training nothing."""
-    missing = smoke_command(paper, "--merge", folder / "shard1", "--runs", folder / "merged1",
+    missing = quick_command(paper, "--merge", folder / "shard1", "--runs", folder / "merged1",
                             "--out", folder / "merged1_report")  # fmt: skip
     assert missing.returncode == 2 and not (folder / "merged1_report").exists()
     assert (
@@ -61,7 +76,7 @@ def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str
         .splitlines()[-1]
         .startswith(f"python -m experiments.paper{paper}: error: {missing_run} has no measurements")
     )
-    merged = smoke_command(paper, "--merge", folder / "shard1", folder / "shard2", "--runs",
+    merged = quick_command(paper, "--merge", folder / "shard1", folder / "shard2", "--runs",
                            folder / "merged", "--out", folder / "merged_report")  # fmt: skip
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert f"merged {runs} runs' measurements from 2 run roots" in merged.stdout

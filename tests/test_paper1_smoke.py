@@ -1,4 +1,4 @@
-"""`python -m experiments.paper1 --scale smoke`: the whole reproduction pipeline in a minute.
+"""`python -m experiments.paper1 --scale quick`: the whole reproduction pipeline on tiny sizes.
 
 Tiny models for one short epoch: the numbers mean nothing, the files must all be there.
 """
@@ -15,7 +15,7 @@ from experiments.report import RULE_VERDICTS, UNINFORMATIVE, VERDICTS
 from probes.command.cli import main
 from storage import RunLayout
 from storage.run_folder import RunFolder
-from tests.smoke import assert_initial_weights_rebuilt, smoke_reproduction
+from tests.smoke import assert_initial_weights_rebuilt, assert_quick_report, quick_reproduction
 
 ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.",
                    "footnote5.")  # fmt: skip
@@ -36,16 +36,16 @@ def offline_env(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One offline smoke reproduction shared by the tests: its folder, output and claims."""
-    folder = tmp_path_factory.mktemp("paper1_smoke")
-    output, claims = smoke_reproduction(1, folder, timeout=900, env=offline_env(folder))
+def quick(tmp_path_factory):
+    """One offline quick reproduction shared by the tests: its folder, output and claims."""
+    folder = tmp_path_factory.mktemp("paper1_quick")
+    output, claims = quick_reproduction(1, folder, env=offline_env(folder))
     return folder, output, claims
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
-    tmp_path, output, claims = smoke
-    # two models of each variant (the smoke scale's seeds 1 and 2)
+def test_quick_reproduction_writes_report_claims_and_figures(quick):
+    tmp_path, output, claims = quick
+    # two models of each variant (the quick scale's seeds 1 and 2)
     assert output.count("] baseline seed=") == 2
     assert output.count("] guided seed=") == 2
     assert output.count("] substitution/") == 4  # 2 components, both ways, 1 pair
@@ -72,7 +72,7 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     assert all(c["verdict"] in VERDICTS
                for c in claims.values())  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
-    assert "Scale:** `smoke`" in report
+    assert_quick_report(report)
     # offline, without sample1: the generated tables, and the report's data line says so
     assert "- **Data:** **Not the paper's data.**" in report
     assert "RECURRENT_PROBES_SAMPLE1" in report and "How much the data matters" in report
@@ -116,10 +116,10 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
         assert rows["accuracy_all"].tolist() == measured[f"{claim}.accuracy_all"], claim
 
 
-def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_path):
+def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_path):
     """Every run's measurements beside the report; in a run root holding nothing else,
     `--reuse-runs` over them rebuilds the same claims (no run is trained again)."""
-    first, _, claims = smoke
+    first, _, claims = quick
     kept = first / "report" / "runs"
     records = sorted(kept.rglob("measurements.json"))
     assert len(records) == 6 + 4 + 4 + 2  # GRUs, LSTMs, substitutions, pruned
@@ -132,7 +132,7 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     rebuilt = tmp_path / "rebuilt"
     rebuilt.mkdir()
     shutil.copytree(kept, rebuilt / "runs")
-    _, again = smoke_reproduction(1, rebuilt, timeout=300, env=offline_env(tmp_path),
+    _, again = quick_reproduction(1, rebuilt, env=offline_env(tmp_path),
                                   options=("--reuse-runs",))  # fmt: skip
     assert [json.dumps(c) for c in again.values()] == [json.dumps(c) for c in claims.values()]
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
@@ -144,7 +144,7 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
         if kept["variant"].endswith("lstm"):
             kept = {**kept, "analysis": None, "untrained_analysis": None}
         record.write_text(json.dumps({k: v for k, v in kept.items() if k not in FOOTNOTE_FIELDS}))
-    _, older = smoke_reproduction(1, rebuilt, timeout=300, env=offline_env(tmp_path),
+    _, older = quick_reproduction(1, rebuilt, env=offline_env(tmp_path),
                                   options=("--reuse-runs",))  # fmt: skip
     footnotes = ("footnote5.", "footnote1.analyses_", "footnote1.findings_")
     assert list(older) == [i for i in claims if not i.startswith(footnotes)]
@@ -154,11 +154,11 @@ def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_pat
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
 
 
-def test_analysis_claims_are_judged_on_the_untrained_models(smoke):
+def test_analysis_claims_are_judged_on_the_untrained_models(quick):
     """Issue 29: every analysis claim carries the rule's verdict on the same GRUs untrained
     (`null`), and one it passes while the trained models reproduce it at least partly is
     uninformative; the accuracy and ablation claims have no untrained counterpart (None)."""
-    folder, _, claims = smoke
+    folder, _, claims = quick
     analysis = [c for i, c in claims.items() if i.startswith(ANALYSIS_CLAIMS)]
     accuracy = [c for i, c in claims.items() if i.startswith(ACCURACY_CLAIMS)]
     assert len(analysis) + len(accuracy) == len(claims) and len(analysis) > 50
@@ -183,7 +183,7 @@ def test_analysis_claims_are_judged_on_the_untrained_models(smoke):
 
 
 def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retrained(
-    smoke, monkeypatch
+    quick, monkeypatch
 ):
     """Measurements from before issue 29 (no `untrained_analysis`) of a finished run get the
     untrained analysis from the run folder (its `epoch=init` weights), the run kept and every
@@ -193,7 +193,7 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
     from experiments.runner import Sitting, SittingError
     from storage.layout import UNTRAINED
 
-    folder, _, _ = smoke
+    folder, _, _ = quick
     for name, value in offline_env(folder).items():
         monkeypatch.setenv(name, value)
     root = folder / "runs"
@@ -205,7 +205,7 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
     before = json.loads(written)
     files = [*layout.checkpoints.glob("*.ckpt"), layout.train_log, layout.command]
     stamps = {path: path.stat().st_mtime_ns for path in files}
-    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    scale = dataclasses.replace(SCALES["quick"], data=("--data.init_args.data_dir", "null"))
     try:
         layout.measurements.write_text(
             json.dumps({k: v for k, v in before.items() if k != "untrained_analysis"})
@@ -225,7 +225,7 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
 
 
 def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_untrained(
-    smoke, monkeypatch
+    quick, monkeypatch
 ):
     """A run root rebuilt from committed measurement files alone (its run folders lost): the
     untrained analysis is measured on the weights the same command starts from, rebuilt by a
@@ -235,12 +235,12 @@ def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_u
     from experiments.paper1.scales import SCALES
     from experiments.runner import Sitting
 
-    folder, _, _ = smoke
+    folder, _, _ = quick
     for name, value in offline_env(folder).items():
         monkeypatch.setenv(name, value)
     root = folder / "runs"
     layout = RunLayout.of(root, "paper1", "baseline", 1)
-    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    scale = dataclasses.replace(SCALES["quick"], data=("--data.init_args.data_dir", "null"))
     assert_initial_weights_rebuilt(layout, model_arguments("baseline", 1, scale, root), root)
     before = json.loads(layout.measurements.read_text())
     aside = folder / "aside"
@@ -294,12 +294,12 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
 
 
 def test_a_scale_trains_the_first_of_the_papers_seeds():
-    """The smoke scale trains seeds 1 and 2 of every variant (the summed loss's first three of
+    """The quick scale trains seeds 1 and 2 of every variant (the summed loss's first three of
     them: both); the paper's scale the five, the summed loss three; a scale whose seeds are not
     the first 2 to 5 of the paper's is refused in one line."""
     from experiments.paper1.scales import SCALES
 
-    assert SCALES["smoke"].model_seeds == {
+    assert SCALES["quick"].model_seeds == {
         "baseline": (1, 2), "guided": (1, 2), "baseline_lstm": (1, 2), "guided_lstm": (1, 2),
         "guided_summed": (1, 2),
     }  # fmt: skip
@@ -307,16 +307,16 @@ def test_a_scale_trains_the_first_of_the_papers_seeds():
     assert paper.pop("guided_summed") == (1, 2, 3) and set(paper.values()) == {(1, 2, 3, 4, 5)}
     for seeds in ((2, 3), (1,), (1, 2, 3, 4, 5, 6), (1, 3)):
         with pytest.raises(ValueError, match=r"the first 2 to 5 of \(1, 2, 3, 4, 5\)"):
-            dataclasses.replace(SCALES["smoke"], seeds=seeds)
+            dataclasses.replace(SCALES["quick"], seeds=seeds)
 
 
-def test_the_lstms_are_analysed_as_the_grus_and_footnote1_counts_their_verdicts(smoke):
+def test_the_lstms_are_analysed_as_the_grus_and_footnote1_counts_their_verdicts(quick):
     """Footnote 1: every LSTM has sections 3-4's analysis with every LSTM gate, trained and
     untrained, and footnote 5's groups; the GRU claims are judged on them and the footnote-1
     claims count the verdicts kept. Footnote 5's claims are judged beside the untrained GRUs."""
     from experiments.paper1.analyses import gate_sites, matrices_of, probes_of
 
-    folder, _, claims = smoke
+    folder, _, claims = quick
     runs = folder / "runs" / "paper1"
     for variant in ("baseline_lstm", "guided_lstm"):
         record = json.loads((runs / variant / "seed=2" / "measurements.json").read_text())
@@ -347,7 +347,7 @@ def test_the_lstms_are_analysed_as_the_grus_and_footnote1_counts_their_verdicts(
     assert "## Footnote 5: functional groups ranked by Shapley values" in report
 
 
-def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch):
+def test_kept_measurements_get_the_footnotes_only_when_asked(quick, monkeypatch):
     """A kept LSTM run measured before the footnotes' fields: without `--add-measurements` it is
     returned as kept (its claims not measured); asked, with its run folder gone, it is trained
     again from its command (bit for bit: its test accuracies as kept) and gets the fields the
@@ -356,7 +356,7 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch)
     from experiments.paper1.scales import SCALES
     from experiments.runner import Sitting, SittingError
 
-    folder, _, _ = smoke
+    folder, _, _ = quick
     for name, value in offline_env(folder).items():
         monkeypatch.setenv(name, value)
     root = folder / "runs"
@@ -365,7 +365,7 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(smoke, monkeypatch)
     older = {k: v for k, v in before.items() if k not in FOOTNOTE_FIELDS}
     older |= {"analysis": None}
     older.pop("untrained_analysis")
-    scale = dataclasses.replace(SCALES["smoke"], data=("--data.init_args.data_dir", "null"))
+    scale = dataclasses.replace(SCALES["quick"], data=("--data.init_args.data_dir", "null"))
     aside = folder / "aside_lstm"
     layout.path.rename(aside)
     try:

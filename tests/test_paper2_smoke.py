@@ -1,4 +1,4 @@
-"""`python -m experiments.paper2 --scale smoke`: the whole paper-2 pipeline in under a minute.
+"""`python -m experiments.paper2 --scale quick`: the whole paper-2 pipeline on tiny sizes.
 
 Tiny models for two epochs: the numbers mean nothing, the files and claims must all be there.
 """
@@ -12,9 +12,9 @@ import yaml
 from experiments.paper2.claims import REVIEWED, SEED_PAIRED
 from experiments.paper2.reproduce import EARLIER_REASON
 from experiments.report import RULE_VERDICTS
-from tests.smoke import assert_shards_merge, smoke_reproduction
+from tests.smoke import assert_quick_report, assert_shards_merge, quick_reproduction
 
-SMOKE_RUNS = [  # the smoke scale's training order: Figure 3, Figure 2's cell, the rest of Figure
+QUICK_RUNS = [  # the quick scale's training order: Figure 3, Figure 2's cell, the rest of Figure
     # 1, Figure 3 by the authors' generator (issue 35's second reading), then Figure 2's cell
     # with momentum and with weight decay (issue 29), the first reading of their values, then the
     # second
@@ -34,15 +34,15 @@ FIGURE3 = {"fig3.predictable_early", "fig3.predictable_late"}
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One smoke reproduction shared by the tests: its folder, output and claims."""
-    folder = tmp_path_factory.mktemp("paper2_smoke")
-    output, claims = smoke_reproduction(2, folder, timeout=600)
+def quick(tmp_path_factory):
+    """One quick reproduction shared by the tests: its folder, output and claims."""
+    folder = tmp_path_factory.mktemp("paper2_quick")
+    output, claims = quick_reproduction(2, folder)
     return folder, output, claims
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
-    tmp_path, output, claims = smoke
+def test_quick_reproduction_writes_report_claims_and_figures(quick):
+    tmp_path, output, claims = quick
     assert output.count("] k=") == 8  # 2 conduit lengths x 2 rule counts, 4 optimizers
     assert output.count("] pooled_k=2_") == 4  # unpredictable and predictable, both generators
     second = {f"{reading}.{claim}" for reading in ("authors", "authors_at_close")
@@ -80,18 +80,19 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     for figure in figures:
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
-    assert "m = 2 copies" in report and "`smoke`" in report
+    assert "m = 2 copies" in report
+    assert_quick_report(report)
 
 
-def test_every_run_keeps_its_measurements_beside_the_report(smoke):
+def test_every_run_keeps_its_measurements_beside_the_report(quick):
     """One `measurements.json` per run beside the report, with the portable command and the
     snapshots the report reads; the report's CD errors are the records' (in training order)."""
-    tmp_path, _, claims = smoke
+    tmp_path, _, claims = quick
     kept = tmp_path / "report" / "runs"
     measurements = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("measurements.json"))
-    assert measurements == sorted(f"paper2/{run}/seed=0/measurements.json" for run in SMOKE_RUNS)
+    assert measurements == sorted(f"paper2/{run}/seed=0/measurements.json" for run in QUICK_RUNS)
     records = {run: json.loads((kept / "paper2" / run / "seed=0" / "measurements.json").read_text())
-               for run in SMOKE_RUNS}  # fmt: skip
+               for run in QUICK_RUNS}  # fmt: skip
     cell = records["k=3_n=20"]
     assert "--run.root" not in cell["command"] and str(tmp_path) not in json.dumps(cell)
     assert cell["command"][:2] == ["--config", "experiments/configs/paper2/language_model.yaml"]
@@ -129,28 +130,28 @@ def test_every_run_keeps_its_measurements_beside_the_report(smoke):
     command = records["pooled_k=2_unpredictable_authors_generator"]["command"]
     assert command[command.index("--data.generator") + 1] == "authors"
     readings = ("text", "authors", "authors_at_close", "authors_domain")
-    errors = sorted(snapshot["error"] for reading in readings for run in SMOKE_RUNS
+    errors = sorted(snapshot["error"] for reading in readings for run in QUICK_RUNS
                     for snapshot in records[run]["readings"].get(reading, {}).values())  # fmt: skip
     assert sorted(claims["cd.approximation_error"]["measured"]["values"]) == errors
     assert max(path.stat().st_size for path in kept.rglob("measurements.json")) < 20_000
 
 
-def test_smoke_report_is_rebuilt_from_the_measurement_files_alone(smoke, tmp_path):
+def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_path):
     """With the runs deleted, `--reuse-runs` over a run root holding only the measurement files
     rebuilds the same `results.json` and trains nothing."""
-    first, _, _ = smoke
+    first, _, _ = quick
     shutil.rmtree(first / "runs")  # no checkpoint, no weight snapshot: the measurements only
     rebuilt = tmp_path / "rebuilt"
     shutil.copytree(first / "report" / "runs", rebuilt / "runs")
     assert {p.name for p in (rebuilt / "runs").rglob("*") if p.is_file()} == {"measurements.json"}
-    smoke_reproduction(2, rebuilt, timeout=300, options=("--reuse-runs",))
+    quick_reproduction(2, rebuilt, options=("--reuse-runs",))
     results = (rebuilt / "report" / "results.json").read_text()
     assert results == (first / "report" / "results.json").read_text()
     trained = [p for p in rebuilt.rglob("*") if p.suffix in (".ckpt", ".safetensors")]
     assert not trained and not list((rebuilt / "runs").rglob("command.txt"))
     report = (rebuilt / "report" / "report.md").read_text()
     assert (
-        f"{len(SMOKE_RUNS)} of the {len(SMOKE_RUNS)} were kept from an earlier invocation" in report
+        f"{len(QUICK_RUNS)} of the {len(QUICK_RUNS)} were kept from an earlier invocation" in report
     )
 
 
@@ -172,11 +173,11 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
         keys = runs.measure_all(SCALES[scale_name], Sitting(tmp_path, shard=shard))
         return [(setting.variant, seed) for setting, seed in keys]
 
-    whole = plan("smoke", Shard())
-    assert whole == [(run, 0) for run in SMOKE_RUNS]
-    halves = [plan("smoke", Shard(index, 2)) for index in (1, 2)]
+    whole = plan("quick", Shard())
+    assert whole == [(run, 0) for run in QUICK_RUNS]
+    halves = [plan("quick", Shard(index, 2)) for index in (1, 2)]
     assert halves == [whole[0::2], whole[1::2]]
-    assert halves == [plan("smoke", Shard(index, 2)) for index in (1, 2)]  # stable
+    assert halves == [plan("quick", Shard(index, 2)) for index in (1, 2)]  # stable
     everything = plan("paper", Shard())
     # 24 settings, 6 by the authors' generator and 4 with momentum or weight decay, x 3 seeds
     assert len(everything) == len(set(everything)) == 96
@@ -185,21 +186,21 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
         assert sum(len(part) for part in parts) == len(everything)
         assert set().union(*map(set, parts)) == set(everything)
     sitting = Sitting(tmp_path, shard=Shard(2, 2))
-    assert reproduce.reproduce("smoke", tmp_path / "report", sitting) is None
+    assert reproduce.reproduce("quick", tmp_path / "report", sitting) is None
     assert not (tmp_path / "report").exists()
 
 
-def test_shards_measurements_merge_into_the_one_machine_report(smoke, tmp_path):
-    """The smoke runs' measurements laid out as the two shards of `--shard i/2` measure them:
+def test_shards_measurements_merge_into_the_one_machine_report(quick, tmp_path):
+    """The quick runs' measurements laid out as the two shards of `--shard i/2` measure them:
     `--merge` of both writes the one-machine `results.json`, training nothing; without the
     second it stops with one line naming a missing run, before writing a report."""
-    first, _, _ = smoke
+    first, _, _ = quick
     kept = first / "report" / "runs" / "paper2"
-    for index, shard in enumerate((SMOKE_RUNS[0::2], SMOKE_RUNS[1::2]), start=1):
+    for index, shard in enumerate((QUICK_RUNS[0::2], QUICK_RUNS[1::2]), start=1):
         for run in shard:
             shutil.copytree(kept / run, tmp_path / f"shard{index}" / "paper2" / run)
     assert_shards_merge(
-        2, tmp_path, first, "paper2/pooled_k=2_predictable_m=2/seed=0", len(SMOKE_RUNS)
+        2, tmp_path, first, "paper2/pooled_k=2_predictable_m=2/seed=0", len(QUICK_RUNS)
     )
 
 
@@ -228,3 +229,21 @@ def test_rare_rule_claims_read_only_a_cell_as_rare_as_the_papers():
         claims = {claim.id: claim for claim in figure1_claims(cells(scale), scale)}
         assert "at the rarest rule (n = 10)" in claims["fig1.rare_open_steady"].claim
         assert "read the cells n = 10" in rare_cells_note(scale)
+
+
+def test_every_paper_has_a_quick_scale_whose_report_says_its_verdicts_mean_nothing():
+    """Each reproduction's `quick` scale (the smoke tests': the whole pipeline on tiny sizes);
+    a report's first line says so at that scale only, and no scale is called `smoke`."""
+    from experiments.paper1.scales import SCALES as PAPER1
+    from experiments.paper2.scales import SCALES as PAPER2
+    from experiments.paper3.scales import SCALES as PAPER3
+    from experiments.paper4.scales import SCALES as PAPER4
+    from experiments.report import QUICK, report_title
+
+    for scales in (PAPER1, PAPER2, PAPER3, PAPER4):
+        assert QUICK in scales and "default" in scales and "smoke" not in scales
+    assert report_title("Paper 9: A Title", "default") == "# Paper 9: A Title"
+    assert report_title("Paper 9: A Title", QUICK) == (
+        "# Paper 9: A Title (quick scale: a check of the pipeline on tiny sizes; its verdicts "
+        "mean nothing)"
+    )

@@ -1,5 +1,5 @@
 """Paper 4's token-positioning metric, random decoder inputs, analysis rows, and the whole
-pipeline at smoke scale (`python -m experiments.paper4 --scale smoke`)."""
+pipeline at quick scale (`python -m experiments.paper4 --scale quick`)."""
 
 import json
 import shutil
@@ -14,11 +14,13 @@ from experiments.report import VERDICTS
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from lightning_modules.seq2seq import Seq2Seq
 from tests.smoke import (
+    HANG_GUARD,
     assert_initial_weights_rebuilt,
+    assert_quick_report,
     assert_shards_merge,
     copy_kept_measurements,
-    smoke_command,
-    smoke_reproduction,
+    quick_command,
+    quick_reproduction,
 )
 
 
@@ -74,15 +76,15 @@ def test_requested_rows_put_the_token_at_its_position(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """One smoke reproduction on one machine, shared by the tests: its folder, output, claims."""
-    folder = tmp_path_factory.mktemp("paper4_smoke")
-    output, claims = smoke_reproduction(4, folder)
+def quick(tmp_path_factory):
+    """One quick reproduction on one machine, shared by the tests: its folder, output, claims."""
+    folder = tmp_path_factory.mktemp("paper4_quick")
+    output, claims = quick_reproduction(4, folder)
     return folder, output, claims
 
 
-def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
-    tmp_path, output, claims = smoke
+def test_quick_reproduction_writes_report_claims_and_figures(quick):
+    tmp_path, output, claims = quick
     expected = {"accuracy.gru", "accuracy.lstm", "accuracy.two_signals", "table1.storing_zero",
                 "table1.counting_k3", "table1.triggering_k4", "finding4.others_zero",
                 "section5.update_output_when_triggering_masked", "share.outputting"}  # fmt: skip
@@ -93,7 +95,8 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     for figure in ("training", "fig2_storing_pca", "fig3_counting", "fig5_gates"):
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 1000
         assert f"figures/{figure}.png" in report
-    assert "`smoke`" in report and "Shakespeare" in report
+    assert "Shakespeare" in report
+    assert_quick_report(report)
     # both readings of section 2's objective, each as its run's config.yaml records it
     assert "| gru | own outputs | 2 |" in report
     assert "| gru_teacher_forced | teacher forcing | 1 |" in report
@@ -112,9 +115,9 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
     (tmp_path / "runs").rename(tmp_path / "aside")  # no checkpoint, no metrics.csv: only these
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "experiments.paper4", "--scale", "smoke", "--runs", str(kept),
+            [sys.executable, "-m", "experiments.paper4", "--scale", "quick", "--runs", str(kept),
              "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True, text=True, timeout=HANG_GUARD,
         )  # fmt: skip
     finally:
         (tmp_path / "aside").rename(tmp_path / "runs")
@@ -128,17 +131,17 @@ def test_smoke_reproduction_writes_report_claims_and_figures(smoke):
 
 
 def reproduction(*options: str) -> subprocess.CompletedProcess:
-    return smoke_command(4, *options)
+    return quick_command(4, *options)
 
 
-def test_shards_trained_apart_merge_into_the_one_machine_report(smoke, tmp_path):
+def test_shards_trained_apart_merge_into_the_one_machine_report(quick, tmp_path):
     """`--shard 1/2` trains every other run of the fixed list and writes no report; with the
     other shard's run root (its runs' measurements of the one-machine reproduction, copied, to
     keep the suite short) `--merge` of both writes the report of one machine, and without one of
     them stops with one line naming a missing run, before writing a report. To keep the suite
     short the first shard keeps its GRU (measured by the one-machine reproduction, with
     `--reuse-runs`) and trains its other two runs again."""
-    single, _, _ = smoke
+    single, _, _ = quick
     copy_kept_measurements(single, tmp_path, 4, "gru/seed=0", 1)
     done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
@@ -169,7 +172,7 @@ def test_the_chance_that_random_function_groups_share_a_unit():
 
 
 # ---- issue 29's null model: the untrained weights ---------------------------------------------
-def test_the_untrained_weights_are_measured_as_the_trained_ones(smoke):
+def test_the_untrained_weights_are_measured_as_the_trained_ones(quick):
     """Each run's measurements hold its untrained weights' (`epoch=init`): their test accuracy,
     here recomputed by hand from the snapshot (greedy decoding of the test split, the token at
     its position), and for a GRU the same analysis on every requested row; the claims carry the
@@ -182,7 +185,7 @@ def test_the_untrained_weights_are_measured_as_the_trained_ones(smoke):
     from storage.layout import UNTRAINED
     from storage.run_folder import RunFolder
 
-    folder, _, claims = smoke
+    folder, _, claims = quick
     layout = RunLayout.of(folder / "runs", "paper4", "gru", 0)
     record = json.loads(layout.measurements.read_text())
     untrained = record["untrained"]
@@ -219,24 +222,24 @@ def test_the_untrained_weights_are_measured_as_the_trained_ones(smoke):
     assert "| verdict | untrained | rule |" in report and "Measured for every run." in report
 
 
-def test_untrained_weights_rebuilt_from_the_seed_are_the_snapshot(smoke):
+def test_untrained_weights_rebuilt_from_the_seed_are_the_snapshot(quick):
     """A run folder gone, its untrained weights are rebuilt from its command alone (a one-batch
     fit in a scratch folder): bit for bit the run's `epoch=init` snapshot."""
     from experiments.paper4.runs import arguments_of
     from experiments.paper4.scales import SCALES
     from storage import RunLayout
 
-    root = smoke[0] / "runs"
+    root = quick[0] / "runs"
     layout = RunLayout.of(root, "paper4", "gru", 1)
-    assert_initial_weights_rebuilt(layout, arguments_of("gru", 1, SCALES["smoke"], root), root)
+    assert_initial_weights_rebuilt(layout, arguments_of("gru", 1, SCALES["quick"], root), root)
 
 
-def test_measurements_from_before_the_null_model(smoke, tmp_path):
+def test_measurements_from_before_the_null_model(quick, tmp_path):
     """Measurements without the untrained weights' (from before issue 29), their run folders
     gone: `--reuse-runs` rebuilds the report from them alone, saying the null model is not
     measured for those runs; with `--measure-untrained` it is measured on the weights rebuilt
     from each run's seed, nothing trained, and equals what the runs' own snapshots gave."""
-    folder, _, _ = smoke
+    folder, _, _ = quick
     root = tmp_path / "runs"
     shutil.copytree(folder / "report" / "runs", root)
     stripped = {run: root / "paper4" / run / "measurements.json"
@@ -294,7 +297,7 @@ def test_a_claim_the_untrained_weights_pass_is_uninformative():
     from experiments.paper4.scales import SCALES, VARIANTS
     from experiments.paper4.untrained import NULL_MODEL, judged_claims
 
-    scale = SCALES["smoke"]
+    scale = SCALES["quick"]
     trained = synthetic_analysis(steady=0.2, outputting=0.95, hit=10)
     untrained = synthetic_analysis(steady=0.25, outputting=0.1, hit=0)
     records = {(name, seed): {"untrained": {"analysis": untrained, "test_position_acc": 0.0}}

@@ -3,7 +3,7 @@
 Scale (`SCALE` or `--scale`, see `SCALES`): `paper` = the paper's corpus (1M tokens) and epochs,
 3 seeds, for a GPU; `default` = the same corpus and seeds on the cells the disputed claims rest on,
 for 2 CPU cores over several invocations (`--reuse-runs` resumes); `small` = 100k tokens, one seed
-(45 min); `smoke` = a minute-long check.
+(45 min); `quick` = the whole pipeline on tiny sizes in minutes, whose verdicts mean nothing.
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ SCALES = {
     # The 45-minute run of earlier reports: 10x fewer tokens, one seed; m = 100 keeps the share
     # of the corpus that m = 1000 fills at 1M tokens. Floor and ceiling decide several claims.
     "small": Scale(100_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), (100,), (0,)),
-    # A minute-long check of the whole pipeline (used by the tests), not a reproduction.
-    "smoke": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), (2,), (0,), predictability_rules=100,
+    # The whole pipeline on tiny sizes (used by the tests), not a reproduction: its verdicts
+    # mean nothing. Every kind of run once: two k and two n, Figure 3 by both generators, both
+    # readings of the optimizers; one seed, 2 epochs of 4,000 tokens, 8 units.
+    "quick": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), (2,), (0,), predictability_rules=100,
                    probe_rules=8, overrides=("--model.embedding_size", "8",
                                              "--model.hidden_size", "8")),
 }  # fmt: skip

@@ -42,7 +42,7 @@ UNION_NOTE = (
 
 def early_accuracy(curve: pd.Series, steps: tuple[int, int] = EARLY_SCAN_STEPS) -> float:
     """Mean of an accuracy curve (by updates done) over updates `steps[0]`..`steps[1]`; NaN where
-    training stopped before them (the smoke scale)."""
+    training stopped before them (the quick scale)."""
     return float(curve.loc[steps[0] : steps[1]].mean())
 
 
