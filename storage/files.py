@@ -257,10 +257,10 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 RUN_OUTSIDE_FIT = (".lock", "started.txt", "sittings.json", "train.log")
 """What a run folder holds before its fit writes anything: its lock, and the command, times and
-log of the reproduction that starts the fit (`experiments.runner.fit`); in a folder that
+log of the reproduction that starts the fit (`experiments.engine.fit.fit`); in a folder that
 reproduction started (`started.txt`), also `KEPT_BY_REPRODUCTION`."""
 KEPT_BY_REPRODUCTION = "measurements.json"
-"""The measurements a reproduction kept of a run it trains again (`experiments.measured`)."""
+"""The measurements a reproduction kept of a run it trains again (`experiments.engine.measure`)."""
 
 
 def recorded_entries(run_dir: str | os.PathLike) -> list[Path]:

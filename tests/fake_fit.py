@@ -1,4 +1,4 @@
-"""A stand-in for the fit process `experiments.runner.fit` starts, for tests of its bookkeeping,
+"""A stand-in for the fit process `experiments.engine.fit.fit` starts, for tests of its bookkeeping,
 and the processes of a real fit (`fit_pids`)."""
 
 import subprocess

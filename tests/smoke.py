@@ -86,10 +86,10 @@ def assert_shards_merge(paper: int, folder: Path, single: Path, missing_run: str
 
 
 def assert_initial_weights_rebuilt(layout, arguments: list[str], root: Path) -> None:
-    """`experiments.measured.initial_weights` rebuilds the run `layout`'s untrained weights from
+    """`engine.measure.initial_weights` rebuilds the run `layout`'s untrained weights from
     its fit `arguments` alone, in a scratch folder under the run root `root`, by a fit of one
     step: bit for bit its `epoch=init` snapshot; no scratch folder is left."""
-    from experiments.measured import initial_weights
+    from experiments.engine.measure import initial_weights
     from storage.layout import UNTRAINED
     from storage.run_folder import RunFolder
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from experiments import runner
 from experiments.cli import main as cli_main
+from experiments.engine import fit as fitting
 from experiments.paper1.ablations import COMPONENTS, load_weights
 from lightning_modules.callbacks import LoadWeights, record_split
 from lightning_modules.recurrent import Intervention, removal_edits
@@ -131,14 +131,14 @@ def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
 
 def test_runner_reuses_only_a_finished_run_of_the_same_command(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(runner.subprocess, "Popen", ended_fit(0, calls))
+    monkeypatch.setattr(fitting.subprocess, "Popen", ended_fit(0, calls))
     run = tmp_path / "seed=1"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.ckpt").write_bytes(b"")
     (run / "metrics.csv").write_text("epoch,test/new_compositions/seq_acc\n0,0.5\n")
     (run / "command.txt").write_text("\n".join(["-m", "experiments", "fit", "--a", "1"]))
-    assert runner.fit(run, ["--a", "1"], reuse=True) is False and calls == []
-    assert runner.fit(run, ["--a", "2"], reuse=True) is True and len(calls) == 1
+    assert fitting.fit(run, ["--a", "1"], reuse=True) is False and calls == []
+    assert fitting.fit(run, ["--a", "2"], reuse=True) is True and len(calls) == 1
     assert not (run / "metrics.csv").exists()  # trained again from an empty folder
     assert (run / "command.txt").read_text().endswith("--a\n2")
-    assert runner.fit(run, ["--a", "2"], reuse=True) is True  # no test metrics: not finished
+    assert fitting.fit(run, ["--a", "2"], reuse=True) is True  # no test metrics: not finished

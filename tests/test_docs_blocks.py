@@ -273,7 +273,8 @@ def test_training_wandb():
     words = [words_of(c) for c in block(TRAINING, "wandb login").commands]
     assert words[0] == ({}, ["wandb", "login"]) and (ROOT / ".venv/bin/wandb").is_file()
     assert words[1] == ({"WANDB_MODE": "online"}, ["make", "reproduce-paper1"])
-    show = ["make", "-o", ".venv/.installed", "--eval", "mode: ; @echo $(WANDB_MODE)", "mode"]
+    show = ["make", "--no-print-directory", "-o", ".venv/.installed",  # a make within make test
+            "--eval", "mode: ; @echo $(WANDB_MODE)", "mode"]  # fmt: skip
     assert run_words(show, ROOT, {"WANDB_MODE": "online"}).output.strip() == "online"
     assert run_words(show, ROOT, {"WANDB_MODE": None}).output.strip() == "offline"
 

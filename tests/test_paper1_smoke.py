@@ -188,9 +188,9 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
     """Measurements from before issue 29 (no `untrained_analysis`) of a finished run get the
     untrained analysis from the run folder (its `epoch=init` weights), the run kept and every
     other field as it was; merging (nothing measured), one error names the run."""
+    from experiments.engine.sitting import Sitting, SittingError
     from experiments.paper1.runs import measure_model
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Sitting, SittingError
     from storage.layout import UNTRAINED
 
     folder, _, _ = quick
@@ -231,9 +231,9 @@ def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_u
     untrained analysis is measured on the weights the same command starts from, rebuilt by a
     one-batch fit in a scratch folder, and equals the one measured on the real run's `epoch=init`
     snapshot; nothing is trained into the run's folder and no scratch folder is left."""
+    from experiments.engine.sitting import Sitting
     from experiments.paper1.runs import measure_model, model_arguments
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Sitting
 
     folder, _, _ = quick
     for name, value in offline_env(folder).items():
@@ -265,9 +265,9 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
     (substitution or pruning) in the shard of the models of its seed, whose checkpoints it
     starts from."""
     from experiments.engine.shard import Shard
+    from experiments.engine.sitting import Sitting
     from experiments.paper1 import runs
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Sitting
 
     def planned(tasks, jobs, describe, done_before, label=None):
         return {key: {"pruning": {"removed": {}}} for key in tasks}  # no task is run
@@ -352,9 +352,9 @@ def test_kept_measurements_get_the_footnotes_only_when_asked(quick, monkeypatch)
     returned as kept (its claims not measured); asked, with its run folder gone, it is trained
     again from its command (bit for bit: its test accuracies as kept) and gets the fields the
     first run gave."""
+    from experiments.engine.sitting import Sitting, SittingError
     from experiments.paper1.runs import measure_model
     from experiments.paper1.scales import SCALES
-    from experiments.runner import Sitting, SittingError
 
     folder, _, _ = quick
     for name, value in offline_env(folder).items():

@@ -159,9 +159,9 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     """`--shard i/n` of paper 2: each run of `training_order` in exactly one shard, the same
     split every time; a shard writes no report."""
     from experiments.engine.shard import Shard
+    from experiments.engine.sitting import Sitting
     from experiments.paper2 import reproduce, runs
     from experiments.paper2.scales import SCALES
-    from experiments.runner import Sitting
 
     def planned(tasks, jobs, describe, done_before, label=None):
         assert not any(done_before(key) for key in tasks)  # an empty run root keeps nothing

@@ -20,8 +20,8 @@ import pytest
 import torch
 import yaml
 
-from experiments import runner
 from experiments.cli import main, wandb_run_id
+from experiments.engine import fit as fitting
 from storage import RunFolder, RunLayout
 from storage.files import RunFileError, load_checkpoint, read_saved_config
 from storage.replacement import settle_replacement
@@ -194,7 +194,7 @@ def test_a_reproduction_appends_to_no_linked_train_log(runs, tmp_path):
     root = tmp_path / "runs"
     arguments = ["--config", str(runs["config"]), "--run.root", str(root),
                  "--trainer.max_epochs", "1"]  # fmt: skip
-    assert runner.fit(root / RUN, arguments)
+    assert fitting.fit(root / RUN, arguments)
     layout = RunLayout(root / RUN)
     layout.command.unlink()  # as if killed: resumed from its last.ckpt with --reuse-runs
     outside = tmp_path / "outside.log"
@@ -202,7 +202,7 @@ def test_a_reproduction_appends_to_no_linked_train_log(runs, tmp_path):
     layout.train_log.unlink()
     layout.train_log.symlink_to(outside)
     with pytest.raises(RunFileError, match="symbolic link"):
-        runner.fit(root / RUN, arguments, reuse=True)
+        fitting.fit(root / RUN, arguments, reuse=True)
     assert outside.read_text() == "a file of the user's"
 
 

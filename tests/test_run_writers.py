@@ -5,7 +5,7 @@
   run id across all its processes.
 - `metrics.csv` is never left truncated: a header change is an atomic replacement, an append
   that fails is undone.
-- A reproduction (`experiments.runner.fit` with `reuse`) resumes an interrupted run from its
+- A reproduction (`experiments.engine.fit.fit` with `reuse`) resumes an interrupted run from its
   `last.ckpt`, ending with an uninterrupted run's `metrics.csv`.
 - A step-based fit (paper 3's toy model) killed and resumed equals an uninterrupted one.
 - A fit on two processes (DDP on CPU) writes one run: one lock, one metrics.csv, one W&B run.
@@ -31,8 +31,10 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from experiments import runner, sittings
 from experiments.cli import main
+from experiments.engine import fit as fitting
+from experiments.engine import reproduce as reproduction
+from experiments.engine import sittings
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
 from storage.files import (
@@ -136,7 +138,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     run = Path("paper1") / "tiny" / "seed=3"
     whole_root, parts_root = tmp_path / "whole", tmp_path / "parts"
     quick = config_file(tmp_path, tmp_path / "phase-whole", 0.0)
-    assert runner.fit(whole_root / run, ["--config", str(quick), "--run.root", str(whole_root)])
+    assert fitting.fit(whole_root / run, ["--config", str(quick), "--run.root", str(whole_root)])
     (whole,) = sittings.read_sittings(RunLayout(whole_root / run).sittings)
 
     phase_file = tmp_path / "phase"
@@ -146,7 +148,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
 
     def interrupted():
         try:
-            runner.fit(parts_root / run, arguments, reuse=True)
+            fitting.fit(parts_root / run, arguments, reuse=True)
         except RuntimeError as error:
             failures.append(error)
 
@@ -167,7 +169,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     (killed,) = sittings.read_sittings(layout.sittings)
     assert killed["started"] == running["started"] < running["until"] <= killed["until"]
 
-    assert runner.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
+    assert fitting.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
     assert layout.metrics.read_text() == RunLayout(whole_root / run).metrics.read_text()
     first, second = sittings.read_sittings(layout.sittings)
     assert first == killed and killed["until"] <= second["started"] < second["until"]
@@ -182,7 +184,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     restored = f"Restoring states from the checkpoint path at {layout.checkpoint('last')}"
     log = layout.train_log.read_text()
     assert log.count(restored) == 1 and log.count("Seed set to 3") == 2  # both parts' output
-    assert not runner.fit(parts_root / run, arguments, reuse=True)  # finished: kept
+    assert not fitting.fit(parts_root / run, arguments, reuse=True)  # finished: kept
 
 
 def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked(
@@ -208,11 +210,11 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
     for keep in (False, True):
         old_run()
         with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="failed: see"):
-            patch.setattr(runner.subprocess, "Popen", ended_fit(1, []))  # a fit that failed
-            runner.fit(layout.path, arguments, keep_measurements=keep)
+            patch.setattr(fitting.subprocess, "Popen", ended_fit(1, []))  # a fit that failed
+            fitting.fit(layout.path, arguments, keep_measurements=keep)
         assert outside_fit() == ({"measurements.json"} if keep else set()), keep
     old_run()
-    assert runner.fit(layout.path, arguments, keep_measurements=True)
+    assert fitting.fit(layout.path, arguments, keep_measurements=True)
     assert layout.command.is_file() and "config.yaml" in outside_fit()
     assert layout.measurements.read_text() == '{"kept": "as measured"}\n'
     for bad in ('[{"started": 1}]', '{"started": 1, "until": 2}', "[1, 2]", "not json"):
@@ -246,13 +248,13 @@ def test_the_reports_training_time_sums_each_runs_sittings():
     its start to its end (600), and the report says how many runs lack them."""
     recorded = {"trained": {"started": 0.0, "finished": 3600.0, "seconds": 1800.0}}
     older = {"trained": {"started": 600.0, "finished": 1200.0}, "kept": True}
-    note = runner.kept_note([recorded, older])
+    note = reproduction.kept_note([recorded, older])
     assert note.startswith(" The runs were trained within 60.0 min (")
     assert (
         "; 0.7 h of fits summed over the runs and their sittings; 1 of them were trained " in note
     )
     assert "resumed one counts from its last sitting's start); 1 of the 2 were kept" in note
-    assert "before sittings" not in runner.kept_note([recorded])
+    assert "before sittings" not in reproduction.kept_note([recorded])
 
 
 def test_each_sitting_names_its_device_and_the_report_counts_runs_by_device(tmp_path):
@@ -276,11 +278,11 @@ def test_each_sitting_names_its_device_and_the_report_counts_runs_by_device(tmp_
         return {"trained": {"started": 0.0, "finished": 60.0, "seconds": 60.0,
                             **({"devices": list(devices)} if devices else {})}}  # fmt: skip
 
-    note = runner.kept_note([trained("gpu"), trained("cpu"), trained("gpu"),
+    note = reproduction.kept_note([trained("gpu"), trained("cpu"), trained("gpu"),
                              trained("gpu", "cpu"), trained()])  # fmt: skip
     assert note.endswith(" Trained: 1 on cpu, 2 on gpu, 1 resumed on another device than they "
                          "started on, 1 before devices were recorded.")  # fmt: skip
-    assert "Trained:" not in runner.kept_note([trained()])
+    assert "Trained:" not in reproduction.kept_note([trained()])
 
 
 def test_a_sitting_records_the_fits_cpu_time_which_leaves_out_its_waits(tmp_path):
@@ -303,9 +305,9 @@ def test_a_sitting_records_the_fits_cpu_time_which_leaves_out_its_waits(tmp_path
     runs = [{"trained": {"started": 0.0, "finished": 7200.0, "seconds": 7200.0,
                          "cpu_seconds": 5400.0}},
             {"trained": {"started": 0.0, "finished": 60.0, "seconds": 60.0}}]  # fmt: skip
-    note = runner.kept_note(runs)
+    note = reproduction.kept_note(runs)
     assert "; the fits' CPU time, recorded for 1 of the runs: 1.5 h)" in note
-    assert "CPU time" not in runner.kept_note(runs[1:])
+    assert "CPU time" not in reproduction.kept_note(runs[1:])
 
 
 def rows(path: Path) -> list[dict]:
@@ -377,7 +379,7 @@ def test_second_fit_into_a_run_being_written_is_refused_and_leaves_it_untouched(
         assert stopped.value.code == 2
         error = capsys.readouterr().err
         assert f"{run} is in use by another process (pid {os.getpid()}" in error
-        from experiments.runner import fit
+        from experiments.engine.fit import fit
 
         with pytest.raises(RunFileError, match="in use"):
             fit(run, ["--config", str(config)])

@@ -17,7 +17,8 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from experiments import runner, sittings
+from experiments.engine import fit as fitting
+from experiments.engine import pool, sittings, store
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
 from tests.fake_fit import fit_pids
@@ -158,7 +159,7 @@ def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch)
     way (relative or absolute), and not one with any other argument changed."""
     import pandas as pd
 
-    from experiments.runner import finished
+    from experiments.engine.fit import finished
 
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "runs" / "paper4" / "gru" / "seed=0"
@@ -184,7 +185,7 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     remain and the mean time of the tasks computed here (a resumed run: its fit over every
     sitting, not its part here) times those left to compute, over the jobs; results keep the
     tasks' order whatever order they finish in."""
-    from experiments.runner import run_all
+    from experiments.engine.pool import run_all
 
     def fitted(minutes):  # a measurements record whose fit took `minutes` over its sittings
         return lambda: {"trained": {"started": 0.0, "finished": 1e6, "seconds": 60.0 * minutes}}
@@ -239,7 +240,8 @@ def test_shards_split_the_groups_disjointly_and_stably():
 def test_gather_measurements_copies_every_run_and_refuses_two_different_records(tmp_path):
     """A merge copies each shard's measurement files into one run root; the same run measured
     differently in two roots stops it, naming both files; a root without the paper is named."""
-    from experiments.runner import SittingError, gather_measurements
+    from experiments.engine.sitting import SittingError
+    from experiments.engine.store import gather_measurements
 
     def record(root, variant, seed, text):
         layout = RunLayout.of(root, "paper9", variant, seed)
@@ -264,12 +266,12 @@ def test_gather_measurements_copies_every_run_and_refuses_two_different_records(
 
 def test_portable_command_has_no_run_root_and_repository_relative_configs(tmp_path):
     """A run's recorded command is the same wherever the run root and the checkout are."""
-    config = runner.REPOSITORY / "experiments" / "configs" / "paper1" / "guided.yaml"
+    config = store.REPOSITORY / "experiments" / "configs" / "paper1" / "guided.yaml"
     root = tmp_path / "elsewhere"
     callback = f'--trainer.callbacks+={{"checkpoint": "{root}/paper1/guided/seed=1/best.ckpt"}}'
     arguments = ["--config", str(config), "--run.root", str(root), "--seed_everything", "1",
                  callback]  # fmt: skip
-    assert runner.portable(arguments, root) == [
+    assert store.portable(arguments, root) == [
         "--config", "experiments/configs/paper1/guided.yaml", "--seed_everything", "1",
         '--trainer.callbacks+={"checkpoint": "$RUNS/paper1/guided/seed=1/best.ckpt"}',
     ]  # fmt: skip
@@ -295,7 +297,7 @@ def test_after_a_task_fails_run_all_starts_no_other_and_raises_its_error(jobs):
     if jobs == 1:
         release.set()
     with pytest.raises(ValueError, match="this task failed"):
-        runner.run_all(tasks, jobs=jobs)
+        pool.run_all(tasks, jobs=jobs)
     assert ran == ["slow"]
 
 
@@ -311,11 +313,11 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
     runs never start. The fits are stand-in processes, not Lightning."""
     ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
     codes = {"plain": "import time; time.sleep(120)", "ignoring": ignoring}
-    monkeypatch.setattr(runner, "fit_command", lambda args: ["-c", codes[args[1]], *args])
+    monkeypatch.setattr(fitting, "fit_command", lambda args: ["-c", codes[args[1]], *args])
     monkeypatch.setattr(sittings, "FIT_GRACE", 1.0)
     runs = [tmp_path / f"run{index}" for index in range(4)]
     kinds = ["ignoring", "plain", "plain", "plain"]
-    tasks = {index: lambda run=run, kind=kind: runner.fit(run, [str(tmp_path), kind])
+    tasks = {index: lambda run=run, kind=kind: fitting.fit(run, [str(tmp_path), kind])
              for index, (run, kind) in enumerate(zip(runs, kinds, strict=True))}  # fmt: skip
     stopped_at = []
 
@@ -330,7 +332,7 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
 
     threading.Thread(target=stop_once_two_fits_run, daemon=True).start()
     with pytest.raises(stop) as stopped, sittings.stopping_gently():
-        runner.run_all(tasks, jobs=2)
+        pool.run_all(tasks, jobs=2)
     ended = time.time()
     assert stop is KeyboardInterrupt or stopped.value.code == 128 + signal.SIGTERM
     assert ended - stopped_at[0] < 10 and not sittings.STOPPING.is_set()
@@ -371,7 +373,7 @@ def test_a_signal_while_a_worker_starts_waits_for_the_task_it_began(monkeypatch)
 
     monkeypatch.setattr(threading.Thread, "start", start_then_signal)
     with pytest.raises(SystemExit):
-        runner.run_all({key: task(key) for key in "abc"}, jobs=2)
+        pool.run_all({key: task(key) for key in "abc"}, jobs=2)
     assert begun == ended == ["a"]
 
 
@@ -388,14 +390,14 @@ def test_a_signal_the_kernel_hands_to_a_worker_thread_stops_the_reproduction():
         seen.append(sittings.STOPPING.wait(20))
 
     with pytest.raises(SystemExit) as stopped, sittings.stopping_gently():
-        runner.run_all({"task": task}, jobs=1)
+        pool.run_all({"task": task}, jobs=1)
     assert stopped.value.code == 128 + signal.SIGTERM and seen == [True]
 
 
 STOPPED_IN_ANALYSES = """
 import sys, time
-from experiments.runner import run_all
-from experiments.sittings import STOPPING, stopping_gently
+from experiments.engine.pool import run_all
+from experiments.engine.sittings import STOPPING, stopping_gently
 
 def analyses():
     print("running", file=sys.stderr, flush=True)

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from experiments.committed import (
+from experiments.engine.committed import (
     CommittedFileError,
     check_out,
     default_out,
     report_scale,
     write_build,
 )
-from experiments.runner import SittingError, fit, kept_measurements
+from experiments.engine.fit import fit
+from experiments.engine.sitting import SittingError
+from experiments.engine.store import kept_measurements
 from storage import RunLayout
 
 REPOSITORY = Path(__file__).parents[1]

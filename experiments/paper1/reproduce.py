@@ -22,15 +22,19 @@ verdicts mean nothing.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
-from datamodules.machine_tasks import lookup_data, sample1_as_recorded
+from datamodules.machine_tasks import LookupData, lookup_data, sample1_as_recorded
+from experiments.engine.publish import Stopwatch, kept_note
+from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper1.ablations import (
     ablation_figure,
     pruning_claims,
@@ -60,6 +64,7 @@ from experiments.paper1.scales import (
     SCALES,
     SELECTIONS,
     VARIANTS,
+    Scale,
     command_line,
     our_values,
 )
@@ -81,14 +86,6 @@ from experiments.report import (
     judged_against_untrained,
     report_title,
     with_earlier,
-)
-from experiments.runner import (
-    Sitting,
-    Stopwatch,
-    keep_beside_report,
-    kept_note,
-    publish,
-    reproduction_main,
 )
 
 GATE_READING = (
@@ -133,27 +130,40 @@ def analysis_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
     )
 
 
-def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
-    """Every stage of paper 1: train and analyse (sections 3-4, Appendix A), ablate (section
-    5), report; the report from the runs' measurements alone. A shard only trains and measures
-    its runs (None)."""
-    data = lookup_data()
+class Runs(NamedTuple):
+    """Paper 1's measured runs: the trained models and section 5's retrains by `(variant, seed)`,
+    the scale they ran at (its data folder set) and the data they read."""
+
+    models: dict[tuple, dict]
+    retrains: dict[tuple, dict]
+    scale: Scale
+    data: LookupData
+
+
+def measure(request: Request) -> Runs:
+    """Train and analyse every model (sections 3-4, Appendix A), then ablate (section 5). Offline,
+    a rebuild from runs recorded on sample1 matches them on that record and trains nothing."""
+    data, sitting = lookup_data(), request.sitting
     if data.unavailable and sitting.reuse and recorded_on_sample1(sitting.root):
         data = sample1_as_recorded(data.unavailable)  # the kept runs are matched, none trained
         why = f"machine-tasks' sample1 is not available here ({data.unavailable})"
         sitting = dataclasses.replace(sitting, cannot_train=why)
     print(f"paper 1's data: {data.notice}", flush=True)
     scale = dataclasses.replace(
-        SCALES[scale_name], data=("--data.init_args.data_dir", data.data_dir or "null")
+        request.scale, data=("--data.init_args.data_dir", data.data_dir or "null")
     )
-    clock = Stopwatch()
-    with clock.stage("training and analyses"):
+    with request.clock.stage("training and analyses"):
         models = measure_all(scale, sitting)
-    with clock.stage("ablations"):
+    with request.clock.stage("ablations"):
         retrains = ablations(scale, models, sitting)
-    if not sitting.shard.whole:
-        return None
-    root, jobs, seeds = sitting.root, sitting.jobs, scale.seeds
+    return Runs(models, retrains, scale, data)
+
+
+def report(request: Request, runs: Runs) -> Built:
+    """Every table, figure and claim of paper 1 from the runs' measurements alone."""
+    models, retrains, scale, data = runs
+    root, jobs, seeds = request.sitting.root, request.sitting.jobs, scale.seeds
+    scale_name, clock, out = request.scale_name, request.clock, request.out
     selections = {
         selection: {v: [models[(v, s)]["selections"][selection] for s in variant_seeds]
                     for v, variant_seeds in scale.model_seeds.items()}
@@ -207,10 +217,9 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         + footnote5_text(analysed, shap)
         + ablation_text(scale, ablation, original)
     )
-    publish(out, "paper1", claims, markdown, root, figures,
-            paper1_tables(claims, analysed, ablation, seeds), records)  # fmt: skip
-    keep_beside_report("paper1", [(r["variant"], r["seed"]) for r in records], root, out)
-    return claims
+    runs = [(r["variant"], r["seed"]) for r in records]
+    tables = paper1_tables(claims, analysed, ablation, seeds)
+    return Built(claims, markdown, figures, tables, records, runs)
 
 
 FOOTNOTE5_FIELDS = ("footnote5", "untrained_footnote5")
@@ -458,9 +467,13 @@ Units kept: {kept_units}.
 """
 
 
-def main(argv: list[str] | None = None) -> list[Claim]:
-    parser = command_line()
-    args = parser.parse_args(argv)
-    SCALES[args.scale] = dataclasses.replace(SCALES[args.scale],
-                                             added=tuple(args.add_measurements))  # fmt: skip
-    return reproduction_main(parser.description, SCALES, "reports/paper1", reproduce, argv, parser)
+def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
+    """`--add-measurements`: the footnotes' fields added to kept runs that lack them."""
+    return dataclasses.replace(scale, added=tuple(args.add_measurements))
+
+
+STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of)
+
+
+def main(argv: list[str] | None = None) -> list[Claim] | None:
+    return reproduction_main(STUDY, argv)

@@ -13,13 +13,13 @@ from the same command is never trained or measured again, so the report can be r
 measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
 analysis get it from their run folder, the run kept, or, where that folder is gone, from the
 weights the same command starts from, rebuilt by a one-batch fit in a scratch folder: the seed
-fixes them, so nothing is trained again (`experiments.measured`, shared with paper 4). The
+fixes them, so nothing is trained again (`experiments.engine.measure`, shared with paper 4). The
 measurements added
 after the runs were first measured (`scales.OPTIONAL`: footnote 5's SHAP groups of every GRU and
 LSTM, the LSTMs' analyses for footnote 1, each trained and untrained) are measured on a kept run
 only when asked (`--add-measurements`, `Scale.added`): from its run folder, or by training it
 again from its command where the folder is gone (bit for bit: its test accuracies must come out
-as kept, `experiments.measured.same_model`); without them the report says which claims are not
+as kept, `experiments.engine.measure.same_model`); without them the report says which claims are not
 measured.
 """
 
@@ -32,7 +32,9 @@ from pathlib import Path
 
 from datamodules.lookup_tables import LookupTableDataModule
 from datamodules.machine_tasks import SAMPLE1, SAMPLE1_RECORD
-from experiments.measured import Field, measured, measured_before
+from experiments.engine.measure import Field, measured, measured_before
+from experiments.engine.pool import run_all
+from experiments.engine.sitting import Sitting
 from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
 from experiments.paper1.analyses import analyse_run
 from experiments.paper1.scales import (
@@ -48,7 +50,6 @@ from experiments.paper1.scales import (
     run_dir,
 )
 from experiments.paper1.shapley import SAMPLE_SEEDS, footnote5_of
-from experiments.runner import Sitting, run_all
 from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.layout import UNTRAINED
@@ -140,7 +141,7 @@ def added_fields(variant: str, seed: int, scale: Scale) -> list[str]:
 
 def model_identity(run: RunFolder) -> dict:
     """What must come out as kept when a model whose folder is gone is trained again from its
-    command (`experiments.measured.same_model`): its test accuracies under both selections and
+    command (`experiments.engine.measure.same_model`): its test accuracies under both selections and
     where each selected checkpoint lies."""
     return {
         "selections": {s: test_accuracies(run, s) for s in SELECTIONS},

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.engine.publish import Stopwatch
 from experiments.paper2.claims import LEARNED, rare_cells_note, regime
 from experiments.paper2.readings import STREAM_READINGS, Snapshot
 from experiments.paper2.scales import Scale, Setting, epoch_tag
 from experiments.report import current_commit, markdown_table, report_title
-from experiments.runner import Stopwatch
 
 
 def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[str, pd.DataFrame]:
@@ -76,7 +76,7 @@ def natural_order(name: str) -> list:
 
 def report_text(scale_name: str, scale: Scale, frames: dict[str, pd.DataFrame], clock: Stopwatch,
                 kept: str, root: Path, jobs: int) -> str:  # fmt: skip
-    """The report's text above its claims (`kept`: `runner.kept_note` of the runs' records)."""
+    """The report's text above its claims (`kept`: `kept_note` of the runs' records)."""
     return header_text(scale_name, scale, clock, kept, root, jobs) + figures_text(scale, frames)
 
 

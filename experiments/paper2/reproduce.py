@@ -18,10 +18,13 @@ The scales are `scales.SCALES`; `--shard i/n` trains and measures the i-th of n 
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
 
+from experiments.engine.publish import kept_note
+from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper2.claims import (
     error_claim,
     figure1_claims,
@@ -61,14 +64,6 @@ from experiments.paper2.scales import (
     optimizer_settings,
 )
 from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
-from experiments.runner import (
-    Sitting,
-    Stopwatch,
-    keep_beside_report,
-    kept_note,
-    publish,
-    reproduction_main,
-)
 
 EARLIER = Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_before_issue35.json"
 """The claims of the report committed before issue 35 (commit 4faa4b9, scale `small`)."""
@@ -171,48 +166,46 @@ def untrained_claims(measured: dict[str, dict], scale: Scale) -> list[Claim]:
             + second_readings(untrained, scale))  # fmt: skip
 
 
-def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
-    """Train every setting of Figures 1-3 once per seed, decompose their rules over training as
-    each is trained, report from the runs' measurements alone; a shard only trains and measures
-    its runs (None)."""
-    scale = SCALES[scale_name]
-    clock = Stopwatch()
-    with clock.stage("training and analyses"):
-        records = measure_all(scale, sitting)
-    if not sitting.shard.whole:
-        return None
-    root, jobs = sitting.root, sitting.jobs
-    with clock.stage("report"):
-        measured = {reading: {key: snapshots(record, reading) for key, record in records.items()
-                              if reading in record["readings"]}
-                    for reading in (TEXT, *STREAM_READINGS)}  # fmt: skip
-        text_runs = {k: v for k, v in measured[TEXT].items() if k[0].generator == "text"}
-        values = figure_values(text_runs, scale)
-        errors = [snapshot.error for reading in measured.values() for result in reading.values()
-                  for snapshot in result.values()]  # fmt: skip
-        primary = claims_of(values, scale) + [error_claim(errors)]
-        null = untrained_claims(measured, scale)
-        geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
-                          for key, result in text_runs.items()}  # fmt: skip
-        averaged = claims_of(figure_values(geometric_runs, scale), scale)
-        claims = with_earlier(
-            judged_against_untrained(primary + second_readings(measured, scale), null),
-            [Claim.from_json(r) for r in json.loads(EARLIER.read_text())], EARLIER_REASON,
-        )  # fmt: skip
-        figures = paper2_figures(values, measured, scale, out / "figures")
-        frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
-        frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
-        frames["readings"] = readings_frame(claims)
-        frames["geometric"] = averaging_frame(primary, averaged)
-    markdown = report_text(scale_name, scale, frames, clock, kept_note(list(records.values())),
-                           root, jobs)  # fmt: skip
+def measure(request: Request) -> dict[tuple[Setting, int], dict]:
+    """Train every setting of Figures 1-3 once per seed, decomposing its rules over training as
+    each is trained."""
+    with request.clock.stage("training and analyses"):
+        return measure_all(request.scale, request.sitting)
+
+
+def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
+    """Paper 2's report from its runs' measurements alone."""
+    scale, out, sitting = request.scale, request.out, request.sitting
+    measured = {reading: {key: snapshots(record, reading) for key, record in records.items()
+                          if reading in record["readings"]}
+                for reading in (TEXT, *STREAM_READINGS)}  # fmt: skip
+    text_runs = {k: v for k, v in measured[TEXT].items() if k[0].generator == "text"}
+    values = figure_values(text_runs, scale)
+    errors = [snapshot.error for reading in measured.values() for result in reading.values()
+              for snapshot in result.values()]  # fmt: skip
+    primary = claims_of(values, scale) + [error_claim(errors)]
+    null = untrained_claims(measured, scale)
+    geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
+                      for key, result in text_runs.items()}  # fmt: skip
+    averaged = claims_of(figure_values(geometric_runs, scale), scale)
+    claims = with_earlier(
+        judged_against_untrained(primary + second_readings(measured, scale), null),
+        [Claim.from_json(r) for r in json.loads(EARLIER.read_text())], EARLIER_REASON,
+    )  # fmt: skip
+    figures = paper2_figures(values, measured, scale, out / "figures")
+    frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
+    frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
+    frames["readings"] = readings_frame(claims)
+    frames["geometric"] = averaging_frame(primary, averaged)
+    kept = kept_note(list(records.values()))
+    markdown = report_text(request.scale_name, scale, frames, request.clock, kept, sitting.root,
+                           sitting.jobs)  # fmt: skip
     tables = {"claims": claims_frame(claims), "figure1": frames["figure1"],
               "figure2": frames["figure2"].reset_index(),
               "figure3": frames["figure3"].reset_index(), "seeds": frames["seeds"],
               "readings": frames["readings"]}  # fmt: skip
-    publish(out, "paper2", claims, markdown, root, figures, tables, list(records.values()))
-    keep_beside_report("paper2", [(s.variant, seed) for s, seed in records], root, out)
-    return claims
+    runs = [(setting.variant, seed) for setting, seed in records]
+    return Built(claims, markdown, figures, tables, list(records.values()), runs)
 
 
 def paper2_figures(values: dict, measured: dict, scale: Scale, folder: Path) -> dict[str, Path]:
@@ -238,10 +231,14 @@ def paper2_figures(values: dict, measured: dict, scale: Scale, folder: Path) -> 
     return figures
 
 
-def main(argv: list[str] | None = None) -> list[Claim] | None:
-    parser = command_line()
-    args = parser.parse_args(argv)
+def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
+    """The scale with the conduit copies and seeds given on the command line, where given."""
     changes = {"conduit_copies": args.conduit_copies, "seeds": args.seeds}
-    SCALES[args.scale] = replace(SCALES[args.scale],
-                                 **{k: tuple(v) for k, v in changes.items() if v})  # fmt: skip
-    return reproduction_main(parser.description, SCALES, "reports/paper2", reproduce, argv, parser)
+    return replace(scale, **{k: tuple(v) for k, v in changes.items() if v})
+
+
+STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of)
+
+
+def main(argv: list[str] | None = None) -> list[Claim] | None:
+    return reproduction_main(STUDY, argv)

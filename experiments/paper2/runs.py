@@ -41,6 +41,10 @@ from pathlib import Path
 
 import torch
 
+from experiments.engine.fit import fit
+from experiments.engine.pool import run_all
+from experiments.engine.sitting import Sitting, SittingError
+from experiments.engine.store import portable, write_measurements
 from experiments.paper2.readings import (
     AUTHORS,
     AUTHORS_AT_CLOSE,
@@ -52,14 +56,6 @@ from experiments.paper2.readings import (
     stream_snapshots,
 )
 from experiments.paper2.scales import CONFIG, Scale, Setting, epoch_tag, read_tags, training_order
-from experiments.runner import (
-    Sitting,
-    SittingError,
-    fit,
-    portable,
-    run_all,
-    write_measurements,
-)
 from storage import RunLayout
 
 TEXT = "text"

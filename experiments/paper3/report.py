@@ -17,6 +17,7 @@ import torch  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from datamodules.toy_2d import sample_toy_2d  # noqa: E402
+from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.paper3.claims import EARLY_SCAN_STEPS, Records  # noqa: E402
 from experiments.paper3.runs import figure5_run  # noqa: E402
 from experiments.paper3.scales import EXPERIMENTS, SETTINGS, Scale  # noqa: E402
@@ -27,7 +28,6 @@ from experiments.report import (  # noqa: E402
     report_title,
     save_figure,
 )
-from experiments.runner import Stopwatch, kept_note  # noqa: E402
 
 COLOURS = {("A", "train"): "C0", ("A", "test"): "C9", ("B", "train"): "C3", ("B", "test"): "C5"}
 """Figure 3's colours: A train blue, A test cyan, B train red, B test brown."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper3.claims import (
     boundary_table,
     by_setting,
@@ -24,13 +25,6 @@ from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.paper3.untrained import NULL_SECTION, judged_claims
 from experiments.report import Claim, claims_frame, with_earlier
-from experiments.runner import (
-    Sitting,
-    Stopwatch,
-    keep_beside_report,
-    publish,
-    reproduction_main,
-)
 
 EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_issues29_35.json"
 """The claims of the committed default-scale report before issues 29 and 35 (commit e5276d9)."""
@@ -43,49 +37,47 @@ EARLIER_REASON = (
 )
 
 
-def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
+def measure(request: Request) -> dict[tuple, dict]:
     """Train and measure both settings of every experiment (their curves, the toy's boundaries
-    and their untrained weights; the toy, the images and SCAN under both readings), report,
-    every claim of a model also judged on the untrained weights; a shard only trains and
-    measures its runs (None)."""
-    scale = SCALES[scale_name]
-    clock = Stopwatch()
-    with clock.stage("training and measuring"):
-        records = measure_all(scale, sitting)
-    if not sitting.shard.whole:
-        return None
-    with clock.stage("report"):
-        claims = judged_claims(records, scale.seeds)
-        if scale_name == "default":  # the earlier report was of this scale
-            earlier = [Claim.from_json(r) for r in json.loads(EARLIER.read_text())]
-            claims = with_earlier(claims, earlier, EARLIER_REASON)
-        measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
-        early_frame = learning_claims(measured)[1]
-        toy_frames = {reading: toy_table(records, scale.seeds, reading) for reading in READINGS}
-        boundaries = boundary_table(records, scale.seeds)
-        figures = paper3_figures(measured, records, scale, out / "figures")
-        figures |= playground_figures(records, scale, out / "figures")
-        figures |= images_figures(measured, out / "figures")
-        scan_authors = authors_measured(records, scale.seeds)
-        figures |= scan_authors_figures(records, scale, out / "figures")
+    and their untrained weights; the toy, the images and SCAN under both readings)."""
+    with request.clock.stage("training and measuring"):
+        return measure_all(request.scale, request.sitting)
+
+
+def report(request: Request, records: dict[tuple, dict]) -> Built:
+    """Paper 3's report from its runs' measurements alone, every claim of a model also judged on
+    the untrained weights."""
+    scale_name, scale, figures_folder = request.scale_name, request.scale, request.out / "figures"
+    claims = judged_claims(records, scale.seeds)
+    if scale_name == "default":  # the earlier report was of this scale
+        earlier = [Claim.from_json(r) for r in json.loads(EARLIER.read_text())]
+        claims = with_earlier(claims, earlier, EARLIER_REASON)
+    measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
+    early_frame = learning_claims(measured)[1]
+    toy_frames = {reading: toy_table(records, scale.seeds, reading) for reading in READINGS}
+    boundaries = boundary_table(records, scale.seeds)
+    figures = paper3_figures(measured, records, scale, figures_folder)
+    figures |= playground_figures(records, scale, figures_folder)
+    figures |= images_figures(measured, figures_folder)
+    scan_authors = authors_measured(records, scale.seeds)
+    figures |= scan_authors_figures(records, scale, figures_folder)
     tables = {"final_accuracy": final_table(measured), "early_training": early_frame,
               "toy_2d": toy_frames[TEXT], "toy_2d_playground": toy_frames[PLAYGROUND],
               "toy_boundary_over_training": boundaries,
               "two_digit_images_readings": readings_table(measured)}  # fmt: skip
     tables |= authors_tables(scan_authors)
-    markdown = report_text(scale_name, scale, tables, clock, records)
+    markdown = report_text(scale_name, scale, tables, request.clock, records)
     markdown += playground_section(tables, scale)
     markdown += authors_images_section(tables, scale)
     markdown += scan_authors_section(tables, scale)
     markdown += NULL_SECTION
-    publish(out, "paper3", claims, markdown, sitting.root, figures,
-            {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
     runs = [(variant(experiment, setting), seed) for experiment, setting, seed in records]
-    keep_beside_report("paper3", runs, sitting.root, out)
-    return claims
+    return Built(claims, markdown, figures, {"claims": claims_frame(claims), **tables},
+                 list(records.values()), runs)  # fmt: skip
+
+
+STUDY = Study("paper3", SCALES, command_line, measure, report)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
-    parser = command_line()
-    return reproduction_main(parser.description, SCALES, "reports/paper3", reproduce, argv,
-                             parser)  # fmt: skip
+    return reproduction_main(STUDY, argv)

@@ -36,6 +36,10 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
+from experiments.engine.fit import fit
+from experiments.engine.pool import run_all
+from experiments.engine.sitting import Sitting
+from experiments.engine.store import portable, write_measurements
 from experiments.paper3.scales import (
     ACCURACY,
     CONFIGS,
@@ -55,7 +59,6 @@ from experiments.paper3.toy import (
     x2_dependence,
     y1_probability,
 )
-from experiments.runner import Sitting, fit, portable, run_all, write_measurements
 from storage import RunLayout
 from storage.files import read_saved_config
 from storage.layout import UNTRAINED

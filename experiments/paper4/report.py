@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.paper4.claims import (  # noqa: E402
     FUNCTIONS,
     PAPER,
@@ -27,7 +28,6 @@ from experiments.report import (  # noqa: E402
     report_title,
     save_figure,
 )
-from experiments.runner import Stopwatch, kept_note  # noqa: E402
 from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
 
 Records = dict[tuple[str, int], dict]

@@ -5,12 +5,14 @@ also judged on the untrained weights (`untrained`), written to
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
+from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper4.analysis import FIGURE2_TOKENS
 from experiments.paper4.claims import claims_of
 from experiments.paper4.report import (
@@ -27,16 +29,9 @@ from experiments.paper4.report import (
     training_table,
 )
 from experiments.paper4.runs import measure_all
-from experiments.paper4.scales import SCALES, VARIANTS, command_line
+from experiments.paper4.scales import SCALES, VARIANTS, Scale, command_line
 from experiments.paper4.untrained import judged_claims, null_text
 from experiments.report import Claim, claims_frame, with_earlier
-from experiments.runner import (
-    Sitting,
-    Stopwatch,
-    keep_beside_report,
-    publish,
-    reproduction_main,
-)
 
 EARLIER_VERDICTS = (
     Path(__file__).parents[2] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
@@ -76,35 +71,35 @@ def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
     return claims
 
 
-def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | None:
-    """Train and measure every variant, analyse every GRU (sections 3-5), report; a shard only
-    trains and measures its runs (None)."""
-    scale = SCALES[scale_name]
-    clock = Stopwatch()
-    with clock.stage("training and analyses"):
-        records = measure_all(scale, sitting)
-    if not sitting.shard.whole:
-        return None
-    root = sitting.root
-    with clock.stage("report"):
-        gru_seeds = list(scale.seeds["gru"])
-        analyses = [records[("gru", seed)]["analysis"] for seed in gru_seeds]
-        by_variant = {name: [records[(name, s)] for s in scale.seeds[name]] for name in VARIANTS}
-        accuracies = {name: [r["test_position_acc"] for r in runs]
-                      for name, runs in by_variant.items()}  # fmt: skip
-        claims = claims_of(analyses, accuracies)
-        if scale_name == "default":
-            claims = earlier_verdicts(claims)
-        claims = judged_claims(claims, records, scale)
-        figures_folder = out / "figures"
-        figures = {
-            "training": training_figure(records, figures_folder / "training.png"),
-            "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
-                                        figures_folder / "fig2_storing_pca.png"),
-            "fig3_counting": figure3(analyses[0]["counting_curves"],
-                                     figures_folder / "fig3_counting.png"),
-            "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
-        }  # fmt: skip
+def measure(request: Request) -> dict[tuple[str, int], dict]:
+    """Train and measure every variant's runs (those of the sitting's shard), analysing every GRU
+    (sections 3-5) with its untrained weights."""
+    with request.clock.stage("training and analyses"):
+        return measure_all(request.scale, request.sitting)
+
+
+def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
+    """Paper 4's report from its runs' measurements alone: every claim also judged on the
+    untrained weights."""
+    scale_name, scale, out = request.scale_name, request.scale, request.out
+    gru_seeds = list(scale.seeds["gru"])
+    analyses = [records[("gru", seed)]["analysis"] for seed in gru_seeds]
+    by_variant = {name: [records[(name, s)] for s in scale.seeds[name]] for name in VARIANTS}
+    accuracies = {name: [r["test_position_acc"] for r in runs]
+                  for name, runs in by_variant.items()}  # fmt: skip
+    claims = claims_of(analyses, accuracies)
+    if scale_name == "default":
+        claims = earlier_verdicts(claims)
+    claims = judged_claims(claims, records, scale)
+    figures_folder = out / "figures"
+    figures = {
+        "training": training_figure(records, figures_folder / "training.png"),
+        "fig2_storing_pca": figure2(pd.DataFrame(analyses[0]["figure2"]),
+                                    figures_folder / "fig2_storing_pca.png"),
+        "fig3_counting": figure3(analyses[0]["counting_curves"],
+                                 figures_folder / "fig3_counting.png"),
+        "fig5_gates": figure5(analyses, gru_seeds, figures_folder / "fig5_gates.png"),
+    }  # fmt: skip
     tables = {
         "accuracy": accuracy_table(by_variant),
         "table1": table1(analyses),
@@ -113,19 +108,20 @@ def reproduce(scale_name: str, out: Path, sitting: Sitting) -> list[Claim] | Non
         "training": training_table(records),
         "settings": setting_table(scale, SCALES["paper"]),
     }
-    markdown = report_text(scale_name, scale, tables, clock, records) + null_text(
+    markdown = report_text(scale_name, scale, tables, request.clock, records) + null_text(
         records, scale_name, scale
     )
-    publish(out, "paper4", claims, markdown, root, figures,
-            {"claims": claims_frame(claims), **tables}, list(records.values()))  # fmt: skip
-    keep_beside_report("paper4", list(records), root, out)
-    return claims
+    return Built(claims, markdown, figures, {"claims": claims_frame(claims), **tables},
+                 list(records.values()), list(records))  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> list[Claim]:
-    parser = command_line()
-    args = parser.parse_args(argv)
-    if args.measure_untrained:
-        SCALES[args.scale] = replace(SCALES[args.scale], untrained_of_kept_runs=True)
-    return reproduction_main(parser.description, SCALES, "reports/paper4", reproduce, argv,
-                             parser)  # fmt: skip
+def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
+    """`--measure-untrained`: kept runs measured before the untrained weights get them too."""
+    return replace(scale, untrained_of_kept_runs=True) if args.measure_untrained else scale
+
+
+STUDY = Study("paper4", SCALES, command_line, measure, report, scale_of)
+
+
+def main(argv: list[str] | None = None) -> list[Claim] | None:
+    return reproduction_main(STUDY, argv)

@@ -13,7 +13,7 @@ can be rebuilt from the measurement files alone: the reproduction copies them be
 --reuse-runs` rebuilds it from there. Measurements taken before the null model (no `untrained`)
 are read back as they are, unless `--measure-untrained` asks for it: then their runs' untrained
 weights are measured, from the run folder or, where it is gone or has no snapshot, rebuilt from
-the seed by a one-batch fit in a scratch folder (`experiments.measured`); nothing is trained
+the seed by a one-batch fit in a scratch folder (`experiments.engine.measure`); nothing is trained
 again.
 """
 
@@ -24,10 +24,11 @@ from pathlib import Path
 
 import torch
 
-from experiments.measured import Fields, measured, measured_before
+from experiments.engine.measure import Fields, measured, measured_before
+from experiments.engine.pool import run_all
+from experiments.engine.sitting import Sitting
 from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
-from experiments.runner import Sitting, run_all
 from storage import RunLayout
 from storage.files import RunFileError, read_saved_config
 from storage.layout import UNTRAINED
@@ -123,7 +124,7 @@ def untrained_fields(name: str, scale: Scale, reuse: bool) -> Fields:
 def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """Train the run (or keep it, with `reuse`), measure it and its untrained weights and write
     its measurements file; with `reuse`, measurements taken from the same command are read back
-    instead (`experiments.measured`), those without the untrained weights' completed only with
+    instead (`experiments.engine.measure`), those without the untrained weights' completed only with
     `scale.untrained_of_kept_runs`."""
 
     def trained(run: RunFolder) -> dict:

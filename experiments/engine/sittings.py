@@ -184,3 +184,9 @@ def fit_time(layout: RunLayout) -> dict:
             "seconds": sum(s["until"] - s["started"] for s in sittings),
             **({"devices": devices} if devices else {}),
             **({"cpu_seconds": sum(cpu)} if len(cpu) == len(sittings) else {})}  # fmt: skip
+
+
+def fit_seconds(trained: dict[str, float]) -> float:
+    """A run's training time (`fit_time`): summed over its sittings where they were recorded,
+    else its start to its end."""
+    return trained.get("seconds", trained["finished"] - trained["started"])

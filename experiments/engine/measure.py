@@ -24,15 +24,9 @@ from pathlib import Path
 
 import torch
 
-from experiments.runner import (
-    Sitting,
-    SittingError,
-    finished,
-    fit,
-    fit_command,
-    portable,
-    write_measurements,
-)
+from experiments.engine.fit import finished, fit, fit_command
+from experiments.engine.sitting import Sitting, SittingError
+from experiments.engine.store import portable, write_measurements
 from storage import RunLayout
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder

@@ -1,0 +1,118 @@
+"""One training run: `python -m experiments fit ...` in a subprocess (`fit`), so a reproduction
+trains exactly what a user gets by hand from the same command. The command is kept in
+`<run>/command.txt` and its output in `<run>/train.log`; with `reuse` a run whose folder holds the
+same command and a finished test is kept instead of trained again, and an interrupted one resumes
+from its last checkpoint. Each sitting's time is recorded by `experiments.engine.sittings`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.engine.committed import refuse_deleting_committed
+from experiments.engine.sittings import STOPPING, read_sittings, timed_sitting
+from storage import RunLayout
+from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
+
+PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
+"""Options whose value is a path: compared by the file or folder it names, not its spelling."""
+
+
+def normalised(command: Sequence[str]) -> list[str]:
+    """`command` with the values of `PATH_OPTIONS` made absolute, so that `runs` and
+    `/abs/path/runs` (or a moved checkout's config path) name the same run."""
+    return [
+        str(Path(value).resolve()) if index and command[index - 1] in PATH_OPTIONS else value
+        for index, value in enumerate(command)
+    ]
+
+
+def same_command(path: Path, command: Sequence[str]) -> bool:
+    """The command recorded in `path` is `command` (paths compared by what they name)."""
+    try:
+        recorded = path.read_text().split("\n")
+    except OSError:
+        return False
+    return normalised(recorded) == normalised(command)
+
+
+def finished(run: Path, command: Sequence[str]) -> bool:
+    """`run` was trained by `command` (the arguments after the interpreter, paths compared by
+    what they name) and tested."""
+    try:
+        same = same_command(RunLayout(run).command, command)
+        metrics = pd.read_csv(RunLayout(run).metrics)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return False
+    tested = any(c.startswith("test/") and metrics[c].notna().any() for c in metrics.columns)
+    checkpoints = [RunLayout(run).checkpoint(tag) for tag in ("best", "last")]
+    return same and tested and any(path.is_file() for path in checkpoints)
+
+
+def fit_command(arguments: Sequence[str]) -> list[str]:
+    """The interpreter's arguments of the fit `arguments` (`python -m experiments fit ...`), as
+    `command.txt` and `started.txt` record them (what `finished` compares)."""
+    return ["-m", "experiments", "fit", *arguments]
+
+
+def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
+        keep_measurements: bool = False) -> bool:  # fmt: skip
+    """Train `run` with `python -m experiments fit <arguments>`, from an empty folder (but its
+    `measurements.json` with `keep_measurements`: the kept measurements of a run trained again,
+    which a kill during the fit must not lose, `experiments.engine.measure`).
+
+    With `reuse`, a finished run of the same command is kept (returns False), and an interrupted
+    one (started by the same command, `started.txt`, with a `checkpoints/last.ckpt`) is resumed
+    from that checkpoint (`--ckpt_path`), so its metrics and W&B run continue; it ends as an
+    uninterrupted run would. Anything else is trained from scratch. Each sitting's time is
+    recorded in `sittings.json` (`timed_sitting`).
+    """
+    command = fit_command(arguments)
+    if reuse and finished(run, command):
+        return False
+    if STOPPING.is_set():
+        raise RuntimeError(f"{run} was not started: its reproduction is stopping")
+    layout = RunLayout(run)
+    resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
+    if not resume:
+        refuse_deleting_committed(run, "train it from scratch")
+    RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted
+    if not resume:  # from scratch: no files of old runs
+        kept = (layout.measurements,) if keep_measurements else ()
+        for entry in sorted(run.iterdir()) if run.is_dir() else ():
+            if entry not in kept:
+                delete_entry(entry)
+        run.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(layout.started, "\n".join(command))
+    resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # Each fit starts its own W&B service, as from a shell: one inherited from this process
+    # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
+    environment.pop("WANDB_SERVICE", None)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resume else os.O_TRUNC)
+    earlier = read_sittings(layout.sittings) if resume else []  # a bad file: before the fit
+    with (
+        os.fdopen(open_own(layout.train_log, flags), "w") as log,
+        subprocess.Popen([sys.executable, *command, *resumed], stdout=log,
+                         stderr=subprocess.STDOUT, env=environment) as process,
+    ):  # fmt: skip
+        returncode = timed_sitting(process, layout.sittings, earlier)  # ends the fit if stopped
+    if returncode:
+        raise RuntimeError(f"{run} failed{last_error(layout)}: see {layout.train_log}")
+    write_text_atomic(layout.command, "\n".join(command))
+    return True
+
+
+def last_error(layout: RunLayout) -> str:
+    """`: <the fit's last line of output>` (its one-line error), or nothing where it has none."""
+    try:
+        lines = layout.train_log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return f" ({lines[-1].strip()})" if lines else ""

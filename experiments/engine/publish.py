@@ -1,0 +1,119 @@
+"""The end of every reproduction: `report.md`, `results.json` and the W&B run (`publish`), the wall
+time of its stages (`Stopwatch`) and a sentence on when and where its runs were trained
+(`kept_note`)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.engine.sittings import fit_seconds
+from experiments.engine.store import REPOSITORY
+from experiments.report import Claim, log_to_wandb, write_report
+from experiments.rule_dates import ReportHistory, dated, dates_section
+
+
+class Stopwatch:
+    """The wall time of a reproduction's stages: `with clock.stage("training"): ...`. A stage
+    still running counts up to now (the report's text is written during the report stage)."""
+
+    def __init__(self) -> None:
+        self.began = time.time()
+        self.started: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self.started[name] = time.time()
+        try:
+            yield
+        finally:
+            self.ended[name] = time.time()
+
+    @property
+    def minutes(self) -> dict[str, float]:
+        """Each stage's minutes, in the order they began."""
+        now = time.time()
+        return {name: (self.ended.get(name, now) - start) / 60
+                for name, start in self.started.items()}  # fmt: skip
+
+    @property
+    def total(self) -> float:
+        return sum(self.minutes.values())
+
+    def stages(self) -> str:
+        """`training 12.3 min, analyses 1.0 min`."""
+        return ", ".join(f"{name} {value:.1f} min" for name, value in self.minutes.items())
+
+
+def kept_note(records: Sequence[dict]) -> str:
+    """A report's sentence on when the runs were trained (from their own files: the first run's
+    start to the last run's end, the fits' time summed over every sitting, and their CPU time
+    where recorded), on those kept from an earlier invocation (`--reuse-runs`: a finished run,
+    or its measurements) and on the devices they trained on (`devices_note`)."""
+    span = max(r["trained"]["finished"] for r in records) - min(
+        r["trained"]["started"] for r in records
+    )
+    summed = sum(fit_seconds(r["trained"]) for r in records)
+    kept = sum(bool(r.get("kept")) for r in records)
+    unrecorded = sum("seconds" not in r["trained"] for r in records)
+    text = (f" The runs were trained within {span / 60:.1f} min (the first run's start to the "
+            f"last run's end; {summed / 3600:.1f} h of fits summed over the runs and their "
+            "sittings")  # fmt: skip
+    if unrecorded:
+        text += (f"; {unrecorded} of them were trained before sittings were recorded, so a "
+                 "resumed one counts from its last sitting's start")  # fmt: skip
+    cpu = [r["trained"]["cpu_seconds"] for r in records if "cpu_seconds" in r["trained"]]
+    if cpu:  # leaves out pauses and waits for a core, which the span counts
+        text += (f"; the fits' CPU time, recorded for {len(cpu)} of the runs: "
+                 f"{sum(cpu) / 3600:.1f} h")  # fmt: skip
+    text += ")"
+    if kept:
+        text += (f"; {kept} of the {len(records)} were kept from an earlier invocation "
+                 "(`--reuse-runs`), so this invocation's time above does not include "
+                 "them")  # fmt: skip
+    return text + "." + devices_note(records)
+
+
+def devices_note(records: Sequence[dict]) -> str:
+    """Where the runs were trained (their sittings' `devices`, `sittings.fit_time`): how many on
+    each device, those trained on several and those trained before devices were recorded; empty
+    where no run recorded one."""
+    named = [r["trained"]["devices"] for r in records if r["trained"].get("devices")]
+    if not named:
+        return ""
+    counts = Counter(devices[0] for devices in named if len(devices) == 1)
+    parts = [f"{count} on {device}" for device, count in sorted(counts.items())]
+    mixed = sum(len(devices) > 1 for devices in named)
+    if mixed:
+        parts.append(f"{mixed} resumed on another device than they started on")
+    if len(named) < len(records):
+        parts.append(f"{len(records) - len(named)} before devices were recorded")
+    return " Trained: " + ", ".join(parts) + "."
+
+
+def publish(
+    out: Path,
+    paper: str,
+    claims: Sequence[Claim],
+    markdown: str,
+    root: Path,
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+    records: Sequence[dict] = (),
+) -> Path:
+    """The end of every reproduction: `report.md` and `results.json` in `out`, each claim dated
+    (`rule_dates`: against the committed report's history and the runs' `records`), and the
+    figures and tables as the W&B run `<paper>/report`. Returns the report's path."""
+    history = ReportHistory.of(REPOSITORY, f"reports/{paper}/results.json")
+    claims = dated(claims, history)
+    finished = max((r["trained"]["finished"] for r in records), default=None)
+    dates = "" if finished is None else dates_section(claims, history, finished)
+    report = write_report(out, claims, markdown, dates)
+    log_to_wandb(root, paper, figures, tables)
+    return report

@@ -1,0 +1,138 @@
+"""One engine for every reproduction (`python -m experiments.paperN`); a paper is a `Study` plugged
+into it.
+
+A study says what is its own: its scales and command line, how it trains and measures the runs of
+a scale (`measure`: every run's measurements file, `experiments.engine.measure`), and how its
+report is built from those measurements alone (`report`: claims, markdown, figures, tables). The
+engine does the rest, the same for every study: the command line parsed into a `Sitting` (with
+`--merge`, the shards' measurements gathered first), where the report goes without touching a
+committed one (`experiments.engine.committed`), the stages timed, a shard stopped before its
+report, and the end (`publish`, the measurements copied beside the report, `build.json`, the
+verdict line). `docs/code_layout.md` shows the template a study follows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.allocator import keep_freed_memory
+from experiments.engine.committed import (
+    CommittedFileError,
+    check_out,
+    default_out,
+    write_build,
+)
+from experiments.engine.publish import Stopwatch, publish
+from experiments.engine.sitting import Sitting, SittingError
+from experiments.engine.sittings import stopping_gently
+from experiments.engine.store import REPOSITORY, gather_measurements, keep_beside_report
+from experiments.report import Claim, verdict_line
+
+
+def sitting_of(args: argparse.Namespace, paper: str) -> Sitting:
+    """The `Sitting` a reproduction's parsed command line asks for; with `--merge`, after
+    gathering the shards' measurements into `--runs`."""
+    if args.merge and not args.shard.whole:
+        raise SittingError("--merge writes the report from every shard: leave out --shard")
+    if args.merge:
+        count = gather_measurements(paper, args.merge, args.runs)
+        print(f"merged {count} runs' measurements from {len(args.merge)} run roots into "
+              f"{args.runs}", flush=True)  # fmt: skip
+    return Sitting(args.runs, args.jobs, args.reuse_runs or bool(args.merge), args.shard,
+                   tuple(args.merge))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one invocation asks of a study: the scale by name and as configured (`Study.scale_of`),
+    where the report goes, the sitting, and the clock that times the stages."""
+
+    scale_name: str
+    scale: object
+    out: Path
+    sitting: Sitting
+    clock: Stopwatch = field(default_factory=Stopwatch)
+
+
+@dataclass(frozen=True)
+class Built:
+    """A study's report, built from its measurements alone: the claims, the report's markdown (the
+    engine adds the rule dates and the claims table), its figures and tables (logged to W&B), the
+    runs' measurement records (when they were trained) and their `(variant, seed)` names (copied
+    beside the report)."""
+
+    claims: list[Claim]
+    markdown: str
+    figures: dict[str, Path]
+    tables: dict[str, pd.DataFrame]
+    records: list[dict]
+    runs: list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A reproduction plugged into the engine (one per paper, and the atlas).
+
+    - `name`: its folder under `reports/` and its runs' folder under the run root (`paper4`);
+    - `scales`: its scales by name; `command_line()`: its parser (`engine.cli.reproduction_parser`
+      with its own options), built without importing what it runs;
+    - `scale_of(args, scale)`: the scale its own options make of `scales[args.scale]`;
+    - `measure(request)`: train and measure its runs (those of the sitting's shard), timing its
+      stages on `request.clock`; returns what `report` reads;
+    - `report(request, measured)`: the `Built` report from the measurements alone."""
+
+    name: str
+    scales: Mapping[str, object]
+    command_line: Callable[[], argparse.ArgumentParser]
+    measure: Callable[[Request], object]
+    report: Callable[[Request, object], Built]
+    scale_of: Callable[[argparse.Namespace, object], object] = lambda args, scale: scale
+
+
+def reproduce(study: Study, request: Request) -> list[Claim] | None:
+    """Train and measure the study's runs, then (unless the sitting is a shard: None) build its
+    report from their measurements, publish it and keep the measurements beside it."""
+    measured = study.measure(request)
+    if not request.sitting.shard.whole:
+        return None
+    with request.clock.stage("report"):
+        built = study.report(request, measured)
+    root = request.sitting.root
+    publish(request.out, study.name, built.claims, built.markdown, root, built.figures,
+            built.tables, built.records)  # fmt: skip
+    keep_beside_report(study.name, built.runs, root, request.out)
+    return built.claims
+
+
+def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim] | None:
+    """`python -m experiments.<study>`: parse the study's command line, run `reproduce` and print
+    the verdict line of the report it wrote; a shard writes no report and says how to merge. A
+    problem the user can fix (a sitting that cannot do what it asks, a committed file in the way)
+    is one line and exit status 2."""
+    parser = study.command_line()
+    args = parser.parse_args(argv)
+    keep_freed_memory()  # for the analyses run in this process; each fit sets its own
+    name = study.name
+    args.out = args.out or default_out(name, args.scale, args.runs, REPOSITORY / "reports")
+    try:
+        check_out(args.out, name, args.scale, args.replace_report)
+        sitting = sitting_of(args, name)
+        scale = study.scale_of(args, study.scales[args.scale])
+        with stopping_gently():
+            claims = reproduce(study, Request(args.scale, scale, args.out, sitting))
+    except (SittingError, CommittedFileError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if claims is None:
+        print(f"shard {sitting.shard} of {name}: its runs are measured under {sitting.root}. "
+              f"When every shard is done, write the report from all of them: python -m "
+              f"experiments.{name} --scale {args.scale} --merge <each shard's run root> "
+              f"--runs <merged root>", flush=True)  # fmt: skip
+        return None
+    write_build(args.out, name, args.scale)
+    print(verdict_line(args.out / "report.md", claims))
+    return claims

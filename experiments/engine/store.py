@@ -1,0 +1,131 @@
+"""The measurements file of a run (`<run>/measurements.json`): read, written, kept from an earlier
+invocation of the same command, copied beside a report and gathered from shards' run roots.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from experiments.engine.sittings import fit_time
+from storage import RunLayout
+from storage.files import write_text_atomic
+
+
+class SittingError(RuntimeError):
+    """A sitting asked for what it cannot do (a run missing from the merged run roots, a
+    measurements file that is not one, kept measurements of another command): one line to the
+    user."""
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def portable(arguments: Sequence[str], root: Path) -> list[str]:
+    """`arguments` as a run's measurements record them: without `--run.root`, with config paths
+    relative to the repository and the run root inside any other value written `$RUNS`, so that
+    the same run kept elsewhere (another run root, another checkout) is recognised."""
+    kept = []
+    for index, value in enumerate(arguments):
+        if value == "--run.root" or (index and arguments[index - 1] == "--run.root"):
+            continue
+        if index and arguments[index - 1] == "--config":
+            value = Path(value).resolve().relative_to(REPOSITORY).as_posix()
+        kept.append(value.replace(str(root), "$RUNS"))
+    return kept
+
+
+def read_measurements(layout: RunLayout) -> dict | None:
+    """The run's measurements file (`<run>/measurements.json`), None where there is none; a file
+    that is not a measurements record (cut short, edited) stops the reproduction in one line."""
+    try:
+        text = layout.measurements.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SittingError(
+            f"{layout.measurements} cannot be read ({error}): fix or delete it"
+        ) from None
+    try:
+        record = json.loads(text)
+    except ValueError as error:
+        raise SittingError(
+            f"{layout.measurements} is not valid JSON ({error.args[0]}; cut short?): restore it "
+            "(git checkout, or a shard's copy), or delete it to measure the run again"
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("command"), list):
+        raise SittingError(
+            f"{layout.measurements} is not a run's measurements (no command list): restore it, "
+            "or delete it to measure the run again"
+        )
+    return record
+
+
+def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
+    """The run's measurements (`read_measurements`) marked `kept` (neither trained nor measured
+    now); None where it has none. Measurements from another command stop the reproduction naming
+    both commands: they are never replaced by a retrain that deletes them."""
+    kept = read_measurements(layout)
+    if kept is None:
+        return None
+    if kept["command"] != command:
+        raise SittingError(different_command(layout, kept["command"], command))
+    return {**kept, "kept": True}
+
+
+def different_command(layout: RunLayout, recorded: list[str], command: list[str]) -> str:
+    """One line naming a kept run's command and the one asked for, by their first difference."""
+    at = next((i for i, (a, b) in enumerate(zip(recorded, command, strict=False)) if a != b),
+              min(len(recorded), len(command)))  # fmt: skip
+    if at and command[at - 1].startswith("--"):  # from the option whose value differs
+        at -= 1
+    return (
+        f"{layout.measurements} was measured from another command than this reproduction's "
+        f"(from argument {at}: kept {' '.join(recorded[at : at + 4]) or '(end)'} ..., asked "
+        f"{' '.join(command[at : at + 4]) or '(end)'} ...): rebuild with the settings it records "
+        "(scale, data), or train into another --runs, or delete its folder to train it again"
+    )
+
+
+def write_measurements(layout: RunLayout, record: dict, trained: dict | None = None) -> dict:
+    """Write a run's measurements file (atomically) with when it was trained (`trained`, else
+    `fit_time` from its own files) and the time measured; returns the record as written."""
+    trained = trained or fit_time(layout)
+    record = {**record, "trained": trained, "measured": time.time()}
+    write_text_atomic(layout.measurements, json.dumps(record) + "\n")
+    return record
+
+
+def keep_beside_report(paper: str, runs: Sequence[tuple[str, int]], root: Path, out: Path) -> None:
+    """Copy the measurements file of every `(variant, seed)` run of `paper` to `<out>/runs/`,
+    laid out as a run root, so that the report can be rebuilt from the repository alone
+    (`--runs <out>/runs --reuse-runs`)."""
+    for variant, seed in runs:
+        source = RunLayout.of(root, paper, variant, seed).measurements
+        target = RunLayout.of(out / "runs", paper, variant, seed).measurements
+        if source.resolve() != target.resolve():
+            write_text_atomic(target, source.read_text())
+
+
+def gather_measurements(paper: str, roots: Sequence[Path], target: Path) -> int:
+    """Copy every run's measurements file of `paper` from the run `roots` (shards run elsewhere)
+    into the run root `target`, laid out as there; returns how many. A run measured differently
+    in two roots stops it, naming both files."""
+    copied: dict[Path, Path] = {}
+    for root in roots:
+        if not (root / paper).is_dir():
+            raise SittingError(f"{root} holds no runs of {paper} (no folder {root / paper})")
+        for source in sorted((root / paper).rglob(RunLayout.MEASUREMENTS)):
+            relative = source.relative_to(root)
+            if relative in copied and copied[relative].read_text() != source.read_text():
+                raise SittingError(
+                    f"{copied[relative]} and {source} are measurements of one run that differ: "
+                    "keep one of them"
+                )
+            copied.setdefault(relative, source)
+    for relative, source in copied.items():
+        if source.resolve() != (target / relative).resolve():
+            write_text_atomic(target / relative, source.read_text())
+    return len(copied)
