@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     models = {
         "word-language-model LSTM": (WordLanguageModel(10_000, 200, 200),
                                      torch.randint(10_000, (35, 20))),
-        # The medium size of PyTorch's word_language_model (650 units, 2 layers): issue 31's
-        # target for tracing.
+        # The medium size of PyTorch's word_language_model (650 units, 2 layers), a size
+        # researchers trace.
         "word-language-model 650": (WordLanguageModel(10_000, 650, 650),
                                     torch.randint(10_000, (35, 20))),
         "tutorial seq2seq GRU": (TutorialSeq2Seq(1_000, 256, 20), torch.randint(1_000, (32, 20))),

@@ -9,7 +9,7 @@
    `mallopt`) vs glibc's defaults: the bare loop's steps in two fresh processes, one with it and
    one without (a process's allocator setting cannot be undone). Without it, a batch-1 step
    page-faults on its fresh weight-sized gradients (about 2,400 faults a step).
-5. Two ways issue 19 tried to shorten paper 1's 5,900 model-epochs, against today's training
+5. Two ways tried to shorten paper 1's 5,900 model-epochs, against today's training
    step (forward, backward, clipping, fused Adam): a vectorised ensemble (`torch.func.vmap` over
    the stacked parameters of K members, each with its own example) vs K single-model steps, and
    `torch.compile` of the forward vs eager. At batch 1 a step reads every weight, gradient and

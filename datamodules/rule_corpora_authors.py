@@ -1,4 +1,4 @@
-"""Paper 2's corpora as the authors' generator writes them: the second reading of issue 35.
+"""Paper 2's corpora as the authors' generator writes them: the suite's second reading of paper 2.
 
 `nsaphra/acd`, `word_language_model/synthetic_range_data.py` (at commit aa072d5), followed
 step by step on Python lists, because its list slice assignments change the document's length

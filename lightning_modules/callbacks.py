@@ -374,7 +374,7 @@ class StepsInEpochs(Callback):
     batches (paper 3's) as an epoch-based fit: `max_epochs` = the epochs those steps take,
     `max_steps` = -1, stopping after exactly the steps asked for. Lightning resumes an
     iteration-based fit (one with `max_steps`) from an epoch's last checkpoint one logging step
-    off and with that epoch redrawn (issue 30: a killed and resumed toy run differed from an
+    off and with that epoch redrawn (a killed and resumed toy run then differs from an
     uninterrupted one); an epoch-based fit resumes exactly. Set before the loops' state is
     restored (`on_fit_start`); the CLI adds it to every fit (`experiments.cli`)."""
 

@@ -1,4 +1,4 @@
-"""Paper 2's P(omega | phrase) as the authors' analysis reads it: the second reading of issue 35.
+"""Paper 2's P(omega | phrase) as the authors' analysis reads it: the suite's second reading.
 
 `nsaphra/acd`, `word_language_model/lm_synthetic_decomposition.py` (commit aa072d5), against the
 text's reading (`probes.command.contextual_decomposition.rule_close_probabilities`: held-out rule

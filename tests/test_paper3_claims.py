@@ -2,11 +2,14 @@
 against the control, the images' and SCAN's comparisons, SCAN's split sizes, and every claim
 judged on the untrained weights (issue 29's null model)."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
 
 from datamodules.scan import ScanDataModule
+from experiments.engine.store import SittingError
 from experiments.paper3.claims import (
     FINDINGS,
     SCAN_SIZES,
@@ -16,7 +19,7 @@ from experiments.paper3.claims import (
     step1_claim,
     toy_claims,
 )
-from experiments.paper3.runs import measured_before_issue29, measured_before_issue35
+from experiments.paper3.runs import SCHEMA
 from experiments.paper3.scales import SETTINGS
 from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
 from experiments.paper3.toy import (
@@ -31,15 +34,20 @@ from experiments.paper3.untrained import judged_claims, untrained_record
 from experiments.report import RULE_VERDICTS
 
 
-def test_toy_measurements_from_before_issue35_are_taken_again():
-    """A kept toy record without the boundary over training is measured again; others are kept."""
-    assert measured_before_issue35({"boundaries": {"x2_dependence": 0.1, "y1_probability": {}}})
-    assert not measured_before_issue35({"boundaries": {"quadrant_y1_share": {"1": 0.5}}})
-    assert not measured_before_issue35({"boundaries": None})  # images and SCAN
-    # issue 29: a run measured before its untrained weights and data sizes is measured again
-    assert measured_before_issue29({"boundaries": None, "data_sizes": {"train": 1, "test": 1}})
-    assert measured_before_issue29({"untrained": {}})
-    assert not measured_before_issue29({"untrained": {}, "data_sizes": {}})
+def test_unstamped_measurements_get_their_version_and_older_ones_are_measured_again():
+    """A kept record written before versions were recorded is read at the version its fields
+    show: without the untrained weights or the data's sizes 1, a toy record without the boundary
+    over training 2, else 3 (up to date); a stamped record is at its stamp; a newer one stops."""
+    untrained = {"untrained": {}, "data_sizes": {"train": 1, "test": 1}}
+    assert SCHEMA.version_of({"boundaries": None, "data_sizes": {"train": 1, "test": 1}}) == 1
+    assert SCHEMA.version_of({"untrained": {}}) == 1
+    toy_before = {**untrained, "boundaries": {"x2_dependence": 0.1, "y1_probability": {}}}
+    assert SCHEMA.version_of(toy_before) == 2
+    assert SCHEMA.version_of({**untrained, "boundaries": {"quadrant_y1_share": {"1": 0.5}}}) == 3
+    assert SCHEMA.version_of({**untrained, "boundaries": None}) == 3  # images and SCAN
+    assert SCHEMA.version_of({"schema": 2, **untrained, "boundaries": None}) == 2
+    with pytest.raises(SittingError, match="schema version 4, newer than this code's 3"):
+        SCHEMA.migrated({"schema": 4}, Path("measurements.json"))
 
 
 def test_boundary_over_training_and_the_step1_rule():

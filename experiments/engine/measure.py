@@ -3,7 +3,7 @@ existed completed without training the run again (papers 1 and 4).
 
 `measured` trains the run (or keeps it, with `--reuse-runs`) and writes its record: what the
 paper's `measure(RunFolder)` reads of the trained run, and the fields of `needed`, each read of
-the run's untrained weights (issue 29's null model). Kept measurements taken from the same
+the run's untrained weights (the null model). Kept measurements taken from the same
 command are read back; those without a field of `needed` (taken before it existed) get it from
 the run's `epoch=init` snapshot (`UNTRAINED`) or, where the run folder is gone or has no snapshot
 (trained before its config saved one), from the weights the same command starts from: the seed
@@ -26,7 +26,7 @@ import torch
 
 from experiments.engine.fit import finished, fit, fit_command
 from experiments.engine.sitting import Sitting, SittingError
-from experiments.engine.store import portable, write_measurements
+from experiments.engine.store import Schema, portable, write_measurements
 from storage import RunLayout
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
@@ -57,7 +57,7 @@ def kept_record(layout: RunLayout, arguments: list[str], sitting: Sitting,
     if missing and sitting.merged:
         raise SittingError(
             f"{layout.path.relative_to(sitting.root)} was measured without "
-            f"{', '.join(missing)} (before issue 29's untrained analysis): measure it again where "
+            f"{', '.join(missing)} (measured before those fields existed): measure it again where "
             "it was trained (with --reuse-runs: the run is kept) and merge again"
         )
     return kept
@@ -110,7 +110,7 @@ def measured(
     if kept is not None and not added and not finished(layout.path, fit_command(arguments)):
         with initial_weights(layout, arguments, sitting.root) as run:
             record |= {name: needed[name](run) for name in missing}
-        return {**write_measurements(layout, record, kept["trained"]), "kept": True}
+        return {**write_measurements(layout, record, sitting.schema, kept["trained"]), "kept": True}
     if sitting.cannot_train:
         raise SittingError(f"{layout.path} needs training, but {sitting.cannot_train}")
     trained = fit(layout.path, arguments, sitting.reuse, keep_measurements=kept is not None)
@@ -120,25 +120,28 @@ def measured(
         record = {"command": portable(arguments, sitting.root), **measure(run)}
         missing, added = list(needed), list(optional)
     elif trained or (added and identity is not None):  # a kept run gains fields: the same one?
-        same_model(layout, record, identity(run) if identity is not None else None, kept)
+        same_model(
+            layout, record, identity(run) if identity is not None else None, kept, sitting.schema
+        )
     if missing:
         with untrained_weights(layout, arguments, sitting.root) as untrained:
             record |= {name: needed[name](untrained) for name in missing}
     record |= {name: optional[name](run) for name in added}
     kept_trained = None if kept is None else kept["trained"]  # None: from the run's files
-    return {**write_measurements(layout, record, kept_trained), "kept": not trained}
+    return {**write_measurements(layout, record, sitting.schema, kept_trained), "kept": not trained}
 
 
-def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict) -> None:
+def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict,
+               schema: Schema) -> None:  # fmt: skip
     """The run trained again (or kept, and about to gain fields) is the one measured before:
     `again` (what `measured`'s `identity` reads of the run, e.g. its test accuracies and selected
     checkpoints) equals the same fields of the kept `record`; else (or, trained again, without an
     `identity`) a `SittingError` naming the run, its kept measurements written as they were, the
-    run left in its folder."""
+    run left in its folder (at the kept version of `schema`)."""
     before = {key: record.get(key) for key in again or {}}
     if again is not None and again == before:
         return
-    write_measurements(layout, record, kept["trained"])
+    write_measurements(layout, record, Schema(schema.version_of(kept)), kept["trained"])
     if again is None:
         raise SittingError(
             f"{layout.path} was trained again without a way to check it is the model its "

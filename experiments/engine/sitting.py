@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.engine.shard import Shard
-from experiments.engine.store import SittingError, kept_measurements, portable
+from experiments.engine.store import Schema, SittingError, kept_measurements, portable
 from storage import RunLayout
 
 __all__ = ["Sitting", "SittingError"]
@@ -29,11 +29,14 @@ class Sitting:
     cannot_train: str = ""
     """Why no run can be trained in this sitting (paper 1 offline, its data only recorded by its
     runs); empty where runs can be."""
+    schema: Schema = Schema()
+    """The study's measurements schema: files are read through it and written at its version."""
 
     def kept(self, layout: RunLayout, arguments: Sequence[str]) -> dict | None:
         """The run's measurements from an earlier invocation of the same command (`reuse`);
         merging, a run without them stops the reproduction naming it."""
-        kept = kept_measurements(layout, portable(arguments, self.root)) if self.reuse else None
+        command = portable(arguments, self.root)
+        kept = kept_measurements(layout, command, self.schema) if self.reuse else None
         if kept is None and self.merged:
             roots = " ".join(map(str, self.merged))
             raise SittingError(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.engine.sittings import fit_time
@@ -18,6 +19,44 @@ class SittingError(RuntimeError):
     """A sitting asked for what it cannot do (a run missing from the merged run roots, a
     measurements file that is not one, kept measurements of another command): one line to the
     user."""
+
+
+SCHEMA = "schema"
+"""The field of a measurements file that holds the version of its study's measurements."""
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The version of a study's measurements files, and how an older file is read.
+
+    Every file is written with `version` in its `schema` field. A file without one was written
+    before versions were recorded: `unstamped(record)` says which version it is. On reading, the
+    `migrations` bring it up, one version at a time (`migrations[k]`: a record of version k to
+    one of version k + 1, a function of the record alone); a version with no migration stays as
+    it is, and the study measures what it lacks again from the run (its `up to date` check reads
+    `version_of`). A file of a newer version than `version` stops the reproduction in one line."""
+
+    version: int = 1
+    migrations: Mapping[int, Callable[[dict], dict]] = field(default_factory=dict)
+    unstamped: Callable[[dict], int] | None = None
+
+    def version_of(self, record: dict) -> int:
+        """The version a read record is at (after `migrated`)."""
+        if SCHEMA in record:
+            return record[SCHEMA]
+        return self.unstamped(record) if self.unstamped is not None else self.version
+
+    def migrated(self, record: dict, path: Path) -> dict:
+        """`record` brought up to the newest version its migrations reach."""
+        version = self.version_of(record)
+        if not isinstance(version, int) or version > self.version:
+            raise SittingError(
+                f"{path} holds measurements of schema version {version!r}, newer than this "
+                f"code's {self.version}: update the suite (git pull) to read it"
+            )
+        while version in self.migrations:
+            record, version = {**self.migrations[version](record), SCHEMA: version + 1}, version + 1
+        return record
 
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -37,7 +76,7 @@ def portable(arguments: Sequence[str], root: Path) -> list[str]:
     return kept
 
 
-def read_measurements(layout: RunLayout) -> dict | None:
+def read_measurements(layout: RunLayout, schema: Schema = Schema()) -> dict | None:
     """The run's measurements file (`<run>/measurements.json`), None where there is none; a file
     that is not a measurements record (cut short, edited) stops the reproduction in one line."""
     try:
@@ -60,14 +99,15 @@ def read_measurements(layout: RunLayout) -> dict | None:
             f"{layout.measurements} is not a run's measurements (no command list): restore it, "
             "or delete it to measure the run again"
         )
-    return record
+    return schema.migrated(record, layout.measurements)
 
 
-def kept_measurements(layout: RunLayout, command: list[str]) -> dict | None:
+def kept_measurements(layout: RunLayout, command: list[str],
+                      schema: Schema = Schema()) -> dict | None:  # fmt: skip
     """The run's measurements (`read_measurements`) marked `kept` (neither trained nor measured
     now); None where it has none. Measurements from another command stop the reproduction naming
     both commands: they are never replaced by a retrain that deletes them."""
-    kept = read_measurements(layout)
+    kept = read_measurements(layout, schema)
     if kept is None:
         return None
     if kept["command"] != command:
@@ -89,11 +129,13 @@ def different_command(layout: RunLayout, recorded: list[str], command: list[str]
     )
 
 
-def write_measurements(layout: RunLayout, record: dict, trained: dict | None = None) -> dict:
-    """Write a run's measurements file (atomically) with when it was trained (`trained`, else
-    `fit_time` from its own files) and the time measured; returns the record as written."""
+def write_measurements(layout: RunLayout, record: dict, schema: Schema,
+                       trained: dict | None = None) -> dict:  # fmt: skip
+    """Write a run's measurements file (atomically) at the `schema`'s version, with when it was
+    trained (`trained`, else `fit_time` from its own files) and the time measured; returns the
+    record as written."""
     trained = trained or fit_time(layout)
-    record = {**record, "trained": trained, "measured": time.time()}
+    record = {**record, SCHEMA: schema.version, "trained": trained, "measured": time.time()}
     write_text_atomic(layout.measurements, json.dumps(record) + "\n")
     return record
 

@@ -147,7 +147,7 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
         "readings": {name: {tag: snapshot_record(s) for tag, s in reading.items()}
                      for name, reading in readings.items()},
     }  # fmt: skip
-    return {**write_measurements(layout, record), "kept": not trained}
+    return {**write_measurements(layout, record, sitting.schema), "kept": not trained}
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dict]:

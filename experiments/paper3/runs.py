@@ -39,7 +39,7 @@ import yaml
 from experiments.engine.fit import fit
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
-from experiments.engine.store import portable, write_measurements
+from experiments.engine.store import Schema, portable, write_measurements
 from experiments.paper3.scales import (
     ACCURACY,
     CONFIGS,
@@ -198,16 +198,19 @@ def untrained_x2_dependence(run: RunFolder, reading: ToyReading) -> float:
     return x2_dependence(y1_probability(run.model("last"), state, reading), reading)
 
 
-def measured_before_issue35(record: dict) -> bool:
-    """A toy run's measurements from before its boundary over training was kept."""
+def unstamped_version(record: dict) -> int:
+    """The schema version of measurements written before versions were recorded: 1 without the
+    untrained weights' accuracies (`untrained`) or the data's sizes (`data_sizes`), 2 with them
+    but a toy run's boundary over training without its quadrant share, else 3."""
+    if "untrained" not in record or "data_sizes" not in record:
+        return 1
     boundaries = record.get("boundaries")
-    return boundaries is not None and "quadrant_y1_share" not in boundaries
+    return 2 if boundaries is not None and "quadrant_y1_share" not in boundaries else 3
 
 
-def measured_before_issue29(record: dict) -> bool:
-    """Measurements from before the untrained weights (`untrained`) and the data's sizes
-    (`data_sizes`) were measured: measured again from the run's folder, not trained again."""
-    return "untrained" not in record or "data_sizes" not in record
+SCHEMA = Schema(3, unstamped=unstamped_version)
+"""Paper 3's measurements: an older version is measured again from the run's folder (the fields
+it lacks read the trained run), not trained again."""
 
 
 # ---- a run's reading: the settings its config file gives (issue 35) -------------------------
@@ -259,7 +262,7 @@ def up_to_date(record: dict, experiment: str, arguments: list[str]) -> bool:
     toy run, with its boundary over training."""
     if record.get("reading") != configured_reading(experiment, arguments):
         return False
-    return not (measured_before_issue35(record) or measured_before_issue29(record))
+    return SCHEMA.version_of(record) >= SCHEMA.version
 
 
 # ---- one run's measurements ------------------------------------------------------------------
@@ -306,7 +309,7 @@ def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sit
     configured = configured_reading(experiment, arguments)
     reading = trained_reading(layout, arguments, configured)
     record = {"command": portable(arguments, root), **measured, "reading": reading}
-    return {**write_measurements(layout, record), "kept": not trained}
+    return {**write_measurements(layout, record, sitting.schema), "kept": not trained}
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:

@@ -35,7 +35,7 @@ class InterventionsProbe(TokenPositioningProbe):
         "over the runs of a group."
     )
     options = InterventionsOptions
-    version = 2  # control rows (issue 17)
+    version = 2  # 2: with the random-unit control rows
 
     def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
         model, datamodule, traced, tokens = self.analysed(run, tag, options)
