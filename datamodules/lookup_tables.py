@@ -34,7 +34,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
-from datamodules.machine_tasks import SAMPLE1, resolve_sample1
+from datamodules.machine_tasks import SAMPLE1, Sample1Unavailable, resolve_sample1
 from datamodules.sampling import SplitLoaders, split_loader
 from datamodules.text_files import read_rows
 
@@ -268,9 +268,16 @@ class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
             check_lookup_folder(self.folder())
 
     def folder(self) -> Path | None:
-        """The sample folder read (``data_dir``, with ``"sample1"`` resolved), or None."""
+        """The sample folder read (``data_dir``, with ``"sample1"`` resolved), or None. Where
+        sample1 cannot be had, the one-line error also names the offline fallback."""
         if self.data_dir == SAMPLE1:
-            return resolve_sample1()[0]
+            try:
+                return resolve_sample1()[0]
+            except Sample1Unavailable as error:
+                raise Sample1Unavailable(
+                    f"{str(error).rstrip('.')}; or train on generated lookup tables of the same "
+                    "sizes, offline: --data.init_args.data_dir null"
+                ) from error
         return None if self.data_dir is None else Path(self.data_dir)
 
     def setup(self, stage: str | None = None) -> None:

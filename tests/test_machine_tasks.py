@@ -96,8 +96,9 @@ def test_offline_the_reproduction_falls_back_with_a_notice(mirror, monkeypatch):
     assert data.notice.startswith("**Not the paper's data.**")
     assert machine_tasks.SAMPLE1_ENV in data.notice and ".17 against .05" in data.notice
     module = LookupTableDataModule(data_dir="sample1")
-    with pytest.raises(machine_tasks.Sample1Unavailable, match="RECURRENT_PROBES_SAMPLE1"):
+    with pytest.raises(machine_tasks.Sample1Unavailable, match="RECURRENT_PROBES_SAMPLE1") as error:
         module.prepare_data()
+    assert str(error.value).endswith("offline: --data.init_args.data_dir null")
     assert machine_tasks.lookup_data().is_paper_data is False
     monkeypatch.setattr(machine_tasks, "DOWNLOAD_URL", mirror.as_uri())
     monkeypatch.setenv(machine_tasks.OFFLINE_ENV, "1")  # reachable, but told not to try
