@@ -7,9 +7,11 @@ hand). `write_report` writes `results.json` (a list of claims, as in DESIGN.md) 
 
 A rule or reading changed after results existed keeps the verdict of the old one beside the new
 (`Earlier`, attached by `with_earlier` or by the rule itself): a claim keeps every change, newest
-first, and the report lists each change with its reason and every verdict it changed.
+first. The report says which verdicts a change moved and why in a few words (`why_changed`: a
+reason's first sentence); its history, `history.md` (`experiments.history`), lists each change
+with its whole reason and every verdict it changed.
 
-A fourth verdict, **uninformative** (issue 29), counts as neither reproduced nor not: a claim
+A fourth verdict, **uninformative**, counts as neither reproduced nor not: a claim
 whose rule the same architecture passes untrained (its initial weights, the same data and
 analysis: `against_null`), or one its rule cannot fail by construction (`cannot_fail`, with the
 reason). The rule's own verdict on the trained models is kept beside it (`Claim.rule_verdict`).
@@ -31,6 +33,8 @@ from probes.command.outputs import escape_cell, markdown_table, save_figure  # n
 from probes.command.outputs import log_to_wandb as log_wandb_run
 from storage.files import write_text_atomic
 
+REPOSITORY = Path(__file__).resolve().parents[1]
+"""The checkout the reports are written from (a report names run roots inside it relatively)."""
 RULE_VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 """What a rule can say of a model."""
 UNINFORMATIVE = "uninformative"
@@ -87,7 +91,7 @@ class Claim:
     """The rule's verdict on the trained models, kept where `verdict` is uninformative."""
     uninformative_because: str | None = None
     rule_since: str | None = None
-    """The commit where the rule last changed (`experiments.rule_dates`)."""
+    """When the rule was last changed: `2026-11-25 (commit 6467b3a)` (`experiments.rule_dates`)."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -159,7 +163,7 @@ def judged_against_untrained(
     """Every claim of `claims` beside the same claim on the untrained models (`against_null`),
     where `untrained` has it. With `reason` (the null model came after results existed), a claim
     it makes uninformative keeps its verdict before as its newest `earlier` state, with
-    `reason`, so the report's Rule changes name it."""
+    `reason`, so the report's history names it."""
     by_id = {claim.id: claim for claim in untrained}
     judged = [against_null(c, by_id[c.id]) if c.id in by_id else c for c in claims]
     if reason is None:
@@ -219,10 +223,11 @@ def compare_means(
 
 
 ONE_ALLOWANCE = (
-    "until issue 29 the rule rounded the measured mean to the paper's precision and then also "
-    "allowed a further rounding margin (0.02; paper 4: 0.05 at 2 decimals), two allowances for "
-    "one rounding; the unrounded mean is now compared with the paper's printed value, allowing "
-    "half a unit of its last decimal (before issue 19 the unrounded mean had the 0.02 margin)"
+    "the rule: one allowance for the paper's rounding. The rule rounded the measured mean to the "
+    "paper's precision and then also allowed a further rounding margin (0.02; paper 4: 0.05 at 2 "
+    "decimals), two allowances for one rounding; the unrounded mean is now compared with the "
+    "paper's printed value, allowing half a unit of its last decimal (before the mean was "
+    "rounded, the unrounded mean had had the 0.02 margin)"
 )
 CLOSE = 0.05
 """The "partially reproduced" margin of `compare_summaries` beyond 4 SE: five points, the suite's
@@ -247,9 +252,9 @@ def compare_summaries(
     (its one rounding) of the paper's value, partially reproduced within 4 SE + `CLOSE`, else
     not reproduced (differences below `FLOAT_NOISE` are ties). `at_most`: the largest difference
     the paper's words allow ("fully restores", "close to"), capping the seeds' spread: reproduced
-    within at most `at_most`, partially within at most twice it. The verdict of the rule before
-    issue 29 (the mean rounded to `previous_decimals`, default `decimals`, and a further
-    `previous_rounding` margin) is kept as `earlier`.
+    within at most `at_most`, partially within at most twice it. The verdict of the rule it
+    replaced (the mean rounded to `previous_decimals`, default `decimals`, and a further
+    `previous_rounding` margin: `ONE_ALLOWANCE`) is kept as `earlier`.
     """
     standard_error = math.sqrt(paper.std**2 / paper.n + measured.std**2 / measured.n)
     allowance = 0.5 * 10.0**-decimals
@@ -412,15 +417,32 @@ def current_commit() -> str:
         return "unknown"
 
 
+def why_changed(claim: Claim) -> str:
+    """Where a change made after results existed moved `claim`'s verdict: the verdict before the
+    newest such change and why, in a few words (the first sentence of its reason: the data, the
+    rule, the reading or the runs), and how many older changes moved it; empty where none did.
+    The whole reasons are in the report's history (`experiments.history`)."""
+    moves = [before for before, after in claim.changes() if before.verdict != after]
+    if not moves:
+        return ""
+    text = f"was {moves[0].verdict} ({moves[0].reason.split('. ', 1)[0]})"
+    if len(moves) > 1:
+        text += f"; {len(moves) - 1} older change{'s' * (len(moves) > 2)} in history.md"
+    return text
+
+
 def claims_table(claims: Sequence[Claim]) -> str:
     """The claims as a markdown table; the `untrained` column (the rule's verdict on the
-    untrained models, "-" where not run) where any claim was judged on them."""
+    untrained models, "-" where not run) where any claim was judged on them, and the `changed`
+    column (`why_changed`) where a change after results existed moved any verdict."""
     nulls = any(c.null is not None for c in claims)
+    moved = any(why_changed(c) for c in claims)
     lines = [
         "| id | claim | paper | measured mean ± std (n) | verdict |"
         + (" untrained |" if nulls else "")
+        + (" changed |" if moved else "")
         + " rule |",
-        "|---|---|---|---|---|" + ("---|" if nulls else "") + "---|",
+        "|---|---|---|---|---|" + ("---|" if nulls else "") + ("---|" if moved else "") + "---|",
     ]
     for c in claims:
         m = c.measured
@@ -428,33 +450,24 @@ def claims_table(claims: Sequence[Claim]) -> str:
         verdict = f"**{c.verdict}**"
         if c.rule_verdict is not None:
             verdict += f" (the rule: {c.rule_verdict}; {escape_cell(c.uninformative_because)})"
-        if c.changed:
-            verdict += f" (earlier: {c.earlier[0].verdict}; see Rule changes)"
         null = f" {c.null or '-'} |" if nulls else ""
+        changed = f" {escape_cell(why_changed(c))} |" if moved else ""
         lines.append(
             f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "
-            f"{m.std:.3f} ({m.n}) | {verdict} |{null} {escape_cell(c.rule)} |"
+            f"{m.std:.3f} ({m.n}) | {verdict} |{null}{changed} {escape_cell(c.rule)} |"
         )
     return "\n".join(lines)
 
 
-def rule_changes(claims: Sequence[Claim]) -> str:
-    """The report's section on rules, readings and runs replaced after results existed: each
-    reason, how many claims it applies to, and every verdict it changed with the earlier rule."""
-    steps = [(c, before, after) for c in claims for before, after in c.changes()]
-    reasons = list(dict.fromkeys(before.reason for _, before, _ in steps))
-    if not reasons:
-        return ""
-    parts = ["## Rule changes\n"]
-    for number, reason in enumerate(reasons, 1):
-        applied = [(c, b, a) for c, b, a in steps if b.reason == reason]
-        changed = [(c, b, a) for c, b, a in applied if b.verdict != a]
-        parts.append(f"{number}. {reason[0].upper()}{reason[1:]}. It applies to {len(applied)} "
-                     f"claims and changed {len(changed)} verdicts"
-                     f"{':' if changed else '.'}")  # fmt: skip
-        parts += [f"   - `{c.id}`: {b.verdict} -> {a} (earlier rule: {escape_cell(b.rule)})"
-                  for c, b, a in changed]  # fmt: skip
-    return "\n".join(parts) + "\n\n"
+def runs_named(root: Path, paper: str) -> str:
+    """Where a report says `paper`'s runs are, without a machine's own paths: under the run root
+    `root` relative to the repository where it lies inside it (`reports/paper2/runs/paper2/`),
+    else `<runs>/paper2/`, `<runs>` being the run root given with `--runs`."""
+    try:
+        where = Path(root).resolve().relative_to(REPOSITORY).as_posix()
+    except ValueError:
+        return f"`<runs>/{paper}/` (`<runs>`: the run root, `--runs`)"
+    return f"`{where}/{paper}/`"
 
 
 def report_title(title: str, scale: str) -> str:
@@ -465,24 +478,30 @@ def report_title(title: str, scale: str) -> str:
 
 
 def write_report(
-    folder: str | Path, claims: Sequence[Claim], markdown: str, dates: str = ""
+    folder: str | Path, claims: Sequence[Claim], markdown: str, history: str = ""
 ) -> Path:
-    """Write `results.json` (the claims) and `report.md` (`markdown` plus the claims, the rule
-    changes, `dates` (`rule_dates.dates_section`) and a summary of verdicts) into `folder`, each
-    atomically."""
+    """Write `results.json` (the claims), `report.md` (`markdown` plus the claims and a summary
+    of verdicts) and, given its text, `history.md` (`experiments.history.history_text`) into
+    `folder`, each atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(
         folder / "results.json", json.dumps([c.as_json() for c in claims], indent=2) + "\n"
     )
     summary = headline(claims)
-    changed = sum(c.changed for c in claims)
-    if changed:
-        summary += f"; {changed} verdicts differ from the earlier rules (see Rule changes)"
+    moved = sum(bool(why_changed(c)) for c in claims)
+    if moved:
+        summary += (f"; {moved} verdicts were moved by a change made after results existed "
+                    "(the column changed)")  # fmt: skip
+    where = ""
+    if history:
+        write_text_atomic(folder / "history.md", history)
+        where = ("Every earlier verdict with the whole reason for its change, and when each rule "
+                 "was written: [history.md](history.md).\n\n")  # fmt: skip
     title, _, body = markdown.rstrip().partition("\n")
     text = (
-        f"{title}\n\n**Verdicts:** {summary}.\n{body}\n\n## Claims\n\n{claims_table(claims)}"
-        f"\n\n{rule_changes(claims)}{dates}## Summary\n\n{summary}.\n"
+        f"{title}\n\n**Verdicts:** {summary}.\n{body}\n\n## Claims\n\n{where}"
+        f"{claims_table(claims)}\n\n## Summary\n\n{summary}.\n"
     )
     write_text_atomic(folder / "report.md", text)
     return folder / "report.md"

@@ -1,37 +1,35 @@
-"""Rules dated against the runs they judge (issue 29): every claim records the commit where its
-rule last changed (`Claim.rule_since`), and a report lists the rules newer than its runs.
+"""Rules dated against the runs they judge: every claim records when its rule was written
+(`Claim.rule_since`), and a report's history lists the rules newer than its runs.
 
 A rule is known by its text with the measured values left out (`rule_template`: the statistic, the
 bounds and the counts computed from the measurements, where `MEASURED_VALUES` finds them; the
-thresholds, written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot. Its
-date is read from the repository's history of the report (`git log` of
-`reports/<paper>/results.json`): the oldest commit of the unbroken line of committed reports,
-newest first, whose claim of the same id had the same template, or the date that report recorded
-for it (its `rule_since`: the commit its code was taken from, when that report wrote the rule
-first), so that a report rebuilt later dates its rules as the report that first wrote them did;
-where the newest committed report's differs, or has no such claim, the rule is this report's (the
-commit the code was taken from, or "working tree" where that code is not committed).
+thresholds, written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot.
 
-A rule is newer than the runs it judges when it appeared after the first committed report
-written from them (the first report committed after the last run finished): it was written or
-changed after their results existed. Those claims keep their verdicts before the change in
-`Claim.earlier` (`report.with_earlier` and the rules themselves). Without git or the report's
-history every rule is dated "unknown" and the report says so.
+Its date is read from the committed report's rules file, `reports/<paper>/rules.json` (`RuleBook`):
+per claim, the template, the date (and commit) it was first written with, and the verdict before
+its last change. A build never asks git: a claim whose template is the recorded one keeps its date;
+a new or changed template is dated by the build itself (now, "this build"), and recorded in the
+file when the report is written to the committed folder (`date_rules`).
 
-Written by hand: git's own history is the only record of when a rule changed.
+A rule is newer than the runs it judges when it was written after the first report of them (the
+file's `first_report`; a build of runs that finished after it is their first report): it was
+written or changed after their results existed. Those claims keep their verdicts before the change
+in `Claim.earlier` (`report.with_earlier` and the rules themselves).
 """
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
-import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from experiments.report import Claim, escape_cell
+from experiments.engine.committed import CommittedFileError
+from experiments.report import Claim
+from storage.files import write_text_atomic
 
 NUMBER = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:e[-+]?\d+)?|nan|inf)"
 """A number as rules print it: `0.61`, `-3`, `1.5e-05`, `14,670`, `nan`."""
@@ -50,8 +48,20 @@ vs B y"; the share in "k of n hold (share)" and both numbers of "at k of them (s
 in "left out (k of n)"; the measured list in "at k = [2, 4, 8]: [300, 1000, 1000]"; the epochs
 in "epochs [3, 4, 5]..[48, 49, 50]". The thresholds (after ">=", "<=", "<", ">", "+", "more
 than") and the cells a rule reads stay."""
-WORKING_TREE = "working tree"
-UNKNOWN = "unknown"
+RULES = "rules.json"
+"""A committed report's rules file, beside its `results.json`."""
+THIS_BUILD = "this build"
+A_BUILD = "a build"
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
+ABOUT = (
+    "When each claim's rule was written: its text with the measured values left out "
+    "(rule_template), the date and commit it was first written so, and the verdict before its "
+    "last change; the report's build reads it and never asks git"
+)
+
+
+class RulesFileError(CommittedFileError):
+    """A committed report's rules file cannot be read: one line naming it and the fix."""
 
 
 def rule_template(record: dict) -> str:
@@ -69,136 +79,156 @@ def without_measured_values(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class Commit:
-    id: str
-    time: float
+def day(moment: float) -> str:
+    """`2026-11-26` (UTC)."""
+    return time.strftime("%Y-%m-%d", time.gmtime(moment))
 
 
 @dataclass(frozen=True)
-class ReportHistory:
-    """The committed versions of one report's `results.json`, newest first, each with its
-    claims' (rule template, verdict, recorded `rule_since`) by id; `current`: the commit this
-    report's code comes from; `recorded`: the commits the versions' claims were dated to, that
-    this repository has."""
+class Dated:
+    """When something was written: `date` (seconds since the epoch) and the `commit` it came with;
+    no commit: dated by a build, `recorded` in the rules file or only by this build."""
 
-    versions: tuple[tuple[Commit, dict[str, tuple[str, str, str | None]]], ...]
-    current: Commit
-    recorded: dict[str, Commit] = field(default_factory=dict)
+    date: float
+    commit: str | None = None
+    recorded: bool = True
+
+    @property
+    def source(self) -> str:
+        """`commit 6467b3a`, `a build` (recorded) or `this build`."""
+        if self.commit:
+            return f"commit {self.commit}"
+        return A_BUILD if self.recorded else THIS_BUILD
+
+    @property
+    def since(self) -> str:
+        """A claim's `rule_since`: `2026-11-25 (commit 6467b3a)`."""
+        return f"{day(self.date)} ({self.source})"
+
+    def as_json(self) -> dict:
+        return {"date": time.strftime(STAMP, time.gmtime(self.date)), "commit": self.commit}
+
+
+@dataclass(frozen=True)
+class RuleDate:
+    """A claim's rule as the rules file records it: its `template`, when it was first written so
+    (`dated`), and the verdict before its last change with the commit of the report that gave it
+    (`before`; None: the rule never changed, or the claim is new)."""
+
+    template: str
+    dated: Dated
+    before: tuple[str, str | None] | None = None
+
+    def as_json(self) -> dict:
+        before = (
+            None
+            if self.before is None
+            else dict(zip(("verdict", "commit"), self.before, strict=True))
+        )
+        return {"rule_template": self.template, **self.dated.as_json(), "before": before}
+
+
+@dataclass(frozen=True)
+class RuleBook:
+    """A report's rules file (`RULES`): each claim's `RuleDate` by id, and the first report of
+    the runs (`first_report`, against which rules are newer)."""
+
+    rules: dict[str, RuleDate]
+    first_report: Dated | None = None
 
     @classmethod
-    def of(cls, repository: Path, results: str) -> ReportHistory:
-        """The history of `results` (a path inside `repository`); empty without git."""
-        log = _git(repository, "log", "--format=%h %ct", "--", results)
-        versions = []
-        for line in (log or "").splitlines():
-            commit, stamp = line.split()
-            text = _git(repository, "show", f"{commit}:{results}")
-            if text is None:
+    def read(cls, path: Path) -> RuleBook:
+        """The rules file at `path`; an empty book where there is none."""
+        if not path.is_file():
+            return cls({})
+        try:
+            data = json.loads(path.read_text())
+            first = data.get("first_report")
+            rules = {id: RuleDate(entry["rule_template"], _dated(entry), _before(entry["before"]))
+                     for id, entry in data["rules"].items()}  # fmt: skip
+            return cls(rules, None if first is None else _dated(first))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            raise RulesFileError(
+                f"{path} cannot be read as a report's rules file ({type(error).__name__}: "
+                f"{error}): restore the committed one (git checkout -- {path})"
+            ) from None
+
+    def text(self) -> str:
+        first = None if self.first_report is None else self.first_report.as_json()
+        rules = {id: rule.as_json() for id, rule in self.rules.items()}
+        return json.dumps({"about": ABOUT, "first_report": first, "rules": rules}, indent=2) + "\n"
+
+    def of_build(self, claims: Sequence[Claim], now: float, finished: float | None,
+                 verdicts: dict[str, str]) -> RuleBook:  # fmt: skip
+        """The book of a build of `claims` at `now` from runs that finished at `finished`: each
+        claim's recorded date where its template is the recorded one, else dated `now` by this
+        build, its verdict before the change its verdict in the committed report (`verdicts`, by
+        id) where it had one; this build is the runs' first report where none came after them."""
+        rules = {}
+        for claim in claims:
+            template, known = rule_template(claim.as_json()), self.rules.get(claim.id)
+            if known is not None and known.template == template:
+                rules[claim.id] = known
                 continue
-            templates = {c["id"]: (rule_template(c), c["verdict"], c.get("rule_since"))
-                         for c in json.loads(text)}  # fmt: skip
-            versions.append((Commit(commit, float(stamp)), templates))
-        dates = {t[2] for _, templates in versions for t in templates.values()}
-        known = dates - {None, WORKING_TREE, UNKNOWN}
-        return cls(tuple(versions), _current_commit(repository), _commits(repository, known))
+            before = (verdicts[claim.id], None) if claim.id in verdicts else None
+            rules[claim.id] = RuleDate(template, Dated(now, recorded=False), before)
+        first = self.first_report
+        if finished is not None and (first is None or first.date < finished):
+            first = Dated(now, recorded=False)
+        return RuleBook(rules, first)
 
-    def first_report_after(self, finished: float) -> Commit | None:
-        """The first committed report written after the runs finished at `finished`."""
-        after = [commit for commit, _ in self.versions if commit.time >= finished]
-        return min(after, key=lambda c: c.time) if after else None
+    def recorded(self) -> RuleBook:
+        """This book as the rules file records it (what this build dated, dated by a build)."""
+        rules = {id: replace(rule, dated=replace(rule.dated, recorded=True))
+                 for id, rule in self.rules.items()}  # fmt: skip
+        first = self.first_report and replace(self.first_report, recorded=True)
+        return RuleBook(rules, first)
 
-    def since(self, claim: Claim) -> Commit:
-        """The commit where `claim`'s rule last changed (see the module)."""
-        return self._change(claim)[0]
+    def dated(self, claims: Sequence[Claim]) -> list[Claim]:
+        """`claims`, each with the date its rule was written (`rule_since`)."""
+        return [replace(claim, rule_since=self.rules[claim.id].dated.since) for claim in claims]
 
-    def before(self, claim: Claim) -> str:
-        """`claim`'s verdict in the newest committed report with another rule for it, and that
-        report's commit; or that it is new."""
-        previous = self._change(claim)[1]
-        return "(a new claim)" if previous is None else f"{previous[1]} (commit `{previous[0]}`)"
-
-    def _change(self, claim: Claim) -> tuple[Commit, tuple[str, str] | None]:
-        template, since = rule_template(claim.as_json()), self.current
-        for commit, templates in self.versions:
-            committed = templates.get(claim.id)
-            if committed is None:
-                return since, None
-            if committed[0] != template:
-                return since, (commit.id, committed[1])
-            recorded = self.recorded.get(committed[2] or "")
-            since = recorded if recorded is not None and recorded.time <= commit.time else commit
-        return since, None
-
-    def time_of(self, commit: str) -> float:
-        """When `commit` (a claim's `rule_since`) was made; 0 where it is not known here."""
-        every = [*(c for c, _ in self.versions), self.current, *self.recorded.values()]
-        return next((c.time for c in every if c.id == commit), 0.0)
+    def newer(self, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose rules were written after the runs' first report."""
+        if self.first_report is None:
+            return []
+        first = self.first_report.date
+        return [claim for claim in claims if self.rules[claim.id].dated.date > first]
 
 
-def _git(repository: Path, *arguments: str) -> str | None:
+def _dated(entry: dict) -> Dated:
+    return Dated(float(calendar.timegm(time.strptime(entry["date"], STAMP))), entry["commit"])
+
+
+def _before(entry: dict | None) -> tuple[str, str | None] | None:
+    return None if entry is None else (str(entry["verdict"]), entry["commit"])
+
+
+def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: float | None,
+               now: float | None = None) -> tuple[list[Claim], RuleBook]:  # fmt: skip
+    """`claims` dated by the committed report's rules file (in `committed`, `reports/<paper>`;
+    `finished`: when their runs finished), and the book of this build. Written to the committed
+    folder (`out` is `committed`), the report records what this build dated in the file,
+    atomically; anywhere else the file is left as it was."""
+    now = float(int(time.time() if now is None else now))
+    path = committed / RULES
+    book = RuleBook.read(path)
+    verdicts = {}
+    if any(book.rules.get(c.id) is None or book.rules[c.id].template != rule_template(c.as_json())
+           for c in claims):  # fmt: skip
+        verdicts = _committed_verdicts(committed)
+    book = book.of_build(claims, now, finished, verdicts)
+    if out.resolve() == committed.resolve():
+        book = book.recorded()
+        text = book.text()
+        if not path.is_file() or path.read_text() != text:
+            write_text_atomic(path, text)
+    return book.dated(claims), book
+
+
+def _committed_verdicts(committed: Path) -> dict[str, str]:
+    """The verdicts of the committed report in `committed` by claim id; none where it has none."""
     try:
-        return subprocess.run(["git", "-C", str(repository), *arguments], capture_output=True,
-                              text=True, check=True).stdout  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def _commits(repository: Path, ids: set[str]) -> dict[str, Commit]:
-    """The commits of `ids` this repository has (a shallow clone may lack some), by id."""
-    found = {}
-    for commit in sorted(ids):
-        line = _git(repository, "show", "-s", "--format=%ct", f"{commit}^{{commit}}", "--")
-        if line:
-            found[commit] = Commit(commit, float(line))
-    return found
-
-
-def _current_commit(repository: Path) -> Commit:
-    """HEAD where the code (everything outside `reports/`) is committed; else the working tree."""
-    head = _git(repository, "log", "-1", "--format=%h %ct")
-    if not head:
-        return Commit(UNKNOWN, time.time())
-    changed = _git(repository, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                   ":(exclude)reports", ":(exclude)README.md", ":(exclude)docs")  # fmt: skip
-    if changed:
-        return Commit(WORKING_TREE, time.time())
-    commit, stamp = head.split()
-    return Commit(commit, float(stamp))
-
-
-def dated(claims: Sequence[Claim], history: ReportHistory) -> list[Claim]:
-    """`claims`, each with the commit where its rule last changed (`rule_since`)."""
-    if not history.versions and history.current.id == UNKNOWN:
-        return [replace(claim, rule_since=UNKNOWN) for claim in claims]
-    return [replace(claim, rule_since=history.since(claim).id) for claim in claims]
-
-
-def dates_section(claims: Sequence[Claim], history: ReportHistory, finished: float) -> str:
-    """The report's section on rules newer than the runs they judge (`claims` from `dated`)."""
-    first = history.first_report_after(finished)
-    ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(finished))
-    if history.current.id == UNKNOWN and not history.versions:
-        return (
-            f"## Rules dated against the runs\n\nThe runs finished {ran}; the rules' dates "
-            "are unknown here (no git history of the report).\n\n"
-        )
-    if first is None:
-        return (
-            f"## Rules dated against the runs\n\nThe runs finished {ran}; this is the first "
-            "report of them, so no rule changed after a report of them (a rule changed while "
-            "they ran, after some of their results existed, says so under Rule changes, its "
-            "verdict before kept). Each claim's rule carries the commit where it last changed "
-            "(`rule_since` in results.json).\n\n"
-        )
-    newer = [c for c in claims if history.time_of(c.rule_since) > first.time]
-    lines = [f"## Rules dated against the runs\n\nThe runs finished {ran}; their first report was "
-             f"commit `{first.id}`. {len(newer)} of the {len(claims)} rules are newer (written "
-             "or changed after those results existed; each claim's `rule_since` in results.json "
-             "names the commit), each with its verdict in the last committed report before the "
-             "change (the reasons are under Rule changes):\n"]  # fmt: skip
-    if newer:
-        lines += ["| id | rule since | verdict | before the change |", "|---|---|---|---|"]
-        lines += [f"| `{c.id}` | `{c.rule_since}` | {c.verdict} | "
-                  f"{escape_cell(history.before(c))} |" for c in newer]  # fmt: skip
-    return "\n".join(lines) + "\n\n"
+        return {r["id"]: r["verdict"] for r in json.loads((committed / "results.json").read_text())}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}

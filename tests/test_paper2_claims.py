@@ -40,7 +40,10 @@ def test_the_same_rule_count_at_every_k_is_no_rise_and_the_old_partial_verdict_i
     claim = by_id(figure1_claims(cells(opened), SCALE))["fig1.longer_k_needs_more_rules"]
     assert claim.verdict == "not reproduced" and "a tie) is no rise" in claim.rule
     assert claim.earlier[0].verdict == "partially reproduced"
-    assert claim.earlier[0].reason.startswith(REVIEWED)
+    assert claim.earlier[0].reason.startswith(
+        "the rule: the same n at every k (a tie) is no rise. "
+    )
+    assert REVIEWED in claim.earlier[0].reason
     rising = {(k, n): 0.9 if n >= {2: 10, 4: 100, 8: 1000}[k] else 0.0005 for k, n in opened}
     claim = by_id(figure1_claims(cells(rising), SCALE))["fig1.longer_k_needs_more_rules"]
     assert claim.verdict == "reproduced"

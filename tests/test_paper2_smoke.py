@@ -65,13 +65,13 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     # claims' newest is the seed-by-seed rule of 2026-11-28
     earlier = [c for c in claims.values() if c["earlier"]]
     reasons = (EARLIER_REASON, REVIEWED, SEED_PAIRED)
-    assert all(c["earlier"][0]["reason"].startswith(reasons) for c in earlier)
+    assert all(any(r in c["earlier"][0]["reason"] for r in reasons) for c in earlier)
     assert {id for id, c in claims.items() if c["earlier"][:1]
             and c["earlier"][0]["reason"] == SEED_PAIRED} == {
         f"{reading}{id}" for reading in ("", "authors.", "authors_at_close.")
         for id in PRIMARY if id.startswith("training.")}  # fmt: skip
     reviewed = {id for id, c in claims.items() if c["earlier"][:1]
-                and c["earlier"][0]["reason"].startswith(REVIEWED)}  # fmt: skip
+                and REVIEWED in c["earlier"][0]["reason"]}  # fmt: skip
     assert {id for id in reviewed if id in PRIMARY} == {
         "fig1.longer_k_needs_more_rules", "fig1.open_falls_with_k", "fig2.conduit_interacts",
         "fig2.conduit_interacts_over_training"}  # fmt: skip

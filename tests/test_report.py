@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from experiments.history import history_text
 from experiments.report import (
     Claim,
     Measured,
@@ -18,6 +19,7 @@ from experiments.report import (
     with_earlier,
     write_report,
 )
+from experiments.rule_dates import RuleBook
 
 
 def test_measured_mean_and_sample_std():
@@ -85,12 +87,12 @@ def test_write_report_gives_claims_and_a_summary(tmp_path):
 
 
 def test_the_verdict_before_one_rounding_allowance_stays_beside_the_new_one():
-    """Before issue 29 the mean was rounded to the paper's precision and given a further 0.02:
+    """The rule replaced rounded the mean to the paper's precision and gave a further 0.02:
     0.98 against the paper's 1.00 passed; now it is partially reproduced, the old verdict kept."""
     claim = compare_means("table3.x", "x", [1.0], [0.98])
     assert claim.verdict == "partially reproduced"
     assert claim.earlier[0].verdict == "reproduced" and claim.changed
-    assert claim.earlier[0].reason.startswith("until issue 29")
+    assert claim.earlier[0].reason.startswith("the rule: one allowance for the paper's rounding.")
     assert not compare_means("x", "x", [1.0], [0.997]).changed
     # paper 4's Table 1 (3 decimals) was compared at 2 decimals with a 0.05 margin
     old = compare_summaries("x", "x", Measured(0.833, 0, 1), Measured.of([0.79]), decimals=3,
@@ -141,25 +143,39 @@ def test_a_claim_the_untrained_models_pass_is_uninformative(tmp_path):
         replace(trained, verdict="uninformative")
 
 
-def test_a_changed_rule_keeps_its_old_verdict_in_the_report(tmp_path):
+def history(claims):
+    """The history of a report of `claims`, their rules all new (no rules file)."""
+    return history_text("Title", claims, RuleBook({}).of_build(claims, 0.0, None, {}), None)
+
+
+def test_a_changed_rule_keeps_its_old_verdict_in_the_history(tmp_path):
+    """The report says which verdict a change moved and why in a few words (the reason's first
+    sentence); history.md gives the whole reason and the rule before."""
     new = [threshold_claim("a", "a", 1.0, [0.6], 0.6, "s", 0.5, 0.2),
            threshold_claim("b", "b", 1.0, [0.6], 0.6, "s", 0.5, 0.2)]  # fmt: skip
     old = [threshold_claim("a", "a", 1.0, [0.4], 0.4, "old s", 0.5, 0.2),
            threshold_claim("b", "b", 1.0, [0.6], 0.6, "old s", 0.5, 0.2)]  # fmt: skip
-    claims = with_earlier(new, old, "the authors' code reads the gate the other way")
+    reason = ("the reading: the gate as the authors' code reads it. The paper's equation mirrors "
+              "it; commit 1234abc's report read it so")  # fmt: skip
+    claims = with_earlier(new, old, reason)
     assert [c.changed for c in claims] == [True, False]
-    write_report(tmp_path, claims, "# Title")
+    write_report(tmp_path, claims, "# Title", history(claims))
     text = (tmp_path / "report.md").read_text()
-    assert "**reproduced** (earlier: partially reproduced; see Rule changes)" in text
+    assert "| verdict | changed | rule |" in text
+    assert ("| **reproduced** | was partially reproduced (the reading: the gate as the authors' "
+            "code reads it) |") in text  # fmt: skip
+    assert "| **reproduced** |  | s = 0.600" in text  # b: its verdict did not move
+    assert "mirrors" not in text and "1234abc" not in text and "[history.md](history.md)" in text
+    assert "1 verdicts were moved by a change made after results existed" in text
+    past = (tmp_path / "history.md").read_text()
     assert (
-        "1. The authors' code reads the gate the other way. It applies to 2 claims and changed "
-        "1 verdicts:\n   - `a`: partially reproduced -> reproduced (earlier rule: old s = 0.400"
-        in text
+        "1. The reading: the gate as the authors' code reads it. The paper's equation mirrors it; "
+        "commit 1234abc's report read it so. It applies to 2 claims and changed 1 verdicts:\n"
+        "   - `a`: partially reproduced -> reproduced (earlier rule: old s = 0.400" in past
     )
-    assert "1 verdicts differ from the earlier rules" in text
     record = json.loads((tmp_path / "results.json").read_text())[0]
     assert record["earlier"][0]["verdict"] == "partially reproduced"
-    assert record["earlier"][0]["reason"].startswith("the authors' code")
+    assert record["earlier"][0]["reason"] == reason
 
 
 def test_every_change_is_kept_newest_first(tmp_path):
@@ -171,15 +187,20 @@ def test_every_change_is_kept_newest_first(tmp_path):
            compare_means("y", "y", [1.0], [0.5])]  # fmt: skip
     (claim,) = with_earlier(new, old, "the runs changed")
     assert [(e.verdict, e.reason[:16]) for e in claim.earlier] == [
-        ("reproduced", "until issue 29 t"),
+        ("reproduced", "the rule: one al"),
         ("partially reproduced", "the runs changed"),
     ]
     assert claim.changes()[1] == (claim.earlier[1], "reproduced")  # old runs -> new runs
-    write_report(tmp_path, [claim], "# Title")
+    write_report(tmp_path, [claim], "# Title", history([claim]))
     text = (tmp_path / "report.md").read_text()
-    assert "**partially reproduced** (earlier: reproduced; see Rule changes)" in text
-    assert "1. Until issue 29" in text and "2. The runs changed. It applies to 1 claims" in text
-    assert "   - `x`: partially reproduced -> reproduced (earlier rule: old runs' statistic" in text
+    assert ("| **partially reproduced** | was reproduced (the rule: one allowance for the paper's "
+            "rounding); 1 older change in history.md |") in text  # fmt: skip
+    past = (tmp_path / "history.md").read_text()
+    assert (
+        "1. The rule: one allowance" in past
+        and "2. The runs changed. It applies to 1 claims" in past
+    )
+    assert "   - `x`: partially reproduced -> reproduced (earlier rule: old runs' statistic" in past
     (read_back,) = [Claim.from_json(r) for r in json.loads((tmp_path / "results.json").read_text())]
     assert read_back == claim
 

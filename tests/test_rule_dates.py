@@ -1,33 +1,43 @@
-"""Rules dated against the runs they judge: a rule's date is the oldest committed report with
-the same rule (measured values aside), and a rule that appeared after the runs' first report is
-listed as newer, with its verdict before the change."""
+"""Rules dated against the runs they judge, from the committed report's rules file: a build never
+asks git, a rule keeps the date recorded for its template, and a new or changed rule is dated by
+the build, recorded only when the report is written to the committed folder."""
 
 import json
 import subprocess
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 
-from experiments.report import Claim, cannot_fail, threshold_claim, with_earlier
-from experiments.rule_dates import ReportHistory, dated, dates_section, rule_template
+import pytest
 
+import experiments.engine.publish as publish_module
+from experiments.engine.reproduce import Built, Request, Study, reproduce
+from experiments.report import Claim, cannot_fail, threshold_claim
+from experiments.rule_dates import (
+    RULES,
+    Dated,
+    RuleBook,
+    RuleDate,
+    RulesFileError,
+    date_rules,
+    rule_template,
+)
 
-def git(repository, *arguments, stamp=None):
-    environment = {"GIT_AUTHOR_DATE": f"@{stamp} +0000", "GIT_COMMITTER_DATE": f"@{stamp} +0000"}
-    subprocess.run(["git", "-C", str(repository), *arguments], check=True, capture_output=True,
-                   env={**environment, "HOME": str(repository), "PATH": "/usr/bin:/bin",
-                        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
-
-
-def commit_report(repository, claims, stamp):
-    results = repository / "reports" / "paperX" / "results.json"
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps([c.as_json() for c in claims]))
-    git(repository, "add", "-A")
-    git(repository, "commit", "-qm", f"report at {stamp}", stamp=stamp)
+DAY = 1_795_000_000.0  # 2026-11-18 (UTC)
+RUNS_FINISHED = DAY + 3_600
 
 
 def claim(id, statistic, reproduced_at=0.5):
     return threshold_claim(id, id, 1.0, [statistic], statistic, "s", reproduced_at, 0.2)
+
+
+def committed_report(folder: Path, claims, commit="abc1234") -> None:
+    """A committed report in `folder`: its results.json and a rules file dating every rule of
+    `claims` on DAY in `commit`, its runs' first report the day after."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps([c.as_json() for c in claims]))
+    rules = {c.id: RuleDate(rule_template(c.as_json()), Dated(DAY, commit)) for c in claims}
+    (folder / RULES).write_text(RuleBook(rules, Dated(DAY + 86_400, "def5678")).text())
 
 
 def test_the_template_leaves_out_measured_values_and_keeps_thresholds():
@@ -66,74 +76,102 @@ def test_measured_values_printed_in_any_of_the_rules_forms_leave_the_template_al
     )
 
 
-def test_rules_changed_after_the_runs_first_report_are_listed_with_their_earlier_verdict(
-    tmp_path,
-):
-    git(tmp_path, "init", "-q")
-    (tmp_path / "code.py").write_text("rules = 1\n")
-    first = [claim("kept", 0.6), claim("changed", 0.6), claim("silent", 0.6)]
-    commit_report(tmp_path, first, stamp=1_000)  # an earlier report, earlier runs
-    commit_report(tmp_path, [claim("kept", 0.7), claim("changed", 0.7), claim("silent", 0.7)],
-                  stamp=2_000)  # the first report of the runs finished at 1,500  # fmt: skip
-    later = [claim("kept", 0.7), claim("changed", 0.7, reproduced_at=0.8),
-             cannot_fail(claim("silent", 0.7), "set by the method"), claim("new", 0.7)]  # fmt: skip
-    later = with_earlier(later, [claim("changed", 0.7)], "issue 29 raised the bar")
-    commit_report(tmp_path, later, stamp=3_000)
-    history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
-    assert [c.time for c, _ in history.versions] == [3_000, 2_000, 1_000]
-    assert history.first_report_after(1_500).time == 2_000
-    claims = {c.id: c for c in dated(later, history)}
-    ids = {c.time: c.id for c, _ in history.versions}
-    assert claims["kept"].rule_since == ids[1_000]  # unchanged since the first report
-    assert claims["changed"].rule_since == ids[3_000]
-    assert claims["silent"].rule_since == ids[3_000]  # its verdict's reason changed
-    section = dates_section(list(claims.values()), history, finished=1_500)
-    assert f"their first report was commit `{ids[2_000]}`. 3 of the 4 rules are newer" in section
-    assert "| `changed` |" in section and "| `kept` |" not in section
-    new, before = ids[3_000], f"reproduced (commit `{ids[2_000]}`)"
-    assert f"| `changed` | `{new}` | partially reproduced | {before} |" in section
-    assert f"| `silent` | `{new}` | uninformative | {before} |" in section
-    assert f"| `new` | `{new}` | reproduced | (a new claim) |" in section
-    assert "this is the first report of them" in dates_section(list(claims.values()), history,
-                                                               finished=5_000)  # fmt: skip
-
-
 def test_a_claim_carries_its_rule_date_through_results_json():
-    dated_claim = replace(claim("a", 0.6), rule_since="abc1234")
+    dated_claim = replace(claim("a", 0.6), rule_since="2026-11-18 (commit abc1234)")
     assert Claim.from_json(json.loads(json.dumps(dated_claim.as_json()))) == dated_claim
 
 
-def test_without_git_every_rule_is_undated(tmp_path):
-    history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
-    (undated,) = dated([claim("a", 0.6)], history)
-    assert undated.rule_since == "unknown"
-    assert "unknown here" in dates_section([undated], history, finished=1_000)
+def build(tmp_path, monkeypatch, claims, out, git=True):
+    """A report of `claims` built by the engine (`reproduce`, then `publish`) from runs that
+    finished at RUNS_FINISHED, the committed reports being `tmp_path/reports`; without `git`,
+    no git on PATH, and any call of git fails the test."""
+    monkeypatch.setattr(publish_module, "REPOSITORY", tmp_path)
+    monkeypatch.setattr(publish_module, "log_to_wandb", lambda *args, **kwargs: None)
+    if not git:
+        monkeypatch.setenv("PATH", str(tmp_path / "no-git"))
+        run = subprocess.run
+
+        def no_git(arguments, *rest, **options):
+            assert "git" not in str(arguments[0]), f"the build ran {arguments}"
+            return run(arguments, *rest, **options)
+
+        monkeypatch.setattr(subprocess, "run", no_git)
+    records = [{"trained": {"started": DAY, "finished": RUNS_FINISHED}}]
+    study = Study("paperX", {"default": None}, lambda: None, lambda request: None,
+                  lambda request, measured: Built(list(claims), "# Paper X\n\nBody.", {}, {},
+                                                  records, []))  # fmt: skip
+    sitting = SimpleNamespace(shard=SimpleNamespace(whole=True), root=tmp_path / "runs")
+    reproduce(study, Request("default", SimpleNamespace(), out, sitting))
+    monkeypatch.undo()
+    return {c["id"]: c for c in json.loads((out / "results.json").read_text())}
 
 
-def test_a_rebuilt_report_dates_its_rules_as_the_report_that_first_wrote_them(tmp_path):
-    """A report written from code commit C dates its new rules C; committed later, a rebuild of
-    it dates them C too (the date that report recorded), not the report's own commit; a
-    recorded date this repository lacks, "working tree", or a commit dated after the report,
-    gives the report's commit."""
-    git(tmp_path, "init", "-q")
-    (tmp_path / "code.py").write_text("rules = 1\n")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "code", stamp=900)
-    code = ReportHistory.of(tmp_path, "reports/paperX/results.json").current
-    assert code.time == 900
-    written = dated([claim("a", 0.6), claim("b", 0.6), claim("c", 0.6)],
-                    ReportHistory.of(tmp_path, "reports/paperX/results.json"))  # fmt: skip
-    assert [c.rule_since for c in written] == [code.id] * 3
-    written[1] = replace(written[1], rule_since="0badc0de")
-    written[2] = replace(written[2], rule_since="working tree")
-    (tmp_path / "code.py").write_text("rules = 2\n")  # a commit dated after the report
-    git(tmp_path, "commit", "-qam", "later code", stamp=1_100)
-    later = ReportHistory.of(tmp_path, "reports/paperX/results.json").current
-    written.append(replace(claim("d", 0.6), rule_since=later.id))
-    commit_report(tmp_path, written, stamp=1_000)
-    history = ReportHistory.of(tmp_path, "reports/paperX/results.json")
-    ((report, _),) = history.versions
-    rebuilt = dated([claim(i, 0.7) for i in "abcd"], history)
-    assert [c.rule_since for c in rebuilt] == [code.id, report.id, report.id, report.id]
-    assert "0 of the 4 rules are newer" in dates_section(rebuilt, history, finished=950)
-    assert history.time_of(code.id) == 900 and history.time_of("0badc0de") == 0.0
+def test_a_build_without_git_dates_its_rules_as_with_git_from_the_rules_file(tmp_path, monkeypatch):
+    """The committed report is in a repository whose history says nothing of the dates: the
+    rules file alone dates them, with git on PATH and without it, and the history lists them."""
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("a", 0.6), claim("b", 0.6)])
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "report"], check=True)  # fmt: skip
+    claims = [claim("a", 0.7), claim("b", 0.9)]
+    with_git = build(tmp_path, monkeypatch, claims, tmp_path / "with")
+    without = build(tmp_path, monkeypatch, claims, tmp_path / "without", git=False)
+    expected = "2026-11-18 (commit abc1234)"
+    assert [c["rule_since"] for c in with_git.values()] == [expected, expected]
+    assert [c["rule_since"] for c in without.values()] == [expected, expected]
+    history = (tmp_path / "without" / "history.md").read_text()
+    assert "their first report was written 2026-11-19 (commit def5678). 0 of the 2 rules" in history
+    assert f"| {expected} | 2 |" in history
+    assert not (tmp_path / "without" / RULES).exists()
+
+
+def test_a_changed_rule_is_dated_by_the_build_and_recorded_only_in_the_committed_folder(
+    tmp_path, monkeypatch
+):
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("kept", 0.6), claim("changed", 0.6)])
+    recorded = (committed / RULES).read_text()
+    claims = [claim("kept", 0.7), claim("changed", 0.7, reproduced_at=0.8), claim("new", 0.7)]
+    now = 1_796_000_000.0  # 2026-11-30
+    elsewhere, book = date_rules(claims, tmp_path / "elsewhere", committed, RUNS_FINISHED, now)
+    assert [c.rule_since for c in elsewhere] == [
+        "2026-11-18 (commit abc1234)",
+        "2026-11-30 (this build)",
+        "2026-11-30 (this build)",
+    ]
+    assert book.rules["changed"].before == ("reproduced", None)  # the committed verdict
+    assert book.rules["new"].before is None
+    assert (committed / RULES).read_text() == recorded  # a report elsewhere records nothing
+
+    written, _ = date_rules(claims, committed, committed, RUNS_FINISHED, now)
+    assert [c.rule_since for c in written] == [
+        "2026-11-18 (commit abc1234)",
+        "2026-11-30 (a build)",
+        "2026-11-30 (a build)",
+    ]
+    rules = json.loads((committed / RULES).read_text())["rules"]
+    assert rules["changed"] == {
+        "rule_template": rule_template(claims[1].as_json()), "date": "2026-11-30T00:53:20Z",
+        "commit": None, "before": {"verdict": "reproduced", "commit": None}}  # fmt: skip
+    assert rules["kept"]["date"] == "2026-11-18T11:06:40Z" and set(rules) == {
+        "kept", "changed", "new"}  # fmt: skip
+    later, _ = date_rules(claims, committed, committed, RUNS_FINISHED, now + 86_400)
+    assert [c.rule_since for c in later] == [c.rule_since for c in written]  # dated once
+
+
+def test_runs_that_finished_after_the_first_report_make_this_build_their_first(tmp_path):
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("a", 0.6)])
+    _, book = date_rules([claim("a", 0.6)], tmp_path / "x", committed, DAY + 2 * 86_400, DAY * 2)
+    assert book.first_report == Dated(DAY * 2, None, recorded=False)
+    assert book.newer([claim("a", 0.6)]) == []
+
+
+def test_an_unreadable_rules_file_is_one_line_naming_it(tmp_path):
+    committed = tmp_path / "reports" / "paperX"
+    committed.mkdir(parents=True)
+    (committed / RULES).write_text('{"rules": {"a": {"rule_template": "x"}}}')
+    with pytest.raises(RulesFileError, match=r"rules.json cannot be read .*git checkout"):
+        date_rules([claim("a", 0.6)], tmp_path / "x", committed, None)

@@ -14,8 +14,9 @@ import pandas as pd
 
 from experiments.engine.sittings import fit_seconds
 from experiments.engine.store import REPOSITORY
+from experiments.history import history_text
 from experiments.report import Claim, log_to_wandb, write_report
-from experiments.rule_dates import ReportHistory, dated, dates_section
+from experiments.rule_dates import date_rules
 
 
 class Stopwatch:
@@ -107,13 +108,13 @@ def publish(
     tables: dict[str, pd.DataFrame],
     records: Sequence[dict] = (),
 ) -> Path:
-    """The end of every reproduction: `report.md` and `results.json` in `out`, each claim dated
-    (`rule_dates`: against the committed report's history and the runs' `records`), and the
+    """The end of every reproduction: `report.md`, `results.json` and `history.md` in `out`,
+    each claim dated (`rule_dates`: by the committed report's rules file, which a report written
+    to that folder keeps up to date; the runs' `records` say when they finished), and the
     figures and tables as the W&B run `<paper>/report`. Returns the report's path."""
-    history = ReportHistory.of(REPOSITORY, f"reports/{paper}/results.json")
-    claims = dated(claims, history)
     finished = max((r["trained"]["finished"] for r in records), default=None)
-    dates = "" if finished is None else dates_section(claims, history, finished)
-    report = write_report(out, claims, markdown, dates)
+    claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished)
+    title = markdown.partition("\n")[0].removeprefix("# ")
+    report = write_report(out, claims, markdown, history_text(title, claims, book, finished))
     log_to_wandb(root, paper, figures, tables)
     return report

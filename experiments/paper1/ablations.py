@@ -202,7 +202,7 @@ def substitution_pattern_claims(substitution: dict, original: dict[str, list[flo
         statistic, name = (measured, "substituted / original guided mean NC accuracy")
         if sign < 0:
             statistic, name = 1 - measured, "1 - substituted / original guided mean NC accuracy"
-        if component in RISES:  # a rise: the direction first, a tie is not a rise (issue 29)
+        if component in RISES:  # a rise: the direction first, a tie is not a rise
             claims.append(direction_claim(
                 f"sec5_1.guided_with_{slug(component)}", f"Section 5.1: in a guided model, "
                 f"{statement}", round(paper_ratio, 2), values, measured - 1,
@@ -286,7 +286,7 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
                 partially_at=1,
             ),
             "5% of 512 units is 26 by construction: the check of the pruning cannot fail on "
-            "any model (issue 29)",
+            "any model",
         ),
     ]
 

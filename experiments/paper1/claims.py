@@ -194,8 +194,8 @@ def range_claims(results: dict[str, list[dict]]) -> list[Claim]:
             [_share(r["ranges"]["decoder"], lambda x: x >= WHOLE_RANGE) for r in guided],
             _share(decoder_ranges, lambda x: x >= WHOLE_RANGE) - 0.5,
             "share of the guided decoder units (pooled over runs) covering the whole range - 0.5 "
-            "(most: more than half; until issue 29 the median range had to reach 1.0, half "
-            "of tanh's span)",
+            "(most: more than half; earlier, the median range had to reach 1.0, half of "
+            "tanh's span)",
             reproduced_at=1e-9,
             partially_at=1e-9,
         ),
@@ -411,6 +411,6 @@ def probe_pattern_claims(results: dict[str, list[dict]], paper: dict, key: str) 
                 decimals=3,
             ),
             "the eight tables are equally frequent labels, so a majority classifier scores 1/8 "
-            "on any model, trained or not: the paper's chance level, not a finding (issue 29)",
+            "on any model, trained or not: the paper's chance level, not a finding",
         ),
     ]

@@ -8,7 +8,7 @@ each run is what a user gets by hand) and measured once into `<run>/measurements
    the second reading's and footnote 1's models), test both selected checkpoints on the four
    test sets (Tables 5-6), and analyse each GRU as soon as it is trained
    (`experiments.paper1.analyses`: Figures 1-4, Tables 2-3), and its untrained weights the same
-   way (issue 29's null model: every analysis claim is also decided on them, `analysis_claims`);
+   way (the null model: every analysis claim is also decided on them, `analysis_claims`);
 2. retrain them for the ablations (`experiments.paper1.ablations`: Table 4, section 5.2);
 3. write `reports/paper1/{report.md, results.json, figures/, runs/}` from the measurements, with
    the paper's values beside ours, and log the figures and tables to W&B.
@@ -85,23 +85,25 @@ from experiments.report import (
     current_commit,
     judged_against_untrained,
     report_title,
+    runs_named,
     with_earlier,
 )
 
 GATE_READING = (
-    "until issue 19 the update gate was read by the paper's equation of section 2.2 (z mirrored); "
-    "the authors' analysis code (machine-analysis, models/analysable_cells.py and "
-    "inspect_gate_activations.py) reads torch's z, which Figure 4 and section 3's weight "
-    "polarities therefore show, so torch's z decides and the equation's reading stays beside it"
+    "the reading: the update gate read as torch's z, as the authors' code reads it. The update "
+    "gate was read by the paper's equation of section 2.2 (z mirrored); the authors' analysis code "
+    "(machine-analysis, models/analysable_cells.py and inspect_gate_activations.py) reads torch's "
+    "z, which Figure 4 and section 3's weight polarities therefore show, so torch's z decides and "
+    "the equation's reading stays beside it"
 )
 
 
 FUNCTIONAL_GROUPS = (
-    "until issue 19 the functional groups were built by the paper's text alone (unregularised, "
-    "one 2/3 split of the test sets, units ranked by all classes' weights); the co-authors' "
-    "code (machine-analysis functional_groups.py: saga with C=1, 5 random 90/10 splits of all "
-    "the data, units ranked by the first class's mean coefficient) settles what the text leaves "
-    "open and decides now"
+    "the reading: functional groups built as the co-authors' code builds them. The functional "
+    "groups were built by the paper's text alone (unregularised, one 2/3 split of the test sets, "
+    "units ranked by all classes' weights); the co-authors' code (machine-analysis "
+    "functional_groups.py: saga with C=1, 5 random 90/10 splits of all the data, units ranked by "
+    "the first class's mean coefficient) settles what the text leaves open and decides now"
 )
 
 
@@ -121,7 +123,7 @@ def analysis_claims(analysed: dict[str, list[dict]]) -> list[Claim]:
     """Sections 3-4's claims (Figures 1-4, Tables 2-3 and their patterns) from the models'
     analyses by variant, each keeping its verdict under the earlier readings (`GATE_READING`,
     `FUNCTIONAL_GROUPS`): the claims that have an untrained counterpart, the same analyses of the
-    same GRUs' untrained weights (issue 29). Tables 5-6's accuracies, their patterns, footnote
+    same GRUs' untrained weights. Tables 5-6's accuracies, their patterns, footnote
     1's LSTMs and section 5's retrains have none here: their `null` stays None."""
     return gate_reading_claims(analysed) + with_earlier(
         probe_claims(analysed, PAPER),
@@ -324,7 +326,7 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   trainer); the checkpoint of lowest validation loss (the authors' code, which made the paper's
   models; the text's "best accuracy on a held-out set" is shown beside it below, with its own
   verdicts). Configs:
-  `experiments/configs/paper1/{{baseline,guided}}.yaml`; runs in `{root}/paper1/`.
+  `experiments/configs/paper1/{{baseline,guided}}.yaml`; runs in {runs_named(root, "paper1")}.
 - **Metric:** sequence accuracy under greedy decoding; a sequence counts when every output token
   (the copied input and each intermediate result, no EOS) is right.
 - **Analyses** (sections 3-4) use each model's lowest-loss checkpoint and its activations on the
@@ -332,12 +334,12 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
   update gate is torch's `z` (`h = (1 - z) n + z h_prev`), as in the authors' analysis code
   (`mitjanikolaus/machine-analysis`, `models/analysable_cells.py`, which calls it the "input
   gate"). The paper's equation (section 2.2, `h = (1 - z) h_prev + z h~`) mirrors it (`1 - z`,
-  `W_z` negated); the claims it decides differently keep that verdict beside theirs (Rule
-  changes).
+  `W_z` negated); the claims it decides differently keep that verdict beside theirs (the
+  claims' changed column).
 - **Verdicts** are computed by the rule written beside each claim (table at the end); a
   qualitative statement is checked by one measured statistic. The claims table's **untrained**
   column is the same rule's verdict on the same GRUs untrained (their `epoch=init` weights, the
-  same data and analysis; issue 29's null model): a claim the untrained models pass says nothing
+  same data and analysis: the null model): a claim the untrained models pass says nothing
   about training and is reported as uninformative. Only the analysis claims of sections 3-4
   (Figures 1-4, Tables 2-3) and footnote 5 have one; the accuracies of Tables 5-6 and footnote
   1 (its LSTMs' analyses are judged against the untrained LSTMs in its own section) and section
@@ -394,7 +396,7 @@ attention points at), or the encoder time step (Table 3).
   decreasing |mean coefficient| until the mean accuracy over the same splits reaches 0.95 x the
   all-unit mean. Their ranking reads the first 512 entries of the flattened `[classes, units]`
   coefficients: the first class's coefficients only. Majority baseline on all the labels.
-- **The text alone** (until issue 19 the verdicts; kept as the earlier verdicts, Rule changes):
+- **The text alone** (the reading of the first reports; its verdicts kept as the earlier ones):
   unregularised (footnote 4) multinomial logistic regression on the test sets' activations,
   trained on a label-stratified 2/3 and scored on the other 1/3, units added by decreasing
   absolute weight summed over classes, retrained, until 95% of the all-unit accuracy.

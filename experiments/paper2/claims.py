@@ -31,7 +31,7 @@ CHANCE, CEILING = 2 / 1002, 0.99
 def regime(probability: float) -> str:
     """Where a cell's P(omega | alpha) sits: `chance` (below twice uniform guessing, 2/1002),
     `ceiling` (above 0.99) or `between`. Comparisons of two cells in the same floor or ceiling
-    regime say nothing about the model (issue 19: at 100k tokens they decided three claims)."""
+    regime say nothing about the model (at 100k tokens they decided three claims)."""
     return "chance" if probability < CHANCE else "ceiling" if probability > CEILING else "between"
 
 
@@ -50,15 +50,17 @@ SPREAD = "2 standard errors of the difference (over seeds; over the probe rules 
 SIGNIFICANT = f"by more than {SPREAD} and more than 10% of the larger value"
 SLIGHTLY = f"by more than {SPREAD} (the paper's rise is slight: no relative margin)"
 REVIEWED = (
-    "issue 29's review of paper 2's rules (2026-11-26), before the first report of the default "
-    "grid (21 of its 78 runs trained; Figure 1 then at n = 300 and 1000 only): "
+    "A review of paper 2's rules (2026-11-26), before the first report of the default grid (21 of "
+    "its 78 runs trained; Figure 1 then at n = 300 and 1000 only): "
 )
 
 
 def replacing(claim: Claim, verdict: str, rule: str, why: str) -> Claim:
-    """`claim` after issue 29's review (`REVIEWED`): `verdict` under `rule`, the rule it replaced,
-    kept as its newest `Earlier`, with `why` the rule changed."""
-    return after_rule_change(claim, verdict, rule, REVIEWED + why)
+    """`claim` after the review of paper 2's rules (`REVIEWED`): `verdict` under `rule`, the rule
+    it replaced, kept as its newest `Earlier`, with `why` the rule changed (its first sentence:
+    what changed, in a few words; the rest, not capitalised, follows the review's date)."""
+    brief, _, detail = why.partition(". ")
+    return after_rule_change(claim, verdict, rule, f"{brief}. {REVIEWED}{detail}")
 
 
 RAREST = PAPER["settings"]["figure1_rarest_rule_count"]
@@ -105,7 +107,8 @@ def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> li
               graded(non_decreasing and rises, rises)),
         graded(non_decreasing and rises, non_decreasing and some_learned),
         found + reproduced + "; partially if some rule is learned and it never falls",
-        "the same n at every k (a tie) was partially reproduced; a tie is no rise",
+        "the rule: the same n at every k (a tie) is no rise. the same n at every k was "
+        "partially reproduced",
     ))  # fmt: skip
     claims.append(open_falls_claim(opened, lengths, counts))
     highest = max(value.mean for value in conduit.values())
@@ -173,14 +176,16 @@ def open_falls_claim(opened: dict[tuple[int, int], Estimate], lengths: tuple[int
     # the replaced rule: every pair
     before = share_claim(claim.id, claim.claim, "open_falls_with_k", list(holds.values()),
                          falls, what, partially_at=0.75)  # fmt: skip
-    why = ("every pair was judged, also at the paper's rarest n, where the paper says P(omega | "
-           "alpha) is steady, and pairs decided by chance or the ceiling")  # fmt: skip
+    why = ("the rule: pairs at the paper's rarest n, at chance or at the ceiling left out. every "
+           "pair was judged, also at the paper's rarest n, where the paper says P(omega | alpha) "
+           "is steady, and pairs decided by chance or the ceiling")  # fmt: skip
     return replacing(claim, before.verdict, before.rule, why)
 
 
 SLIGHT_REASON = (
-    "a rise counted only above 10% of the larger value as well, where the paper's rise is "
-    "'slight' (issue 29: tolerances from the paper's words)"
+    "the rule: a slight rise counts, as the paper's words allow. a rise counted only above 10% of "
+    "the larger value as well, where the paper's rise is 'slight' (tolerances come from the "
+    "paper's words)"
 )
 
 
@@ -207,7 +212,7 @@ def figure2_claims(prefixes: list[Estimate], rules: int) -> list[Claim]:
 
 
 def figure2_training_claim(curve: list[list[Estimate]], k: int, rules: int) -> Claim:
-    """Figure 2 along training (issue 35): `curve[e]` holds P(omega | alpha) and P(omega | alpha and
+    """Figure 2 along training: `curve[e]` holds P(omega | alpha) and P(omega | alpha and
     the whole conduit) after e + 1 epochs. The paper shows its figure at 50 epochs (its length of
     training is not given; the suite trains 50) and says nothing of earlier epochs; at 100k tokens
     the conduit's effect reversed mid-training. Judged at every epoch where alpha's P(omega) is
@@ -278,11 +283,12 @@ def figure3_claims(
 
 
 SEED_PAIRED = (
-    "issue 29 (2026-11-28), after 81 of the default grid's 84 runs were trained and read in a dry "
-    "run of the report: the epoch a rule is first learned is compared seed by seed (each seed is "
-    "the same corpus and initial weights with and without the optimizer) and must be later on "
-    "every seed. The rule replaced read the seeds' mean curve, which crosses 0.5 once most seeds "
-    "have: a gap of an epoch in it can come from the seeds' own spread"
+    "the rule: the epoch a rule is first learned compared seed by seed. A change of 2026-11-28, "
+    "after 81 of the default grid's 84 runs were trained and read in a dry run of the report: the "
+    "epoch a rule is first learned is compared seed by seed (each seed is the same corpus and "
+    "initial weights with and without the optimizer) and must be later on every seed; the rule "
+    "replaced read the seeds' mean curve, which crosses 0.5 once most seeds have: a gap of an "
+    "epoch in it can come from the seeds' own spread"
 )
 
 
@@ -295,7 +301,7 @@ def learned_at(curve: list[Estimate]) -> int:
 def optimizer_claim(
     optimizer: str, plain: list[list[Estimate]], variant: list[list[Estimate]]
 ) -> Claim:
-    """Section 3: "We found momentum and weight decay to slow rule learning" (issue 29). Figure
+    """Section 3: "We found momentum and weight decay to slow rule learning". Figure
     2's cell trained with `optimizer` against plain SGD, seed by seed (`plain[s]`, `variant[s]`:
     seed s's P(omega | alpha) after each epoch, section 3.1's measure of a learned rule): the
     epoch it is first learned (`learned_at`) must be later with the optimizer on every seed; the

@@ -13,7 +13,7 @@ from experiments.engine.publish import Stopwatch
 from experiments.paper2.claims import LEARNED, rare_cells_note, regime
 from experiments.paper2.readings import STREAM_READINGS, Snapshot
 from experiments.paper2.scales import Scale, Setting, epoch_tag
-from experiments.report import current_commit, markdown_table, report_title
+from experiments.report import current_commit, markdown_table, report_title, runs_named
 
 
 def figure_frames(fig1: dict, fig2: dict, curves: dict, scale: Scale) -> dict[str, pd.DataFrame]:
@@ -117,9 +117,9 @@ checked by a measured statistic and the rule written beside it.
   trained, beside the other runs' training).{kept}
 - **Model** (section 3): embedding, one LSTM layer, linear softmax layer, all 200 wide; SGD lr 1
   throughout, gradient norm clipped at 0.25, no momentum or weight decay; dropout 0.2 on the
-  embeddings and the LSTM output (the authors' code, the text being silent; 0 until issue 35);
-  20 streams in BPTT windows of 35. Config: `experiments/configs/paper2/language_model.yaml`;
-  runs in `{root}/paper2/`.
+  embeddings and the LSTM output (the authors' code, the text being silent; the small scale had
+  none); 20 streams in BPTT windows of 35. Config:
+  `experiments/configs/paper2/language_model.yaml`; runs in {runs_named(root, "paper2")}.
 - **Measurement** (section 3.1, the text's reading; the verdicts): {scale.probe_rules} held-out
   rule instances per model, each 20 random tokens then `alpha q omega` (q fresh in 4.1, from the
   training pool in 4.2), decomposed from a zero state. CD splits the logits at the step before
@@ -142,7 +142,8 @@ SETTINGS = [
      "text, section 3 (values: the suite's choice, first common defaults, then the same step "
      "and AWD-LSTM's weight decay; the text gives none, the code sets neither)"),
     ("dropout", "0.2, embeddings and LSTM output",
-     "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; 0 until issue 35)"),
+     "code: `main.py` line 37, `model.py` lines 52, 57 (text silent; the small scale had "
+     "none)"),
     ("streams, BPTT window", "20, 35", "code: `main.py` defaults (text silent)"),
     ("epochs; Figure 1 / Figure 2 read at", "50; 40 / 50", "read at: text, figure captions; "
      "training length: suite (the last epoch a figure shows; the text gives none)"),
@@ -168,7 +169,7 @@ SETTINGS = [
      "means below)"),
     ("seeds", "3, each its own corpus", "suite (the code seeds nothing)"),
 ]  # fmt: skip
-"""Every setting of the reproduction with the source it comes from (issue 35)."""
+"""Every setting of the reproduction with the source it comes from."""
 
 
 def settings_table() -> str:
@@ -272,7 +273,7 @@ decay at the end of the first and of the last quarter of training.
 
 
 def readings_text(scale: Scale, frames: dict[str, pd.DataFrame]) -> str:
-    """The second readings (issue 35): the authors' analysis and generator, and the averaging."""
+    """The second readings: the authors' analysis and generator, and the averaging."""
     authors_figure = ("![Figure 3 by the authors' procedure](figures/fig3_authors.png)\n\n"
                       if scale.authors_generator else "")  # fmt: skip
     geometric = frames["geometric"]

@@ -66,10 +66,13 @@ from experiments.paper2.scales import (
 from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
 
 EARLIER = Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_before_issue35.json"
-"""The claims of the report committed before issue 35 (commit 4faa4b9, scale `small`)."""
+"""The claims of the report committed at the small scale (commit 4faa4b9), before the default
+grid."""
 EARLIER_REASON = (
-    "the earlier verdict is the report of commit 4faa4b9 (before issue 35): scale `small` (100k "
-    "tokens, one seed), models without dropout, the text's reading only"
+    "the runs: the paper's 1M-token corpus, 3 seeds and the authors' dropout, where the earlier "
+    "runs had 100k tokens, one seed and no dropout. The earlier verdict is the report of commit "
+    "4faa4b9: scale `small` (100k tokens, one seed), models without dropout, the text's reading "
+    "only"
 )
 
 
@@ -152,7 +155,7 @@ def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
 
 
 def untrained_claims(measured: dict[str, dict], scale: Scale) -> list[Claim]:
-    """Every claim decided on the same runs' untrained weights (`UNTRAINED`, issue 29's null
+    """Every claim decided on the same runs' untrained weights (`UNTRAINED`, the null
     model): each snapshot of a run replaced by its untrained one, so a curve is flat at its
     start. None where a run was measured without them."""
     if not all(UNTRAINED in result for runs in measured.values() for result in runs.values()):

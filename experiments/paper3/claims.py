@@ -4,12 +4,12 @@ record per run); rules fixed before the runs.
 
 The toy's claims are decided under both of its readings (`experiments.paper3.toy`): the text's
 (ids `toy.*`, the primary verdicts) and the authors' playground (`playground.toy.*`), by the same
-rules on each reading's grid. `toy.step1_boundary_stable` (issue 35) was added to both after the
+rules on each reading's grid. `toy.step1_boundary_stable` was added to both after the
 text's other verdicts existed; they are unchanged. The two-digit images' claims are decided
 again, by the same rules, on the runs of the authors' TensorFlow program (`IMAGES_AUTHORS`, ids
 `authors.images.*`).
 
-Issue 29: the toy's two claims compare setting A with its control, setting B, seed by seed, the
+The toy's two claims compare setting A with its control, setting B, seed by seed, the
 direction first (`control_claim`; the rule they replaced stays beside each verdict, `Earlier`),
 and SCAN's split sizes are claims (`split_size_claims`). Every claim of a model is also judged on
 the runs' untrained weights (`experiments.paper3.untrained`)."""
@@ -235,8 +235,9 @@ def image_claims(measured: dict, experiment: str = IMAGES_AUTHORS,
 
 
 TOY_CONTROL = (
-    "issue 29: until then setting A's runs were read alone (a seed held where its X2 dependence "
-    "was over 0.05, or its test accuracy on (1, 1) over 0.1 below its training accuracy), "
+    "the rule: setting A compared with its control, setting B, seed by seed. Setting A's runs "
+    "were read alone (a seed held where its X2 dependence was over 0.05, or its test accuracy "
+    "on (1, 1) over 0.1 below its training accuracy), "
     "thresholds that setting B, the control, can pass too (the default scale's seed 2: X2 "
     "dependence 0.06); now a seed holds where A exceeds B's run of the same seed by more than "
     "the threshold, and first of all the mean difference A - B must be above 0 (a tie with the "

@@ -1,4 +1,4 @@
-"""The report's section on the two-digit images' second reading (issue 35): the images trained as
+"""The report's section on the two-digit images' second reading: the images trained as
 the authors' TensorFlow program ran them (`IMAGES_AUTHORS`,
 `experiments/configs/paper3/two_digit_images_authors.yaml`), their curves beside the primary
 reading's, both readings' accuracies, and the table of the images' settings with their sources;
@@ -56,15 +56,16 @@ IMAGE_SETTINGS = [
      "among its images; X = [X1 X2], Y = Y1", "text, 5.1", "the same",
      f"{MNIST_PY} lines 55-66, 111-116"),
     ("training pairs", "64 new pairs every step", f"text silent: code, {MNIST_PY} lines 288-289 "
-     "(the suite drew from a fixed pool of 60,000 before issue 35)", "the same",
+     "(the first runs drew from a fixed pool of 60,000)", "the same",
      f"{MNIST_PY} lines 288-289"),
     ("layers", "conv 3x3x32 ReLU, max-pool 2x2, conv 3x3x64 ReLU, dense 64 ReLU, dense 64 ReLU, "
      "dense 10 linear", "Appendix A, which lists the dense 64 ReLU layer twice (5.1: 'two "
-     f"fully-connected layers'): code, {MNIST_PY} lines 131-139 (one dense 64 before issue 35)",
+     f"fully-connected layers'): code, {MNIST_PY} lines 131-139 (the first runs: one dense 64)",
      "the same", f"{MNIST_PY} lines 131-142"),
     ("loss", "Keras's categorical_hinge: max(0, 1 + max(0, max_{j != y} s_j) - s_y), batch mean",
      f"Appendix A: 'hinge loss', its form silent: code, {MNIST_PY} lines 139, 154 (torch's "
-     "Weston-Watkins multi_margin_loss before issue 35)", "the same", f"{MNIST_PY} lines 139, 154"),
+     "Weston-Watkins multi_margin_loss in the first runs)", "the same",
+     f"{MNIST_PY} lines 139, 154"),
     ("optimizer", "torch's Adam, learning rate 0.001 (eps 1e-8 on the corrected second moment)",
      "Appendix A; Adam's epsilon: suite",
      "Keras's Adam, learning rate 0.001 (epsilon 1e-7 on the uncorrected second moment)",
@@ -85,7 +86,7 @@ IMAGE_SETTINGS = [
     ("framework", "PyTorch", "suite", "PyTorch (TensorFlow's random streams and kernels are not "
      "replayed)", "Appendix A: 'We use TensorFlow'"),
 ]  # fmt: skip
-"""The images' settings under both readings, each with its source (issue 35). `mnist.py` and
+"""The images' settings under both readings, each with its source. `mnist.py` and
 the scripts are `yuanpeng16/BCDLSG` at efb6c20."""
 
 
@@ -102,7 +103,7 @@ def images_figures(measured: dict, folder: Path) -> dict[str, Path]:
 def authors_images_section(tables: dict[str, pd.DataFrame], scale: Scale) -> str:
     """The report's section on the images' two readings."""
     return f"""
-## The two-digit images under the authors' program (issue 35)
+## The two-digit images under the authors' program
 
 The primary reading follows the text and, where the text is silent or repeats itself, the
 authors' code (`yuanpeng16/BCDLSG` efb6c20, `mnist.py`): two dense 64 layers, Keras's

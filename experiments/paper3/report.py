@@ -4,6 +4,7 @@ checkpoint or trains. Figure 4 draws the toy data afresh from its generator."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -29,6 +30,9 @@ from experiments.report import (  # noqa: E402
     save_figure,
 )
 
+CACHED_AT = re.compile(r" \(cached at [^)]*\)")
+"""Where a run's data was cached on the machine that trained it (its record's `data_source`), which
+the report leaves out: a machine's own path says nothing of the data."""
 COLOURS = {("A", "train"): "C0", ("A", "test"): "C9", ("B", "train"): "C3", ("B", "test"): "C5"}
 """Figure 3's colours: A train blue, A test cyan, B train red, B test brown."""
 
@@ -168,7 +172,7 @@ def report_text(scale_name: str, scale: Scale, tables: dict[str, pd.DataFrame], 
     """The report's text above its claims: how it ran, Figures 3-6 and the tables, and how the
     paper's terse descriptions were read (`READINGS`)."""
     first = scale.seeds[0]
-    sources = {e: records[(e, "A", first)]["data_source"] for e in EXPERIMENTS}
+    sources = {e: CACHED_AT.sub("", records[(e, "A", first)]["data_source"]) for e in EXPERIMENTS}
     names = {"two_digit_images": "images", "scan": "SCAN", "toy_2d": "toy"}
 
     def per_experiment(values: dict) -> str:
@@ -251,7 +255,7 @@ READINGS = """## How the paper's terse descriptions were read
   program as it ran is the second reading (below).
 - **SCAN:** the decoder (64) starts from the bidirectional encoder's states (2 x 16) at the first
   and last source positions, concatenated (hidden and cell). Where the text is silent the
-  authors' code decides (issue 35; sources in the table of SCAN's settings below): Luong
+  authors' code decides (sources in the table of SCAN's settings below): Luong
   attention ("general" score) with input feeding, an 8-dimensional decoder embedding, the
   learning rate decayed in whole steps (staircase), the global gradient norm clipped at 1.0 and
   the loss summed over each sequence, averaged over the batch. Setting B redraws every action

@@ -27,13 +27,15 @@ from experiments.paper3.untrained import NULL_SECTION, judged_claims
 from experiments.report import Claim, claims_frame, with_earlier
 
 EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_issues29_35.json"
-"""The claims of the committed default-scale report before issues 29 and 35 (commit e5276d9)."""
+"""The claims of the committed default-scale report (commit e5276d9) before the runs were
+retrained by the authors' code and judged against their untrained weights."""
 EARLIER_REASON = (
-    "issues 29 and 35: runs retrained with the authors' code where the text is silent (images: "
-    "two dense 64 layers, Keras's categorical hinge, fresh pairs every step; SCAN: Luong "
-    "attention with input feeding, global-norm clipping, staircase decay, per-sequence loss), "
-    "every claim also judged on the untrained weights, and the toy's rules compare setting A "
-    "with its control B seed by seed"
+    "the runs and the rules: runs retrained as the authors' code trains them, judged against "
+    "their untrained weights. The runs were retrained with the authors' code where the text is "
+    "silent (images: two dense 64 layers, Keras's categorical hinge, fresh pairs every step; "
+    "SCAN: Luong attention with input feeding, global-norm clipping, staircase decay, "
+    "per-sequence loss), every claim also judged on the untrained weights, and the toy's rules "
+    "compare setting A with its control B seed by seed (the earlier report: commit e5276d9)"
 )
 
 

@@ -1,4 +1,4 @@
-"""The report's section on SCAN's second reading (issue 35): section 5.2 as the authors' scripts
+"""The report's section on SCAN's second reading: section 5.2 as the authors' scripts
 ran it (`experiments/configs/paper3/scan_authors.yaml`, runs `scan_authors_<setting>`), its
 Figure 3b, its tables and the table of SCAN's settings under both readings with their sources;
 built from the runs' measurements alone."""
@@ -84,7 +84,7 @@ SCAN_SETTINGS = [
      "draws", ".sh lines 17-18, 27-31; `main.py` lines 12-17, 99-145; `s2s_model.py` lines "
      "22-25, 166-168"),
 ]  # fmt: skip
-"""SCAN's settings under both readings, each with its source (issue 35): the text (section 5.2,
+"""SCAN's settings under both readings, each with its source: the text (section 5.2,
 Appendix B), the primary reading (`scan.yaml`: the text, and the code where the text is silent)
 and the authors' code (`scan_authors.yaml`). Lines are of BCDLSG efb6c20."""
 
@@ -117,7 +117,7 @@ def scan_authors_section(tables: dict[str, pd.DataFrame], scale: Scale) -> str:
     """The report's section on SCAN's two readings."""
     first, last = EARLY_SCAN_STEPS
     return f"""
-## SCAN under the authors' reading: their scripts (issue 35)
+## SCAN under the authors' reading: their scripts
 
 The authors' code trains SCAN otherwise than the text says in places; the second reading trains
 it as their scripts did (`experiments/configs/paper3/scan_authors.yaml`, runs

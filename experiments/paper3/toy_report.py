@@ -1,4 +1,4 @@
-"""The report's section on the toy's second reading (issue 35): the toy trained as the authors
+"""The report's section on the toy's second reading: the toy trained as the authors
 ran it in the TensorFlow Playground (`experiments.paper3.toy.PLAYGROUND`), its Figures 4-6 and
 curves, its table, the step-1 table of both readings and the table of the toy's settings with
 their sources; built from the runs' measurements alone (Figure 4 draws the authors' data afresh
@@ -122,7 +122,7 @@ TOY_SETTINGS = [
      "the same", "suite (the playground seeds `Math.random` by its `seed` before drawing the "
      "data, `src/playground.ts` line 1074; its weights come from the same stream)"),
 ]  # fmt: skip
-"""The toy's settings under both readings, each with its source (issue 35). `dataset.ts` is
+"""The toy's settings under both readings, each with its source. `dataset.ts` is
 `yuanpeng16/BCDLSG` at efb6c20; `src/` files are `tensorflow/playground` (02469bd; `nn.ts`
 unchanged since 2017, `playground.ts` since 2018)."""
 
@@ -136,7 +136,7 @@ def playground_section(tables: dict[str, pd.DataFrame], scale: Scale) -> str:
     """The report's section on the toy's two readings."""
     low, high = STEP1_MIDDLE
     return f"""
-## The toy under the authors' reading: the TensorFlow Playground (issue 35)
+## The toy under the authors' reading: the TensorFlow Playground
 
 The authors ran the toy in the TensorFlow Playground with their own `dataset.ts`; the second
 reading trains it that way (`experiments/configs/paper3/toy_2d_playground.yaml`, runs

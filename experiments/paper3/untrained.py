@@ -1,4 +1,4 @@
-"""Paper 3's claims on the runs and on their untrained weights (issue 29's null model).
+"""Paper 3's claims on the runs and on their untrained weights (the null model).
 
 Every claim of a model is decided twice by the same rule on the same runs' records: as measured,
 and as the runs' untrained weights (`epoch=init`, before the first update; the same architecture,
@@ -86,7 +86,7 @@ def judged_claims(records: Records, seeds: tuple[int, ...]) -> list[Claim]:
 
 
 NULL_SECTION = """
-## The null model: the untrained weights (issue 29)
+## The null model: the untrained weights
 
 Every claim of a model is decided a second time by the same rule on the same runs as their
 untrained weights (`epoch=init`, saved before the first update) give them: the accuracy curves

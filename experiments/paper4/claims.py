@@ -2,7 +2,7 @@
 every number and finding of sections 2, 4 and 5 with the rule that decides it, computed from the
 per-model analyses of `experiments/paper4/analysis.py` (`analyse`).
 
-Rules are fixed before the runs. Added with issue 17 (new ids; the earlier claims keep their
+Rules are fixed before the runs. Added later (new ids; the earlier claims keep their
 rules): beside each Table 1 / finding 4 manipulation, the same edit on size-matched random
 non-candidate units (`probes.neuron_functions.control_units`) and a directional claim against
 it; the paper's directional words ("drops significantly", "remains high") as claims of their
@@ -41,8 +41,8 @@ def exact(value: float) -> Measured:
 
 
 PRINTED = {"decimals": 3, "previous_decimals": 2}
-"""The paper prints its accuracies and gate values with 3 decimals (0.985, 0.833, 0.067); until
-issue 29 they were compared at 2."""
+"""The paper prints its accuracies and gate values with 3 decimals (0.985, 0.833, 0.067); the
+rule they replaced compared them at 2."""
 
 
 def per_model(analyses: list[dict], read) -> list[float]:
@@ -64,7 +64,7 @@ def manipulation_accuracy(analysis: dict, name: str) -> float:
 def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[Claim]:
     """Every number and finding of sections 2, 4 and 5, each with its rule (fixed before the
     runs), then the size-matched controls and directional claims of Table 1 and the claims added
-    in issue 17 (`control_claims`, `added_claims`)."""
+    later (`control_claims`, `added_claims`)."""
     paper = PAPER
     claims = [
         compare_summaries("accuracy.gru", "GRU token-positioning accuracy (section 2, Gutenberg)",
@@ -89,7 +89,7 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
     claims.append(threshold_claim(
         "accuracy.random_inputs_barely_matter",
         "Decoder inputs barely matter: random-input accuracy / normal accuracy (section 5; paper "
-        "98.0 / 98.5, section 2's Gutenberg accuracy, the data these models learn; until issue 29 "
+        "98.0 / 98.5, section 2's Gutenberg accuracy, the data these models learn; earlier "
         "98.1, the lyrics')",
         round(paper["accuracy"]["random_decoder_inputs"] / paper["accuracy"]["gru_gutenberg"], 3),
         kept, float(np.mean(kept)),
@@ -120,22 +120,21 @@ SEPARABLE = ("storing", "triggering")
 TRAINING_ACCURACY = (
     "the rule reads the SVM's training accuracy, and a linear SVM on the 128 units separates the "
     "storing and triggering hypotheses' training rows (1.000 for every token of every model), "
-    "whether or not the units hold the hypothesis; a held-out accuracy would test it (issue 29; "
-    "not measured yet)"
+    "whether or not the units hold the hypothesis; a held-out accuracy would test it (not "
+    "measured yet)"
 )
 SHARE_SET_BY_METHOD = {
     **{function: "the share is set by the method, not the model: RFE keeps half of the units "
        "and the integrated-gradients filter keeps the candidates at or above the mean importance, "
-       "so every model gives about a quarter of the units (issue 29)"
+       "so every model gives about a quarter of the units"
        for function in ("storing", "counting", "triggering")},
     "outputting": "the share is set by the method, not the model: the units whose mean logit "
     "term is positive and at least the mean absolute term are a fixed upper part of any "
-    "distribution of terms (issue 29)",
+    "distribution of terms",
 }  # fmt: skip
 CHOSEN_ON_THE_OUTPUT = (
     "the outputting units are chosen as the largest terms of the token's logit on rows the model "
-    "already answers, so zeroing them (or everything else) decides the answer by construction "
-    "(issue 29)"
+    "already answers, so zeroing them (or everything else) decides the answer by construction"
 )
 CIRCULAR = ("finding4.outputting_zero", "finding4.others_zero", "control.outputting_zero",
             "control.others_zero")  # fmt: skip
@@ -189,7 +188,7 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
             f"With the triggering neurons of h_(T-1) masked, {text} (section 5)",
             f"{paper['section5_token_i'][key]} -> {paper['section5_token_i'][key + '_masked']} "
             "(token 'i')", shares, float(np.mean(shares)) - 0.5,
-            "mean share of tokens where it does - 0.5 (as often as not: a tie, issue 29)",
+            "mean share of tokens where it does - 0.5 (as often as not: a tie)",
             0.4, 1e-9,
         ))  # fmt: skip
     for key, sign, text in (
@@ -276,7 +275,7 @@ def control_claims(analyses: list[dict]) -> list[Claim]:
             "named units matter", gaps, float(np.mean(gaps)),
             "mean over models of (named - control accuracy), signed by the paper's direction "
             f"(partially from {CONTROL_GAP}: smaller gaps are within the rows' sampling noise; "
-            "until issue 29 any gap above 0)", 0.1, CONTROL_GAP,
+            "earlier, any gap above 0)", 0.1, CONTROL_GAP,
         )  # fmt: skip
         claims.append(cannot_fail(claim, CHOSEN_ON_THE_OUTPUT) if claim.id in CIRCULAR else claim)
     claims.append(restraining_claim(analyses))
@@ -298,11 +297,11 @@ def control_claims(analyses: list[dict]) -> list[Claim]:
 
 
 def restraining_claim(analyses: list[dict]) -> Claim:
-    """Section 4's detail (1), added in issue 29: "the triggering neurons can also be regarded as
-    playing a restraining role in the earlier stages". Read from Table 1's triggering rows: the
-    token comes out k steps early when the triggering units carry their T - 1 values k steps
-    early, far more often than when as many random units do; so before T their own values hold
-    it back. The gap over the control, averaged over k = 1..4 (the suite's reading)."""
+    """Section 4's detail (1), added after the first runs: "the triggering neurons can also be
+    regarded as playing a restraining role in the earlier stages". Read from Table 1's triggering
+    rows: the token comes out k steps early when the triggering units carry their T - 1 values k
+    steps early, far more often than when as many random units do; so before T their own values
+    hold it back. The gap over the control, averaged over k = 1..4 (the suite's reading)."""
     ks = [k for k in (1, 2, 3, 4) if all(
         f"control.triggering_k{k}" in t["verification"] for a in analyses
         for t in a["tokens"].values())]  # fmt: skip
@@ -321,7 +320,7 @@ def restraining_claim(analyses: list[dict]) -> Claim:
 
 
 def added_claims(analyses: list[dict]) -> list[Claim]:
-    """The statements of sections 4-5 that issue 17 added, each with its rule."""
+    """The statements of sections 4-5 added later, each with its rule."""
     claims = []
     for key, paper, text in (("tokens", 0.48, "the 50 most common tokens"),
                              ("positions", 0.75, "positions 1-13")):  # fmt: skip
@@ -370,7 +369,7 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
     )  # fmt: skip
     if chance >= 0.9:  # random groups would pass the rule too
         claim = cannot_fail(claim, f"four random groups of these sizes among the units share a "
-                            f"unit with probability {chance:.3f} (issue 29)")  # fmt: skip
+                            f"unit with probability {chance:.3f}")  # fmt: skip
     claims.append(claim)
     return claims
 

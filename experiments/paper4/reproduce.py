@@ -36,24 +36,27 @@ from experiments.report import Claim, claims_frame, with_earlier
 EARLIER_VERDICTS = (
     Path(__file__).parents[2] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
 )
-"""The default scale's claims before issue 27 (`results.json` of commit 95923f1's report), kept
-beside the verdicts of the models trained on the paper's objective."""
+"""The default scale's claims of the models trained under teacher forcing (`results.json` of
+commit 95923f1's report), kept beside the verdicts of the models trained on the paper's
+objective."""
 MODELS_CHANGED = (
-    "the models: until issue 27 the default scale's GRUs were trained under teacher forcing and "
-    "selected on the validation token-positioning accuracy (test accuracy 0.534 over 3 seeds; "
-    "report of commit 95923f1, its claims kept in reports/paper4/earlier/teacher_forced.json); "
-    "now on the paper's objective, each decoder step fed the model's own previous output, and "
-    "stopped on the validation loss. For the claims compared with a paper's value the rule "
-    "changed too, before these runs: since commit 3769518 means are compared at the paper's "
-    "printed precision, and the earlier verdicts were computed by the rule before it"
+    "the models: trained on the paper's objective, each decoder step fed the model's own previous "
+    "output. The default scale's GRUs had been trained under teacher forcing and selected on the "
+    "validation token-positioning accuracy (test accuracy 0.534 over 3 seeds; report of commit "
+    "95923f1, its claims kept in reports/paper4/earlier/teacher_forced.json); now on the paper's "
+    "objective, each decoder step fed the model's own previous output, and stopped on the "
+    "validation loss; for the claims compared with a paper's value the rule changed too, before "
+    "these runs: means became compared at the paper's printed precision, and the earlier "
+    "verdicts were computed by the rule before it"
 )
 
 
 RULES_BEFORE_ISSUE29 = EARLIER_VERDICTS.with_name("before_issue29.json")
-"""The default scale's claims of commit 64a7695's report: the same runs, the rules before issue
-29."""
+"""The default scale's claims of commit 64a7695's report: the same runs, the rules before their
+review."""
 RULES_REVISED = (
-    "issue 29 (verdicts a skeptic accepts) revised these rules after their results existed "
+    "the rules: a rule that cannot fail is uninformative, and a direction is tested first. A "
+    "review of the rules for verdicts a skeptic accepts revised them after their results existed "
     "(claims of commit 64a7695's report, reports/paper4/earlier/before_issue29.json): a rule "
     "that cannot fail is uninformative, with its reason (the function shares, the storing and "
     "triggering SVMs' training accuracy, outputting units chosen on the output, four groups that "
@@ -63,7 +66,8 @@ RULES_REVISED = (
 
 
 def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
-    """The default scale's `claims` beside their verdicts before issue 29 and before issue 27."""
+    """The default scale's `claims` beside their verdicts before the rules' review and before the
+    models were trained on the paper's objective."""
     for path, reason, unless_recorded in ((RULES_BEFORE_ISSUE29, RULES_REVISED, True),
                                           (EARLIER_VERDICTS, MODELS_CHANGED, False)):  # fmt: skip
         earlier = [Claim.from_json(r) for r in json.loads(path.read_text())]

@@ -1,4 +1,4 @@
-"""Paper 4's claims on the same runs untrained (issue 29's null model).
+"""Paper 4's claims on the same runs untrained (the null model).
 
 Every claim of a model is decided a second time, by the same rule, on the runs' untrained weights
 (`epoch=init`, saved before the first update; `runs.untrained_fields`). The accuracies (section
@@ -43,11 +43,11 @@ ACCURACIES = "accuracy."
 """The claims on test accuracies (section 2, section 5's random decoder inputs): the untrained
 weights' own, as measured; every other claim reads the analysis."""
 NULL_MODEL = (
-    "issue 29's null model, measured after these results existed: the same rule on the same "
-    "runs' untrained weights (their epoch=init snapshot, or the same weights rebuilt from the "
-    "seed) passes, so the claim is uninformative"
+    "the rule: the untrained models pass it too. The null model, measured after these results "
+    "existed: the same rule on the same runs' untrained weights (their epoch=init snapshot, or "
+    "the same weights rebuilt from the seed) passes, so the claim is uninformative"
 )
-"""The reason recorded beside a verdict the null model changed (the report's Rule changes)."""
+"""The reason recorded beside a verdict the null model changed (the report's history)."""
 
 
 def untrained_inputs(records: dict[tuple, dict],
@@ -114,7 +114,7 @@ def null_text(records: dict[tuple, dict], scale_name: str, scale: Scale) -> str:
             "requested rows correctly."
         )
     return f"""
-## The null model: the untrained weights (issue 29)
+## The null model: the untrained weights
 
 Every claim of a model is decided a second time by the same rule on the same runs' untrained
 weights: their `epoch=init` snapshot, saved before the first update (for runs trained before the

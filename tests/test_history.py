@@ -1,0 +1,55 @@
+"""A report says what its claims are now; its history (earlier verdicts with their reasons, rule
+changes and rule dates) is in history.md beside it, and neither names an issue, a stop or a
+machine's own paths."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from experiments.report import runs_named
+from experiments.rule_dates import RULES, RuleBook, rule_template
+
+REPORTS = Path(__file__).parents[1] / "reports"
+COMMITTED = sorted(REPORTS.glob("paper*/results.json"))
+STORY = re.compile(r"\b[Ii]ssues? [0-9]|\b[Ss]tops? [0-9]|/root/|/home/")
+"""What a report must not name: the suite's issues or stops, a machine's own folders."""
+
+
+@pytest.mark.parametrize("results", COMMITTED, ids=lambda path: path.parent.name)
+def test_a_committed_report_names_no_issue_stop_or_machine_path(results):
+    for name in ("report.md", "history.md"):
+        text = (results.parent / name).read_text()
+        found = [line[:120] for line in text.splitlines() if STORY.search(line)]
+        assert not found, f"{results.parent / name}: {found}"
+
+
+@pytest.mark.parametrize("results", COMMITTED, ids=lambda path: path.parent.name)
+def test_a_committed_reports_history_holds_its_earlier_verdicts_and_rule_dates(results):
+    """history.md lists every change that moved a verdict, with its reason, and the rules newer
+    than the runs; the report keeps one column saying which verdicts moved; every claim's rule
+    date is in rules.json, under the rule's template."""
+    claims = json.loads(results.read_text())
+    report = (results.parent / "report.md").read_text()
+    history = (results.parent / "history.md").read_text()
+    assert "## Rule changes" not in report and "## Rules dated" not in report
+    assert "## Rules dated against the runs" in history
+    moved = [c for c in claims if any(e["verdict"] != c["verdict"] for e in c["earlier"][:1])]
+    for claim in moved:
+        before = claim["earlier"][0]
+        assert f"`{claim['id']}`: {before['verdict']} -> {claim['verdict']}" in history
+        assert before["reason"][1:].split(". ")[0] in history
+        row = next(line for line in report.splitlines() if line.startswith(f"| `{claim['id']}` |"))
+        assert f"was {before['verdict']} ({before['reason'].split('. ')[0]})" in row
+    rules = RuleBook.read(results.parent / RULES).rules
+    for claim in claims:
+        assert rules[claim["id"]].template == rule_template(claim)
+        assert claim["rule_since"] == rules[claim["id"]].dated.since
+
+
+def test_a_report_names_a_run_root_outside_the_checkout_as_runs():
+    assert runs_named(Path("/root/runs"), "paper2") == (
+        "`<runs>/paper2/` (`<runs>`: the run root, `--runs`)"
+    )
+    assert runs_named(REPORTS / "paper2" / "runs", "paper2") == "`reports/paper2/runs/paper2/`"
