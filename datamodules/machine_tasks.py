@@ -147,14 +147,14 @@ def lookup_data(download: bool = True) -> LookupData:
 
 
 def sample1_as_recorded(unavailable: str) -> LookupData:
-    """sample1 where it cannot be had (`unavailable` says why) but kept runs record it
-    (`SAMPLE1_RECORD`): their commands name it, so they are matched and rebuilt, and nothing can
-    be trained."""
+    """sample1 where it cannot be had (`unavailable` says why, to the user: the notice, which a
+    report prints, names no folder of this machine) but kept runs record it (`SAMPLE1_RECORD`):
+    their commands name it, so they are matched and rebuilt, and nothing can be trained."""
     return LookupData(
         SAMPLE1,
         f"machine-tasks' lookup-3bit `sample1` ({REPOSITORY} at commit {COMMIT[:7]}, "
         f"`{SAMPLE1_PATH}`, every file's SHA-256) as the kept runs record it; not available "
-        f"here ({unavailable.rstrip('.')}), so the report is built from their measurements and "
-        "nothing is trained.",
+        "where this report was built, so the report is built from their measurements and nothing "
+        "is trained.",
         unavailable,
     )

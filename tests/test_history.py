@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from datamodules.machine_tasks import sample1_as_recorded
 from experiments.report import runs_named
 from experiments.rule_dates import RULES, RuleBook, rule_template
 
@@ -40,7 +41,8 @@ def test_a_committed_reports_history_holds_its_earlier_verdicts_and_rule_dates(r
         before = claim["earlier"][0]
         assert f"`{claim['id']}`: {before['verdict']} -> {claim['verdict']}" in history
         assert before["reason"][1:].split(". ")[0] in history
-        row = next(line for line in report.splitlines() if line.startswith(f"| `{claim['id']}` |"))
+        table = report.partition("\n## Claims\n")[2].splitlines()
+        row = next(line for line in table if line.startswith(f"| `{claim['id']}` |"))
         assert f"was {before['verdict']} ({before['reason'].split('. ')[0]})" in row
     rules = RuleBook.read(results.parent / RULES).rules
     for claim in claims:
@@ -53,3 +55,8 @@ def test_a_report_names_a_run_root_outside_the_checkout_as_runs():
         "`<runs>/paper2/` (`<runs>`: the run root, `--runs`)"
     )
     assert runs_named(REPORTS / "paper2" / "runs", "paper2") == "`reports/paper2/runs/paper2/`"
+
+
+def test_paper1s_data_line_names_no_folder_of_the_machine_that_built_the_report():
+    data = sample1_as_recorded("machine-tasks' sample1 is not in /root/.cache/x/sample1: set it")
+    assert "/root/" not in data.notice and "/root/" in data.unavailable
