@@ -176,20 +176,39 @@ class SplitClassifier:
         return torch.softmax(self.logits(features), 1)
 
 
+def _every_class(classifier: LogisticRegression, classes: np.ndarray):
+    """A fitted classifier's coefficients `[classes, units]` and intercepts `[classes]` over every
+    class of `classes` (as sklearn gives them: one row for two classes). A class the split's
+    training part lacked (a label of few samples, all held out) gets weight 0; a split that kept
+    only two of three or more classes has its one row as the two softmax rows it equals."""
+    coefficients, intercepts = classifier.coef_, classifier.intercept_
+    if len(classes) <= 2 or len(classifier.classes_) == len(classes):
+        return coefficients, intercepts
+    if len(classifier.classes_) == 2:
+        coefficients = np.concatenate([-coefficients / 2, coefficients / 2])
+        intercepts = np.concatenate([-intercepts / 2, intercepts / 2])
+    rows = np.searchsorted(classes, classifier.classes_)
+    every = np.zeros((len(classes), coefficients.shape[1])), np.zeros(len(classes))
+    every[0][rows], every[1][rows] = coefficients, intercepts
+    return every
+
+
 def _mean_split_score(
     features: np.ndarray, labels: np.ndarray, splits: list, penalty_c: float, seed: int
 ) -> SplitClassifier:
     """The saga classifier over `splits`: its mean held-out accuracy and mean coefficients and
     intercepts (one BLAS thread, so the result is the same whatever ran it)."""
     scores, coefficients, intercepts = [], [], []
+    classes = np.unique(labels)
     for train, test in splits:
         classifier = LogisticRegression(solver="saga", max_iter=100, C=penalty_c, random_state=seed)
         with warnings.catch_warnings(), one_blas_thread():
             warnings.simplefilter("ignore", ConvergenceWarning)  # 100 saga epochs rarely converge
             classifier.fit(features[train], labels[train])
         scores.append(classifier.score(features[test], labels[test]))
-        coefficients.append(classifier.coef_)
-        intercepts.append(classifier.intercept_)
+        coefficient, intercept = _every_class(classifier, classes)
+        coefficients.append(coefficient)
+        intercepts.append(intercept)
     return SplitClassifier(float(np.mean(scores)), torch.from_numpy(np.mean(coefficients, axis=0)),
                            torch.from_numpy(np.mean(intercepts, axis=0)))  # fmt: skip
 
