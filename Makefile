@@ -8,7 +8,7 @@ export PIP_CONSTRAINT := $(CURDIR)/constraints.txt
 # Extra options of a reproduction, e.g. `make reproduce-paper1 ARGS=--reuse-runs` to continue one.
 ARGS ?=
 
-.PHONY: venv browser test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 headlines bench lint clean
+.PHONY: venv browser test reproduce-paper1 reproduce-paper2 reproduce-paper3 reproduce-paper4 atlas headlines bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ reproduce-paper3: $(STAMP)
 
 reproduce-paper4: $(STAMP)
 	$(BIN)/python -m experiments.paper4 --jobs 2 $(ARGS)
+
+# Every paper's method on every paper's models (reports/atlas/preregistration.md); SCALE=quick
+# checks the pipeline in minutes.
+atlas: $(STAMP)
+	$(BIN)/python -m experiments.atlas --jobs 2 $(ARGS)
 
 headlines: $(STAMP)
 	$(BIN)/python -m experiments.headlines

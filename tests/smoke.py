@@ -13,18 +13,23 @@ HANG_GUARD = 1800
 on a busy shared machine one has taken 12 minutes (about 3 on 2 free cores)."""
 
 
+def study_module(paper: int | str) -> str:
+    """The module of paper `paper`'s reproduction, or of the study named `paper` (`atlas`)."""
+    return f"experiments.{paper}" if isinstance(paper, str) else f"experiments.paper{paper}"
+
+
 def quick_reproduction(
-    paper: int,
+    paper: int | str,
     folder: Path,
     timeout: int = HANG_GUARD,
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, dict]]:
-    """Run paper `paper`'s quick reproduction with its runs and report under `folder` (with `env`
-    added to the environment, and `options`); return its output and its claims
-    (`report/results.json`) by id, in their order."""
+    """Run paper `paper`'s quick reproduction (or the study's named `paper`) with its runs and
+    report under `folder` (with `env` added to the environment, and `options`); return its output
+    and its claims (`report/results.json`) by id, in their order."""
     done = subprocess.run(
-        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "quick",
+        [sys.executable, "-m", study_module(paper), "--scale", "quick",
          "--runs", str(folder / "runs"), "--out", str(folder / "report"), *options],
         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
@@ -33,11 +38,12 @@ def quick_reproduction(
     return done.stdout, {claim["id"]: claim for claim in claims}
 
 
-def assert_quick_report(report: str) -> None:
-    """A quick reproduction's `report` (report.md's text) says on its first line that it is the
-    quick scale, a check of the pipeline whose verdicts mean nothing, and names the scale."""
+def assert_quick_report(report: str, title: str = "# Paper ") -> None:
+    """A quick reproduction's `report` (report.md's text, its first line starting with `title`)
+    says on its first line that it is the quick scale, a check of the pipeline whose verdicts
+    mean nothing, and names the scale."""
     first = report.splitlines()[0]
-    assert first.startswith("# Paper ") and first.endswith(
+    assert first.startswith(title) and first.endswith(
         "(quick scale: a check of the pipeline on tiny sizes; its verdicts mean nothing)"
     ), first
     assert "**Scale:** `quick`" in report

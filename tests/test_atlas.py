@@ -3,8 +3,23 @@ hand-built model with a known answer, and the quick reproduction end to end."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
+import pytest
+import torch
+
+from datamodules.lookup_tables import LookupTableDataModule
+from experiments.atlas.cells import (
+    WIRED,
+    beyond_chance,
+    connectivity_cell,
+    functional_group_cell,
+    saturation_cell,
+    token_cells,
+    token_statistics,
+)
 from experiments.atlas.questions import (
     DATE,
     METHODS,
@@ -15,6 +30,26 @@ from experiments.atlas.questions import (
     cell_status,
     preregistration_text,
 )
+from experiments.atlas.reproduce import until_committed
+from experiments.atlas.targets import EOS, NO_LABEL, lookup_table_batch, table_index
+from experiments.report import RULE_VERDICTS
+from lightning_modules.seq2seq import Seq2Seq
+from probes.neuron_functions import Traced, trace_rows
+from tests.planted_counter_gru import (
+    O_A,
+    REGISTER,
+    S_A,
+    STEPS,
+    A,
+    B,
+    H,
+    P,
+    V,
+    build_model,
+    make_batch,
+)
+from tests.smoke import assert_quick_report, quick_reproduction
+from tests.test_probes import TABLES, UNITS, planted_gru, planted_inputs
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -45,3 +80,247 @@ def test_every_question_claim_has_a_rule_that_can_fail_both_ways():
         assert rule.kind in ("threshold", "direction"), claim
         assert 0 < rule.partially_at <= rule.reproduced_at, claim  # a tie is never a yes
         assert rule.reproduced_at < 1, claim  # a statistic of at most 1 can reach it
+
+
+# ---- each wired method's cell on a hand-built model with a known answer -------------------------
+def gate_gru(planted: bool = True):
+    """`tests/test_probes.py`'s planted GRU with its update gates made to read the inputs: units
+    0 and 1 hold the table (one-hot inputs 0-7) as a point on a circle (`planted`; else nothing),
+    the other units noise (inputs 8-11)."""
+    gru = planted_gru()
+    with torch.no_grad():
+        update = slice(UNITS, 2 * UNITS)
+        angles = torch.arange(TABLES) * 2 * math.pi / TABLES
+        weight = gru.weight_ih_l0[update]
+        gru.bias_ih_l0[update] = 0.0
+        if planted:
+            weight[0, :TABLES] = 3 * torch.cos(angles)
+            weight[1, :TABLES] = 3 * torch.sin(angles)
+        weight[2:, TABLES:] = torch.randn(UNITS - 2, 4, generator=torch.Generator().manual_seed(2))
+    return gru
+
+
+def as_decoder(record: dict, **batch) -> Traced:
+    """A recorded layer's sites as a seq2seq's encoder and decoder sites, with `batch`."""
+    sites = {f"{module}.{site}": values for module in ("encoder", "decoder")
+             for site, values in record.items()}  # fmt: skip
+    return Traced(batch, sites, None, None)
+
+
+def test_functional_group_cell_finds_the_unit_planted_to_hold_the_table_index():
+    """Paper 1's diagnostic classifier of the decoder's update gate for the table index: on gates
+    whose units 0 and 1 hold the table it classifies every held-out step (the cell: 1.0) and its
+    functional group starts with unit 0 and holds unit 1; the same GRU without the planted table
+    (its null) is at chance."""
+    inputs, tables = planted_inputs()
+    found = {}
+    for planted in (True, False):
+        record = {}
+        gate_gru(planted)(inputs, record=record)
+        found[planted] = functional_group_cell(as_decoder(record), tables, "update_gate")
+    assert found[True]["value"] == 1.0 and found[True]["units"][0] == 0
+    assert 1 in found[True]["units"] and found[True]["majority"] < 0.2
+    assert found[False]["value"] < found[False]["majority"] + 0.05
+
+
+def test_table_index_of_lookup_tables_is_the_attended_table_up_to_T():
+    """A row `000 t4 t5 .` (tables 3 and 4 from 0) whose steps attend source positions 0, 1, 2,
+    3: its decoder steps 1 and 2 apply tables 3 and 4; step 0 (the copied input) and every step
+    from T = 3 on have none. Token positioning labels the step that outputs the token."""
+    batch = {
+        "attention_target": torch.tensor([[0, 1, 2, 3]]),
+        "source_table": torch.tensor([[NO_LABEL, 3, 4, NO_LABEL]]),
+        "signal_token": torch.tensor([[7]]),
+        "signal_position": torch.tensor([[3]]),
+    }
+    traced = Traced(batch, {"decoder.hidden": torch.zeros(1, 6, 2)}, None, None)
+    assert table_index(traced, "lookup tables").tolist() == [[-100, 3, 4, -100, -100, -100]]
+    assert table_index(traced, "token positioning").tolist() == [[-100, -100, 7, -100, -100, -100]]
+
+
+def test_lookup_table_rows_request_the_final_string_at_its_position():
+    """Paper 1's rows as paper 4's: each row requests its final output string at T = 1 + its
+    number of tables, at most `per_token` rows of each string."""
+    data = LookupTableDataModule(data_dir=None, batch_size=1)
+    batch, chosen = lookup_table_batch(data, tokens=8, per_token=5)
+    assert len(chosen) == 8 and len(batch["source"]) == 40
+    assert torch.bincount(batch["signal_token"][:, 0]).max() == 5
+    tables = (batch["source_table"] >= 0).sum(1)
+    position = batch["signal_position"][:, 0]
+    assert torch.equal(position, tables + 1)
+    final = batch["target"][torch.arange(40), position - 1]
+    assert torch.equal(final, batch["signal_token"][:, 0])
+    assert (batch["target"][torch.arange(40), position] == EOS).all()
+
+
+def saturation_rows(gru, lengths: list[int], positions: list[int]) -> Traced:
+    """The GRU's gates over 150 rows of 4 steps as both modules', each row's source `lengths`
+    and output position `positions` (cycled), every step past them an open gate."""
+    inputs, _ = planted_inputs()
+    record = {}
+    gru(inputs, record=record)
+    source = torch.tensor(lengths * 150)[:150]
+    position = torch.tensor(positions * 150)[:150]
+    traced = as_decoder(record, source_lengths=source, signal_position=position[:, None])
+    time = torch.arange(4)[None]
+    for module, valid in (
+        ("encoder", time < source[:, None]),
+        ("decoder", time < position[:, None]),
+    ):
+        gate = traced.record[f"{module}.update_gate"]
+        traced.record[f"{module}.update_gate"] = torch.where(valid[..., None], gate, 1.0)
+    return traced
+
+
+def test_gate_saturation_cell_counts_the_valid_steps_of_planted_gates():
+    """Every update gate of the planted GRU is shut (z ~ 0): every unit left-saturated on every
+    valid step (the cell: 1.0), the open gates past each row's source and T not counted; with the
+    gates opened (its null here), none is."""
+    shut = saturation_cell(saturation_rows(planted_gru(), [2, 3, 4], [1, 2]), "update_gate")
+    assert shut["value"] == 1.0
+    assert shut["encoder"]["left"] == [1.0] * UNITS and shut["decoder"]["right"] == [0.0] * UNITS
+    opened = planted_gru()
+    with torch.no_grad():
+        opened.bias_ih_l0[UNITS : 2 * UNITS] = 20.0
+    found = saturation_cell(saturation_rows(opened, [2, 3, 4], [1, 2]), "update_gate")
+    assert found["value"] == 0.0 and found["encoder"]["right"] == [1.0] * UNITS
+
+
+def test_connectivity_cell_finds_the_planted_hub():
+    """An encoder whose recurrent update-gate matrix sends every strong edge to unit 0: the hub
+    share of its receiving units is 1; with every weight equal and strong, a unit's share is
+    1/12."""
+    gru = torch.nn.GRU(4, UNITS)
+    state = {}
+    for name, weight in (("hub", 0.0), ("even", 0.5)):
+        with torch.no_grad():
+            gru.weight_hh_l0.fill_(weight)
+            if name == "hub":
+                gru.weight_hh_l0[UNITS] = 1.0  # update gate block, unit 0's row
+        state[name] = {f"encoder.{key}": value.clone() for key, value in gru.state_dict().items()}
+    assert connectivity_cell(state["hub"], "update_gate")["value"] == 1.0
+    assert connectivity_cell(state["even"], "update_gate")["value"] == pytest.approx(1 / UNITS)
+
+
+@pytest.fixture(scope="module")
+def counter():
+    """Paper 4's planted network (`tests/planted_counter_gru.py`) on every T 1..8, both tokens and
+    every filler count, decoded greedily."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # matrices this small: a second thread only waits (20x on a busy CPU)
+    model = build_model()
+    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in range(4)]
+    yield model, trace_rows(model, make_batch(*zip(*combos, strict=True)), STEPS)
+    torch.set_num_threads(threads)
+
+
+def test_paper4_cells_find_the_unit_planted_to_count_the_remaining_steps(counter):
+    """On the planted network paper 4's stages name u_2 (the register unit that becomes the
+    trigger) the counting unit and s_A a storing unit; setting it back a step delays the token on
+    every row and random units on none (the `neuron_functions` cell: 1.0); zeroing the storing
+    units loses it. P(A at T) depends on h_(T-1) through g and s_A alone, so the integrated
+    gradients' top 10% (2 units) hold all of it; u_2 lies inside the functional group for steps
+    remaining (question 4's overlap: 1)."""
+    model, traced = counter
+    cells = token_cells(model, traced, A, control_draws=1)
+    assert cells["counting"] == [REGISTER[1]] and S_A in cells["storing"]
+    assert cells["outputting"] == [O_A]
+    assert (
+        cells["counts"]["counting_k1"] == [28, 28]
+        and cells["counts"]["control.counting_k1"][0] == 0
+    )
+    statistics = token_statistics({"A": cells}, H)
+    assert statistics["counting_excess"] == 1.0 and statistics["storing_effect"] == 1.0
+    assert statistics["ig_top_share"] > 0.99
+    assert REGISTER[1] in cells["remaining_group"] and statistics["overlap"] == 1.0
+
+
+def test_paper4_cells_of_untrained_weights_find_nothing_to_verify(counter):
+    """The same cells on an untrained seq2seq of the planted network's shape (the null): it never
+    outputs the token at T, so no manipulation moves it: the `neuron_functions` cell is 0."""
+    _, planted = counter
+    torch.manual_seed(0)
+    model = Seq2Seq(V, V, cell="gru", embedding_size=V, hidden_size=H, attention="none",
+                    bridge="last").eval()  # fmt: skip
+    traced = trace_rows(model, planted.batch, STEPS)
+    cells = token_cells(model, traced, A, control_draws=1)
+    assert token_statistics({"A": cells}, H)["counting_excess"] == 0.0
+
+
+def test_overlap_beyond_chance():
+    assert beyond_chance({1, 2}, {1, 2, 3, 4}, 8) == 1.0  # the smaller inside the larger
+    assert beyond_chance({1, 2}, {3, 4}, 8) == pytest.approx((0 - 0.5) / (2 - 0.5))
+    assert beyond_chance({1, 2, 3, 4}, {1, 2, 5, 6}, 8) == 0.0  # as random sets overlap
+    assert beyond_chance({1, 2, 3, 4}, {1, 5, 6, 7}, 8) == -0.5  # less than they do
+    assert beyond_chance(set(), {1}, 8) == 0.0 and beyond_chance({1}, set(range(8)), 8) == 0.0
+
+
+# ---- the quick atlas end to end ------------------------------------------------------------------
+QUICK_RUNS = ("paper1_baseline/seed=1", "paper1_guided/seed=1", "paper4_gru/seed=0")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """One quick atlas shared by the tests: its folder, output and claims."""
+    folder = tmp_path_factory.mktemp("atlas_quick")
+    output, claims = quick_reproduction("atlas", folder)
+    return folder, output, claims
+
+
+def test_quick_atlas_measures_every_model_beside_its_null(quick):
+    """The quick atlas trains paper 1's baseline and guided GRUs and paper 4's GRU, measures each
+    by the five wired methods trained and untrained into its measurements file beside the report,
+    and writes the matrix (table and figure) and the questions it can judge, each beside its
+    verdict on the untrained weights; the rest are listed as not yet judged."""
+    folder, output, claims = quick
+    report = (folder / "report" / "report.md").read_text()
+    assert_quick_report(report, "# The atlas")
+    for run in QUICK_RUNS:
+        record = json.loads((folder / "report" / "runs" / "atlas" / run / "measurements.json")
+                            .read_text())  # fmt: skip
+        assert "--run.root" not in record["command"] and record["schema"] == 1
+        assert record["command"][-4:] == ["--run.paper", "atlas", "--run.variant", run[:-7]]
+        for measured in (record, record["untrained"]):
+            assert set(measured["cells"]) == set(WIRED)
+            assert all(value is not None for value in measured["cells"].values()), run
+        assert record["tokens"] and record["untrained"]["tokens"]
+        row = next(line for line in report.splitlines() if line.startswith(f"| `{run[:-7]}`"))
+        assert row.count("(null ") == len(WIRED) and row.count("does not apply") == (
+            run.startswith("paper1")
+        )  # fmt: skip
+    assert (folder / "report" / "figures" / "matrix.png").stat().st_size > 1000
+    assert "![The matrix](figures/matrix.png)" in report
+    assert set(claims) == {
+        "q1.guided_counting", "q1.guided_storing", "q1.guided_more",
+        "q3.left_saturated.paper1_baseline", "q3.left_saturated.paper1_guided",
+        "q3.left_saturated.paper4_gru", "q4.overlap.paper1_baseline",
+        "q4.overlap.paper1_guided", "q4.overlap.paper4_gru",
+    }  # fmt: skip
+    assert all(claim["null"] in RULE_VERDICTS for claim in claims.values())
+    assert "- q2: `q2.most.paper1_baseline`" in report and "`q3.guidance_only`" in report
+    assert "15 cells measured" in report and "3 where the" in report
+    assert output.count("] paper") == 3
+
+
+def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
+    """The report rebuilt from the measurement files beside it (`--runs <report>/runs
+    --reuse-runs`) trains nothing and judges every claim as before."""
+    folder, _, claims = quick
+    kept = folder / "report" / "runs"
+    output, again = quick_reproduction("atlas", folder / "rebuilt",
+                                       options=("--runs", str(kept), "--reuse-runs"))  # fmt: skip
+    assert "3 done before, 0 to run" in output
+    assert not list(kept.rglob("*.ckpt"))
+    assert {k: (c["verdict"], c["null"], c["measured"]) for k, c in again.items()} == {
+        k: (c["verdict"], c["null"], c["measured"]) for k, c in claims.items()
+    }
+
+
+def test_a_report_of_another_scale_goes_under_the_run_root():
+    """Until the atlas's default report is committed, a quick report without `--out` goes under
+    the run root, never into `reports/atlas/`; the default scale and a given `--out` are left as
+    asked."""
+    assert until_committed(["--scale", "quick", "--runs", "/r"]) == [
+        "--scale", "quick", "--runs", "/r", "--out", "/r/reports/atlas/quick"]  # fmt: skip
+    assert until_committed(["--scale", "default"]) == ["--scale", "default"]
+    assert until_committed(["--scale", "quick", "--out", "x"]) == ["--scale", "quick", "--out", "x"]

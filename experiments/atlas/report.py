@@ -1,0 +1,175 @@
+"""The atlas's report from its runs' measurements alone: the matrix (each cell's value beside its
+untrained null, or why it does not apply, or that it is not yet measured) as a table and a figure,
+the questions it can judge and those it cannot yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from experiments.atlas.cells import WIRED  # noqa: E402
+from experiments.atlas.claims import Records, not_judged  # noqa: E402
+from experiments.atlas.questions import METHODS, MODELS, QUESTIONS, cell_status  # noqa: E402
+from experiments.atlas.scales import WIRED_TASKS, Scale  # noqa: E402
+from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
+from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402
+
+NOT_APPLICABLE = "does not apply"
+NOT_YET = "not yet measured"
+ABOVE, BELOW, EQUAL = "above its null", "below its null", "equal to its null"
+COLOURS = {ABOVE: "#4c9a5f", BELOW: "#c0504d", EQUAL: "#d9d9d9", NOT_APPLICABLE: "#8c8c8c",
+           NOT_YET: "#ffffff"}  # fmt: skip
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def cell(records: Records, model: str, method: str) -> dict:
+    """One cell: `status` (`ABOVE`, `BELOW`, `EQUAL`, `NOT_APPLICABLE`, `NOT_YET`), and where
+    measured the mean over seeds of its `value` and of its `null`, and the seeds."""
+    if cell_status(model, method) != "measured":
+        return {"status": NOT_APPLICABLE}
+    runs = [r for (m, _), r in sorted(records.items()) if m == model]
+    values = [r["cells"].get(method) for r in runs]
+    nulls = [r["untrained"]["cells"].get(method) for r in runs]
+    if not runs or None in values or None in nulls:
+        return {"status": NOT_YET}
+    value, null = mean(values), mean(nulls)
+    status = EQUAL if abs(value - null) <= FLOAT_NOISE else ABOVE if value > null else BELOW
+    return {"status": status, "value": value, "null": null, "seeds": len(runs)}
+
+
+def matrix(records: Records) -> dict[str, dict[str, dict]]:
+    """Every cell of the matrix, by model and method."""
+    return {model: {method: cell(records, model, method) for method in METHODS}
+            for model in MODELS}  # fmt: skip
+
+
+def cell_text(entry: dict) -> str:
+    if "value" not in entry:
+        return entry["status"]
+    return f"{entry['value']:.3f} (null {entry['null']:.3f})"
+
+
+def matrix_table(cells: dict[str, dict[str, dict]]) -> str:
+    """The matrix in Markdown: each cell's value (mean over seeds) beside its untrained null."""
+    lines = ["| model | " + " | ".join(f"`{m}`" for m in METHODS) + " |",
+             "|---|" + "---|" * len(METHODS)]  # fmt: skip
+    for model, row in cells.items():
+        lines.append(f"| `{model}` | " + " | ".join(cell_text(row[m]) for m in METHODS) + " |")
+    return "\n".join(lines)
+
+
+def matrix_frame(cells: dict[str, dict[str, dict]]) -> pd.DataFrame:
+    """The matrix as a table (for W&B): one row per cell."""
+    rows = [{"model": model, "method": method, **entry}
+            for model, row in cells.items() for method, entry in row.items()]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def status_counts(cells: dict[str, dict[str, dict]]) -> dict[str, int]:
+    counts = dict.fromkeys(COLOURS, 0)
+    for row in cells.values():
+        for entry in row.values():
+            counts[entry["status"]] += 1
+    return counts
+
+
+def matrix_figure(cells: dict[str, dict[str, dict]], path: Path) -> Path:
+    """The matrix as one figure: models by methods, each cell coloured by its value against its
+    untrained null (above, below, equal), grey where the method does not apply, white where it is
+    not yet measured; the value and the null written in it."""
+    figure, axis = plt.subplots(figsize=(2.0 * len(METHODS) + 2, 0.7 * len(MODELS) + 1.5))
+    for row, entries in enumerate(cells.values()):
+        for column, method in enumerate(METHODS):
+            entry = entries[method]
+            axis.add_patch(plt.Rectangle((column, row), 1, 1, facecolor=COLOURS[entry["status"]],
+                                         edgecolor="black", linewidth=0.5))  # fmt: skip
+            text = (f"{entry['value']:.2f}\n(null {entry['null']:.2f})" if "value" in entry
+                    else entry["status"].replace(" ", "\n", 1))  # fmt: skip
+            axis.text(column + 0.5, row + 0.5, text, ha="center", va="center", fontsize=7)
+    axis.set_xlim(0, len(METHODS))
+    axis.set_ylim(len(MODELS), 0)
+    axis.set_xticks([c + 0.5 for c in range(len(METHODS))], list(METHODS), rotation=30,
+                    ha="right", fontsize=8)  # fmt: skip
+    axis.set_yticks([r + 0.5 for r in range(len(MODELS))], list(MODELS), fontsize=8)
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor="black")
+               for colour in COLOURS.values()]  # fmt: skip
+    axis.legend(handles, list(COLOURS), loc="upper center", bbox_to_anchor=(0.5, -0.35),
+                ncol=len(COLOURS), fontsize=7)  # fmt: skip
+    axis.set_title("The atlas: each cell's value (mean over seeds) against its untrained null")
+    return save_figure(figure, path)
+
+
+def pending_text(claims: list[Claim]) -> str:
+    """The pre-registered claims not judged yet, by question."""
+    waiting = set(not_judged(claims))
+    lines = []
+    for question in QUESTIONS:
+        ids = [claim_id for claim_id in question.claims if claim_id in waiting]
+        if ids:
+            lines.append(f"- {question.id}: " + ", ".join(f"`{i}`" for i in ids))
+    return "\n".join(lines) if lines else "- none: every pre-registered claim is judged."
+
+
+def not_yet_text(scale: Scale) -> str:
+    """Why cells are not yet measured: models the scale does not train, tasks and methods not
+    wired yet."""
+    absent = [m for m in MODELS if m not in scale.models]
+    unwired = [m for m in scale.models if MODELS[m].task not in WIRED_TASKS]
+    parts = []
+    if absent:
+        parts.append(f"this scale trains no {', '.join(f'`{m}`' for m in absent)}")
+    if unwired:
+        parts.append(f"the analysed rows of {', '.join(f'`{m}`' for m in unwired)} are not "
+                     "built yet, so they are not trained")  # fmt: skip
+    methods = [m for m in METHODS if m not in WIRED]
+    parts.append(f"the methods {', '.join(f'`{m}`' for m in methods)} are not wired yet")
+    return "; ".join(parts)
+
+
+def report_text(scale_name: str, scale: Scale, records: Records, claims: list[Claim],
+                clock: Stopwatch) -> str:  # fmt: skip
+    """The report's text above its claims table."""
+    cells = matrix(records)
+    counts = status_counts(cells)
+    measured = counts[ABOVE] + counts[BELOW] + counts[EQUAL]
+    title = report_title("The atlas: every paper's method on every paper's models", scale_name)
+    runs = ", ".join(f"{model} seed={seed}" for model, seed in sorted(records))
+    return f"""{title}
+
+Every paper's method on every paper's models, each cell beside the same method on the model's own
+untrained weights (its null), and the cross-paper questions, judged by the rules written before
+any atlas run (`reports/atlas/preregistration.md`, from `experiments/atlas/questions.py`),
+regenerated by `make atlas` (`python -m experiments.atlas`).
+
+**Scale:** `{scale_name}`; each model trained at its paper's `{scale.paper_scale}` scale by its
+paper's own fit arguments ({runs}).{kept_note(list(records.values()))} This sitting's stages:
+{clock.stages()}.
+
+## The matrix
+
+{len(MODELS)} models by {len(METHODS)} methods: {measured} cells measured ({counts[ABOVE]} above
+their null, {counts[BELOW]} below, {counts[EQUAL]} equal), {counts[NOT_APPLICABLE]} where the
+method does not apply (the reasons are in the pre-registration), {counts[NOT_YET]} not yet
+measured ({not_yet_text(scale)}). A cell is the mean over the model's seeds of the statistic the
+pre-registration names for its method; beside it, the same on the untrained weights.
+
+![The matrix](figures/matrix.png)
+
+{matrix_table(cells)}
+
+## The questions
+
+The claims below are the questions' claims the measured cells can judge, each by its
+pre-registered rule ("reproduced" reads yes, "not reproduced" no), beside the same rule on the
+untrained weights. Not yet judged (their models or methods are not measured at this scale):
+
+{pending_text(claims)}
+"""
