@@ -1,3 +1,10 @@
-from experiments.cli import main
+import sys
 
-main()
+if sys.argv[1:2] == ["wandb-summary"]:  # reads files only: without Lightning
+    from experiments.wandb_summary import main
+
+    main(sys.argv[2:])
+else:
+    from experiments.cli import main
+
+    main()

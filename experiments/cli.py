@@ -66,7 +66,7 @@ from storage.files import (
     recorded_entries,
     write_text_atomic,
 )
-from storage.layout import RUNS_ENV, default_run_root
+from storage.layout import RUNS_ENV, SCALE_ENV, default_run_root
 from storage.replacement import drop_old_run, hold_old_run, restore_old_run, settle_replacement
 
 LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", "vocab_size")
@@ -137,7 +137,8 @@ class _ArgumentParser(LightningArgumentParser):
 class RunConfigSaver(SaveConfigCallback):
     """Lightning's config saver, writing `<run>/config.yaml` atomically (never through a link) and
     only for `fit` (a validate or test leaves the fit's config as it was), with `--run.replace`
-    left out (a resumed or repeated fit replaces nothing unless told again)."""
+    left out (a resumed or repeated fit replaces nothing unless told again). The same resolved
+    config is the fit's W&B run config (`wandb_config`)."""
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if self.already_saved or stage != "fit":
@@ -147,7 +148,21 @@ class RunConfigSaver(SaveConfigCallback):
             config.run.replace = False
             text = self.parser.dump(config, skip_none=False)
             write_text_atomic(Path(trainer.default_root_dir) / self.config_filename, text)
+            for logger in trainer.loggers:
+                if isinstance(logger, WandbLogger):
+                    logger.log_hyperparams(wandb_config(text))
         self.already_saved = True
+
+
+def wandb_config(resolved: str) -> dict:
+    """A fit's W&B run config: its whole resolved config (`resolved`, the text of its
+    `config.yaml`: `seed_everything`, `trainer`, `model`, `data`, `run`), so runs can be grouped
+    and filtered by any setting, with the scale of the reproduction that runs it (`run.scale`,
+    from `SCALE_ENV`) where one does."""
+    config = yaml.safe_load(resolved)
+    if os.environ.get(SCALE_ENV):
+        config["run"]["scale"] = os.environ[SCALE_ENV]
+    return config
 
 
 class ExperimentCLI(LightningCLI):
@@ -159,7 +174,9 @@ class ExperimentCLI(LightningCLI):
 
     def __init__(self, *args, run_dir: Path | None = None, trusted_classes=(), **kwargs):
         kwargs.setdefault("parser_class", _ArgumentParser)
-        kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments"})
+        kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments", "description": (
+            "Train (fit), validate or test one model from a config. python -m experiments "
+            "wandb-summary RUN prints the config and summary of a run's W&B run.")})  # fmt: skip
         kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -521,8 +522,25 @@ def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
 
 
 def log_to_wandb(
-    root: Path, paper: str, figures: dict[str, Path], tables: dict[str, pd.DataFrame]
+    folder: Path,
+    paper: str,
+    scale: str,
+    claims: Sequence[Claim],
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+    seeds: object = None,
 ) -> None:
-    """A reproduction's figures and tables as one W&B run, `<paper>/report`, in
-    `<root>/<paper>/report/` (offline unless `WANDB_MODE=online`)."""
-    log_wandb_run(root / paper / "report", f"{paper}/report", paper, figures, tables)
+    """A reproduction's figures and tables as one W&B run in `folder` (offline unless
+    `WANDB_MODE=online`), named `<paper>-<scale>` and tagged with both, its config the paper, the
+    scale, its `seeds` (where the scale has them), the commit and the claims' count by verdict.
+    A W&B run that cannot be written is one warning line: the report is complete without it."""
+    config = {"paper": paper, "scale": scale, "commit": current_commit(),
+              "claims": {"total": len(claims), **summary_counts(claims)}}  # fmt: skip
+    if seeds is not None:
+        config["seeds"] = seeds
+    try:
+        log_wandb_run(folder, f"{paper}-{scale}", paper, figures, tables, config, (paper, scale))
+    except Exception as error:  # W&B raises many kinds; none may cost the report
+        print(f"warning: the report's W&B run was not written to {folder} "
+              f"({type(error).__name__}: {error}); the report is complete without it",
+              file=sys.stderr, flush=True)  # fmt: skip

@@ -37,11 +37,14 @@ import os
 from pathlib import Path
 
 RUNS_ENV = "RECURRENT_PROBES_RUNS"
+SCALE_ENV = "RECURRENT_PROBES_SCALE"
+"""The scale of the reproduction running a fit (set by the reproduction for its fits), which the
+fit's W&B run records in its config as `run.scale`."""
 
 
 UNTRAINED = "epoch=init"
 """The weight snapshot of a run before its first update (`WeightSnapshot`): its untrained model,
-issue 29's null model."""
+the null model every claim about training is also judged on."""
 
 
 class RunNameError(ValueError):

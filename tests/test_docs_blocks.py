@@ -48,6 +48,7 @@ FIT = ".venv/bin/python -m experiments fit --config experiments/configs/"
 RESUME = ".venv/bin/python -m experiments fit --resume path/to/received/paper1/guided/seed=1"
 CLONE = "git clone https://github.com/i-machine-think/machine-tasks ~/machine-tasks"
 VIEW = ".venv/bin/python -m probes view --runs 'runs/paper1/*/seed=*'"
+SUMMARY = ".venv/bin/python -m experiments wandb-summary runs/paper1/guided/seed=1"
 TABLE = {
     (README, "make reproduce-paper1"):
         "test_readme: `make reproduce-paper1` with ARGS='--scale <smallest>' (paper 1's `quick` "
@@ -98,6 +99,10 @@ TABLE = {
     (TRAINING, "wandb login"):
         "test_training_wandb: not run (online); the venv's wandb is there and the Makefile's "
         "WANDB_MODE gives way to the environment's",
+    (TRAINING, SUMMARY):
+        "test_training_wandb_summary: on a fit's W&B run written offline into "
+        "runs/paper1/guided/seed=1 and a report's (experiments.report.log_to_wandb) into "
+        "runs/wandb-reports/paper1-quick",
 }  # fmt: skip
 """Each docs block by (page, key) -> how it is run small, beginning with the test that runs it."""
 TINY_FIT = ["--trainer.max_steps", "2", "--trainer.limit_val_batches", "2",
@@ -277,6 +282,39 @@ def test_training_wandb():
             "--eval", "mode: ; @echo $(WANDB_MODE)", "mode"]  # fmt: skip
     assert run_words(show, ROOT, {"WANDB_MODE": "online"}).output.strip() == "online"
     assert run_words(show, ROOT, {"WANDB_MODE": None}).output.strip() == "offline"
+
+
+def test_training_wandb_summary(scratch, monkeypatch):
+    """Each command prints its run's name, group, tags, config and summary: a fit's run, written
+    offline as a fit names it, and a report's, written by the reproductions' own code."""
+    import wandb
+
+    from experiments.report import Claim, Measured, log_to_wandb
+
+    work = workspace(scratch / "wandb_summary")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.delenv("WANDB_SERVICE", raising=False)  # restored as it was, after the test
+    run_folder = work / "runs" / "paper1" / "guided" / "seed=1"
+    run_folder.mkdir(parents=True)
+    config = {"seed_everything": 1, "trainer": {"max_epochs": 5},
+              "run": {"paper": "paper1", "variant": "guided"}}  # fmt: skip
+    fit = wandb.init(dir=str(run_folder), name="paper1/guided/seed=1", group="paper1/guided",
+                     config=config, mode="offline")  # fmt: skip
+    fit.log({"test/new_compositions/seq_acc": 0.25})
+    fit.finish()
+    claim = Claim("a", "a claim", 1.0, Measured.of([0.5, 0.7]), "a rule", "reproduced")
+    report = work / "runs" / "wandb-reports" / "paper1-quick"
+    log_to_wandb(report, "paper1", "quick", [claim], {}, {}, (1, 2))
+    wandb.teardown()  # the service stopped: both runs' logs whole on disk
+    fitted, reported = (ran.output.splitlines() for ran in
+                        run_shell_block(block(TRAINING, SUMMARY), work, {}))  # fmt: skip
+    assert " paper1/guided/seed=1 (group paper1/guided; tags -): runs/paper1/guided" in fitted[0]
+    assert {"  seed_everything: 1", "  trainer.max_epochs: 5", '  run.variant: "guided"',
+            "  test/new_compositions/seq_acc: 0.25"} <= set(fitted)  # fmt: skip
+    assert " paper1-quick (group paper1; tags paper1, quick): runs/wandb-reports" in reported[0]
+    assert {'  scale: "quick"', "  seeds: [1, 2]", "  claims.total: 1",
+            "  claims.reproduced: 1"} <= set(reported)  # fmt: skip
 
 
 def own_model_setups(namespace: dict) -> dict:

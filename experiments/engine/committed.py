@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from storage.files import write_text_atomic
+from storage.layout import default_run_root
 
 BUILD = "build.json"
 """The file beside a report that says what built it: `{"paper", "scale"}`."""
@@ -74,6 +75,16 @@ def default_out(paper: str, scale: str, root: Path, reports: Path) -> Path:
     if committed in (None, scale):
         return reports / paper
     return root / "reports" / paper / scale
+
+
+def wandb_folder(paper: str, scale: str, root: Path, reports: Path) -> Path:
+    """Where a reproduction of `paper` at `scale` keeps its report's W&B run:
+    `<root>/wandb-reports/<paper>-<scale>/` under its run root, or under the default run root
+    (`default_run_root()`) when the run root lies inside `reports` (a rebuild from a committed
+    report's measurements, which writes nothing into the checkout)."""
+    if Path(root).resolve().is_relative_to(Path(reports).resolve()):
+        root = Path(default_run_root())
+    return Path(root) / "wandb-reports" / f"{paper}-{scale}"
 
 
 def check_out(out: Path, paper: str, scale: str, replace: bool) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ from experiments.engine.committed import refuse_deleting_committed
 from experiments.engine.sittings import STOPPING, read_sittings, timed_sitting
 from storage import RunLayout
 from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
+from storage.layout import SCALE_ENV
 
 PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.data_dir")
 """Options whose value is a path: compared by the file or folder it names, not its spelling."""
@@ -59,6 +61,21 @@ def fit_command(arguments: Sequence[str]) -> list[str]:
     """The interpreter's arguments of the fit `arguments` (`python -m experiments fit ...`), as
     `command.txt` and `started.txt` record them (what `finished` compares)."""
     return ["-m", "experiments", "fit", *arguments]
+
+
+@contextmanager
+def fits_at_scale(scale: str) -> Iterator[None]:
+    """Within it, every fit started is told the scale of its reproduction (`SCALE_ENV`), which
+    the fit's W&B run records in its config (`run.scale`)."""
+    before = os.environ.get(SCALE_ENV)
+    os.environ[SCALE_ENV] = scale
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SCALE_ENV, None)
+        else:
+            os.environ[SCALE_ENV] = before
 
 
 def fit(run: Path, arguments: Sequence[str], reuse: bool = False,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.engine.committed import wandb_folder
 from experiments.engine.sittings import fit_seconds
 from experiments.engine.store import REPOSITORY
 from experiments.history import history_text
@@ -107,14 +108,20 @@ def publish(
     figures: dict[str, Path],
     tables: dict[str, pd.DataFrame],
     records: Sequence[dict] = (),
+    *,
+    scale: str,
+    seeds: object = None,
 ) -> Path:
     """The end of every reproduction: `report.md`, `results.json` and `history.md` in `out`,
     each claim dated (`rule_dates`: by the committed report's rules file, which a report written
     to that folder keeps up to date; the runs' `records` say when they finished), and the
-    figures and tables as the W&B run `<paper>/report`. Returns the report's path."""
+    figures and tables as the W&B run `<paper>-<scale>` (`report.log_to_wandb`, with the scale's
+    `seeds`, kept under the run root `root`: `committed.wandb_folder`). Returns the report's
+    path."""
     finished = max((r["trained"]["finished"] for r in records), default=None)
     claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished)
     title = markdown.partition("\n")[0].removeprefix("# ")
     report = write_report(out, claims, markdown, history_text(title, claims, book, finished))
-    log_to_wandb(root, paper, figures, tables)
+    folder = wandb_folder(paper, scale, root, REPOSITORY / "reports")
+    log_to_wandb(folder, paper, scale, claims, figures, tables, seeds)
     return report

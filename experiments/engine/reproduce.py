@@ -27,6 +27,7 @@ from experiments.engine.committed import (
     default_out,
     write_build,
 )
+from experiments.engine.fit import fits_at_scale
 from experiments.engine.publish import Stopwatch, publish
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import stopping_gently
@@ -104,7 +105,8 @@ def reproduce(study: Study, request: Request) -> list[Claim] | None:
         built = study.report(request, measured)
     root = request.sitting.root
     publish(request.out, study.name, built.claims, built.markdown, root, built.figures,
-            built.tables, built.records)  # fmt: skip
+            built.tables, built.records, scale=request.scale_name,
+            seeds=getattr(request.scale, "seeds", None))  # fmt: skip
     keep_beside_report(study.name, built.runs, root, request.out)
     return built.claims
 
@@ -123,7 +125,7 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
         check_out(args.out, name, args.scale, args.replace_report)
         sitting = sitting_of(args, name)
         scale = study.scale_of(args, study.scales[args.scale])
-        with stopping_gently():
+        with stopping_gently(), fits_at_scale(args.scale):
             claims = reproduce(study, Request(args.scale, scale, args.out, sitting))
     except (SittingError, CommittedFileError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")

@@ -4,6 +4,7 @@ temporary file renamed into place, `storage.files.write_atomic`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -79,9 +80,10 @@ def log_to_wandb(
     figures: dict[str, Path],
     tables: dict[str, pd.DataFrame],
     config: dict | None = None,
+    tags: Sequence[str] = (),
 ) -> None:
-    """Figures and tables as one W&B run `name` stored in `folder`: offline unless
-    `WANDB_MODE=online`; nothing with `WANDB_MODE=disabled`."""
+    """Figures and tables as one W&B run `name` (with `config` and `tags`) stored in `folder`:
+    offline unless `WANDB_MODE=online`; nothing with `WANDB_MODE=disabled`."""
     mode = os.environ.get("WANDB_MODE", "offline")
     if mode == "disabled":
         return
@@ -94,6 +96,7 @@ def log_to_wandb(
         group=group,
         dir=str(folder),
         config=config,
+        tags=list(tags),
         mode="online" if mode == "online" else "offline",
     )
     try:
