@@ -31,11 +31,11 @@ from experiments.engine.fit import fits_at_scale
 from experiments.engine.publish import Stopwatch, publish
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import stopping_gently
-from experiments.engine.store import REPOSITORY, gather_measurements, keep_beside_report
+from experiments.engine.store import REPOSITORY, Schema, gather_measurements, keep_beside_report
 from experiments.report import Claim, verdict_line
 
 
-def sitting_of(args: argparse.Namespace, paper: str) -> Sitting:
+def sitting_of(args: argparse.Namespace, paper: str, schema: Schema | None = None) -> Sitting:
     """The `Sitting` a reproduction's parsed command line asks for; with `--merge`, after
     gathering the shards' measurements into `--runs`."""
     if args.merge and not args.shard.whole:
@@ -45,7 +45,7 @@ def sitting_of(args: argparse.Namespace, paper: str) -> Sitting:
         print(f"merged {count} runs' measurements from {len(args.merge)} run roots into "
               f"{args.runs}", flush=True)  # fmt: skip
     return Sitting(args.runs, args.jobs, args.reuse_runs or bool(args.merge), args.shard,
-                   tuple(args.merge))  # fmt: skip
+                   tuple(args.merge), schema=schema or Schema())  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ class Study:
     - `scales`: its scales by name; `command_line()`: its parser (`engine.cli.reproduction_parser`
       with its own options), built without importing what it runs;
     - `scale_of(args, scale)`: the scale its own options make of `scales[args.scale]`;
+    - `schema`: the version of its measurements files and how older ones are read;
     - `measure(request)`: train and measure its runs (those of the sitting's shard), timing its
       stages on `request.clock`; returns what `report` reads;
     - `report(request, measured)`: the `Built` report from the measurements alone."""
@@ -93,6 +94,7 @@ class Study:
     measure: Callable[[Request], object]
     report: Callable[[Request, object], Built]
     scale_of: Callable[[argparse.Namespace, object], object] = lambda args, scale: scale
+    schema: Schema = Schema()
 
 
 def reproduce(study: Study, request: Request) -> list[Claim] | None:
@@ -123,7 +125,7 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
     args.out = args.out or default_out(name, args.scale, args.runs, REPOSITORY / "reports")
     try:
         check_out(args.out, name, args.scale, args.replace_report)
-        sitting = sitting_of(args, name)
+        sitting = sitting_of(args, name, study.schema)
         scale = study.scale_of(args, study.scales[args.scale])
         with stopping_gently(), fits_at_scale(args.scale):
             claims = reproduce(study, Request(args.scale, scale, args.out, sitting))

@@ -17,7 +17,7 @@ from experiments.paper3.claims import (
 )
 from experiments.paper3.images_report import authors_images_section, images_figures, readings_table
 from experiments.paper3.report import paper3_figures, report_text
-from experiments.paper3.runs import measure_all
+from experiments.paper3.runs import SCHEMA, measure_all
 from experiments.paper3.scales import EXPERIMENTS, IMAGES_AUTHORS, SCALES, command_line, variant
 from experiments.paper3.scan_authors import authors_measured, authors_tables
 from experiments.paper3.scan_report import scan_authors_figures, scan_authors_section
@@ -78,7 +78,7 @@ def report(request: Request, records: dict[tuple, dict]) -> Built:
                  list(records.values()), runs)  # fmt: skip
 
 
-STUDY = Study("paper3", SCALES, command_line, measure, report)
+STUDY = Study("paper3", SCALES, command_line, measure, report, schema=SCHEMA)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
