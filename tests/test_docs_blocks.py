@@ -81,8 +81,8 @@ TABLE = {
     (PROBING, "from probes.neuron_functions import identify_neurons, trace_rows"):
         "test_probing_python: on the hand-built GRU of tests/planted_counter_gru.py as the run",
     (REPRODUCTIONS, "make venv"):
-        "test_reproductions_slurm: not run (sbatch, a cluster); `make -n venv`, the scripts' "
-        "syntax (bash -n) and the reproduction's --shard, --merge and --out options are checked",
+        "test_reproductions_slurm: `make -n venv`; the submission in a workspace (run root "
+        "runs/) with sbatch a stand-in on PATH (tests/fake_sbatch.py) that records what it gets",
     (TRAINING, FIT + "paper1/guided.yaml"):
         "the `trained` fixture: TINY_FIT, SIZES and NO_DATA appended, the sample2 placeholder "
         "a generated sample; read by test_training_paper1_fits_and_prints_its_config",
@@ -482,43 +482,34 @@ def test_data_git_clone():
     assert export == ["export", f"{machine_tasks.SAMPLE1_ENV}={folder}"]
 
 
-def test_reproductions_slurm(scratch):
-    """Not run (sbatch needs a cluster): `make -n venv` succeeds, the exported variable is the
-    run root's, and each script, run as its array task would be with a stand-in `.venv/bin/python`,
-    starts the reproduction with options it has."""
-    from storage.layout import RUNS_ENV
+def test_reproductions_slurm(scratch, monkeypatch):
+    """`make -n venv` succeeds; the submission, with `sbatch` a stand-in on PATH, writes the
+    array's and the merge's scripts under the run root's slurm/, every job at the scale given,
+    submits the array with the options given and the merge after it, and says where the report
+    will be (the committed report's folder, at its scale)."""
+    from tests.fake_sbatch import calls, stand_in
 
     commands = block(REPRODUCTIONS, "make venv").commands
     assert commands[0] == "make venv" and run_words(["make", "-n", "venv"], ROOT, {}).status == 0
-    assert words_of(commands[1])[1][1].split("=")[0] == RUNS_ENV
-    submit = scratch / "slurm"
-    (submit / ".venv" / "bin").mkdir(parents=True)
-    stand_in = submit / ".venv" / "bin" / "python"
-    stand_in.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGUMENTS"\n')
-    stand_in.chmod(0o755)
-    root = scratch / "slurm_runs"
-    started = {}
-    for command in commands[2:]:
-        script, paper, *options = re.search(r"(examples/slurm/\S+) (paper\d)([^)]*)", command)[
-            0].split()  # fmt: skip
-        array = re.search(r"--array=1-(\d+)", command)
-        slurm = {"SLURM_SUBMIT_DIR": str(submit), "SLURM_ARRAY_TASK_ID": "1",
-                 "SLURM_ARRAY_TASK_COUNT": array[1] if array else "", RUNS_ENV: str(root),
-                 "ARGUMENTS": str(submit / "arguments")}  # fmt: skip
-        assert run_words(["bash", "-n", script], ROOT, {}).status == 0
-        ran = run_words(["bash", script, paper, *options], ROOT, slurm)
-        assert ran.status == 0, ran.output
-        started[Path(script).stem] = (submit / "arguments").read_text().split()
-    assert started == {
-        "shard": ["-m", "experiments.paper1", "--shard", "1/5", "--runs", f"{root}/shard-1",
-                  "--reuse-runs"],
-        "merge": ["-m", "experiments.paper1", "--merge", f"{root}/shard-*", "--runs",
-                  f"{root}/merged", "--out", "reports/paper1"],
-    }  # fmt: skip
-    helped = run_module("experiments.paper1", ["--help"], ROOT, {})
-    assert helped.status == 0
-    for option in ("--shard", "--runs", "--reuse-runs", "--merge", "--out"):
-        assert option in helped.output, option
+    work = workspace(scratch / "slurm")
+    record = stand_in(scratch / "slurm_sbatch", monkeypatch)
+    settings, words = words_of(commands[1])
+    ran = run_words(words, work, settings)
+    assert ran.status == 0, ran.output
+    assert f"the report will be in {ROOT / 'reports' / 'paper2'}" in ran.output
+    slurm = work / "runs" / "slurm"
+    shards, merge = slurm / "paper2-default-shards.sbatch", slurm / "paper2-default-merge.sbatch"
+    options = ["--time=12:00:00", "--cpus-per-task=2", "--mem=8G"]
+    after = "--dependency=afterok:100"
+    assert calls(record) == [["--parsable", *options, str(shards)],
+                             ["--parsable", after, *options, str(merge)]]  # fmt: skip
+    shard_lines, merge_lines = shards.read_text().splitlines(), merge.read_text().splitlines()
+    assert "#SBATCH --array=0-7" in shard_lines and "#SBATCH --requeue" in merge_lines
+    assert f"#SBATCH --output={slurm}/paper2-default-shard-%A_%a.out" in shard_lines
+    assert '--scale default --shard "$shard/8" --runs ' in shard_lines[-1]
+    roots = " ".join(str(work / "runs" / f"shard{i}") for i in range(1, 9))
+    assert f"--scale default --merge {roots} --runs {work / 'runs' / 'merged'}" in merge_lines[-1]
+    assert sorted(p.name for p in (work / "runs").iterdir()) == ["slurm"]  # nothing trained
 
 
 def test_readme(scratch):

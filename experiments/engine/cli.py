@@ -55,6 +55,17 @@ def reproduction_parser(
         help="gather the measurements of the runs in these run roots (the shards') into --runs "
         "and write the report from them; nothing is trained",
     )  # fmt: skip
+    parser.add_argument(
+        "--slurm-array", type=int, default=None, metavar="N",
+        help="submit this reproduction to SLURM and return: an array of N shards (run roots "
+        "<runs>/shard1..N) and the merge that writes the report once they all succeeded; "
+        "scripts and logs in <runs>/slurm/",
+    )  # fmt: skip
+    parser.add_argument(
+        "--slurm-options", default="", metavar="OPTIONS",
+        help='sbatch options for every job of --slurm-array, e.g. --slurm-options="--time=04:00:00 '
+        '--cpus-per-task=2 --mem=8G --partition=cpu"',
+    )  # fmt: skip
     return parser
 
 

@@ -31,6 +31,7 @@ from experiments.engine.fit import fits_at_scale
 from experiments.engine.publish import Stopwatch, publish
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import stopping_gently
+from experiments.engine.slurm import SlurmError, submit
 from experiments.engine.store import REPOSITORY, Schema, gather_measurements, keep_beside_report
 from experiments.report import Claim, verdict_line
 
@@ -125,11 +126,13 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
     args.out = args.out or default_out(name, args.scale, args.runs, REPOSITORY / "reports")
     try:
         check_out(args.out, name, args.scale, args.replace_report)
+        if args.slurm_array is not None or args.slurm_options:
+            return submit(name, args, parser)  # the jobs train; this process trains nothing
         sitting = sitting_of(args, name, study.schema)
         scale = study.scale_of(args, study.scales[args.scale])
         with stopping_gently(), fits_at_scale(args.scale):
             claims = reproduce(study, Request(args.scale, scale, args.out, sitting))
-    except (SittingError, CommittedFileError) as error:
+    except (SittingError, CommittedFileError, SlurmError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if claims is None:
         print(f"shard {sitting.shard} of {name}: its runs are measured under {sitting.root}. "
