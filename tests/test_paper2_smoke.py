@@ -158,9 +158,11 @@ def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_pat
 def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     """`--shard i/n` of paper 2: each run of `training_order` in exactly one shard, the same
     split every time; a shard writes no report."""
+    from experiments.engine.reproduce import Request, reproduce
     from experiments.engine.shard import Shard
     from experiments.engine.sitting import Sitting
-    from experiments.paper2 import reproduce, runs
+    from experiments.paper2 import runs
+    from experiments.paper2.reproduce import STUDY
     from experiments.paper2.scales import SCALES
 
     def planned(tasks, jobs, describe, done_before, label=None):
@@ -186,7 +188,7 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
         assert sum(len(part) for part in parts) == len(everything)
         assert set().union(*map(set, parts)) == set(everything)
     sitting = Sitting(tmp_path, shard=Shard(2, 2))
-    assert reproduce.reproduce("quick", tmp_path / "report", sitting) is None
+    assert reproduce(STUDY, Request("quick", SCALES["quick"], tmp_path / "report", sitting)) is None
     assert not (tmp_path / "report").exists()
 
 
