@@ -33,7 +33,7 @@ from safetensors.torch import load_file
 
 from experiments.cli import main
 from experiments.engine import fit as fitting
-from experiments.engine import reproduce as reproduction
+from experiments.engine import publish as reproduction
 from experiments.engine import sittings
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
