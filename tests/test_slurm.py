@@ -106,9 +106,17 @@ def job_state(job: str) -> str:
 def test_a_slurm_array_and_its_merge_write_the_one_machine_report(tmp_path):
     """Paper 4's quick scale submitted as 2 tasks and their merge on a real cluster: the merged
     report's claims are the one machine's, claim by claim; the jobs' logs are under the run
-    root."""
+    root. Where sbatch is installed but no controller answers, the submission is refused in
+    one line naming sbatch's own error, and nothing is trained or reported."""
     if not controller_answers():
-        pytest.skip("sbatch is installed but no SLURM controller answers (sinfo)")
+        root = tmp_path / "root"
+        refused = quick_command(4, "--slurm-array", "2", "--runs", root)
+        last = refused.stderr.strip().splitlines()[-1]
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert last.startswith("python -m experiments.paper4: error: sbatch refused "), last
+        assert "slurm controller" in last.lower(), last
+        assert not (root / "paper4").exists() and not (root / "reports").exists()
+        return
     _, single = quick_reproduction(4, tmp_path / "single")
     root = tmp_path / "root"
     done = quick_command(4, "--slurm-array", "2", "--runs", root, "--slurm-options",
