@@ -104,7 +104,7 @@ def analysis_of(run: RunFolder, seed: int, tag: str = ANALYSED) -> dict:
 
 
 def untrained_fields(variant: str, seed: int) -> dict:
-    """What a model's measurements hold of its untrained weights (issue 29's null model), by
+    """What a model's measurements hold of its untrained weights (the null model), by
     field: the analysis of `UNTRAINED` for the analysed GRUs (`VARIANTS`), nothing for the
     rest (their claims are accuracies, not analyses)."""
     if variant not in VARIANTS:

@@ -46,7 +46,7 @@ def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path
 
 
 def figure2_training(curves: dict[int, list[list[Estimate]]], k: int, path: Path) -> Path:
-    """Figure 2 along training (issue 35): P(omega | alpha) (solid) and P(omega | alpha and the
+    """Figure 2 along training: P(omega | alpha) (solid) and P(omega | alpha and the
     whole conduit) (dashed) after each epoch, a colour per n."""
     fig, axis = plt.subplots(figsize=(6, 4))
     for index, (n, curve) in enumerate(curves.items()):

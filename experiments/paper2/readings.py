@@ -136,7 +136,7 @@ def snapshot_of(record: dict) -> Snapshot:
     )
 
 
-# ---- the authors' reading (issue 35): their test streams, carried state, omega's own step ----
+# ---- the authors' reading: their test streams, carried state, omega's own step ----
 AUTHORS, AUTHORS_AT_CLOSE, AUTHORS_DOMAIN = "authors", "authors_at_close", "authors_domain"
 STREAM_READINGS = {
     AUTHORS: "the authors' analysis (lm_synthetic_decomposition.py): their test.txt stream (fresh "

@@ -65,7 +65,9 @@ from experiments.paper2.scales import (
 )
 from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
 
-EARLIER = Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_before_issue35.json"
+EARLIER = (
+    Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_scale_text_reading.json"
+)
 """The claims of the report committed at the small scale (commit 4faa4b9), before the default
 grid."""
 EARLIER_REASON = (

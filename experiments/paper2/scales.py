@@ -34,7 +34,7 @@ class Scale:
     conduit_pool: int = 100  # 4.2: conduits from a set of 100
     probe_rules: int = 200
     overrides: tuple[str, ...] = ()
-    authors_generator: bool = True  # Figure 3's settings also by the authors' generator (issue 35)
+    authors_generator: bool = True  # Figure 3's settings also by the authors' generator
     # Figure 2's cell trained so too (`OPTIMIZERS`): one tuple per reading of the paper's
     # unstated values, each trained as its own group after the earlier ones (`training_order`)
     optimizers: tuple[tuple[str, ...], ...] = (
@@ -61,11 +61,11 @@ OPTIMIZERS = {
     "weight_decay_1.2e-6": Optimizer(("--model.weight_decay", "1.2e-6"), "weight decay 1.2e-6"),
 }  # fmt: skip
 """Section 3: "We found momentum and weight decay to slow rule learning in this setting, so they
-are not used" (issue 29: a claim). The paper gives no values and the authors' code sets neither,
+are not used" (a claim of its own). The paper gives no values and the authors' code sets neither,
 so every value is the suite's choice, in two readings. The first (common defaults): momentum 0.9
 and weight decay 1e-4, both at learning rate 1; at lr 1 that weight decay shrinks every weight by
 about 13% an epoch and kept the first such run at chance, and that momentum multiplies the step
-about tenfold. The second (stop 48), so that the optimizer alone changes: momentum 0.9 at
+about tenfold. The second, so that the optimizer alone changes: momentum 0.9 at
 learning rate 0.1, the same long-run step as plain SGD at 1 (lr / (1 - momentum)), and weight
 decay 1.2e-6 (AWD-LSTM's default for LSTM language models, about 0.2% an epoch here)."""
 
@@ -193,9 +193,9 @@ def read_tags(setting: Setting, scale: Scale) -> list[tuple[list[str], list[str]
     every phrase of `probes.contextual_decomposition.rule_phrases`). Figure 3's settings:
     P(omega | alpha) after every epoch. Figure 1's: every phrase at Figure 1's epoch and at the
     last; Figure 2's (the longest k) also alpha alone and alpha with the whole conduit after
-    every epoch, so its claim is judged along training (issue 35; every phrase at every epoch
+    every epoch, so its claim is judged along training (every phrase at every epoch
     would cost the authors' reading about 50 min a run on one core). Every group also reads the
-    untrained weights (`UNTRAINED`: issue 29's null model, and the curves' start)."""
+    untrained weights (`UNTRAINED`: the null model, and the curves' start)."""
     every_epoch = [epoch_tag(e) for e in range(0, scale.epochs + 1)]
     if setting.pool is not None:
         return [(every_epoch, ["open"])]

@@ -21,8 +21,8 @@ Then `reports/paper3/{report.md, results.json, figures/, runs/}` are written and
 - `toy`: the toy's two readings (the text's, the playground's) and what is read of a toy
   run's decision boundary.
 - `claims`: the claims of sections 5.1, 5.2 and 6 with the rules that decide them.
-- `untrained`: every claim of a model also decided on the runs' untrained weights (issue 29's
-  null model; a claim they pass is uninformative).
+- `untrained`: every claim of a model also decided on the runs' untrained weights (the null
+  model; a claim they pass is uninformative).
 - `report`: Figures 3-6 and the report's text, built from the measurements alone;
   `toy_report` and `images_report`: the sections on the toy's and the images' second readings.
 - `scan_authors`: section 5.2's claims under SCAN's second reading; `scan_report`: its section

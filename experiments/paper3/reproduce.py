@@ -26,7 +26,7 @@ from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.paper3.untrained import NULL_SECTION, judged_claims
 from experiments.report import Claim, claims_frame, with_earlier
 
-EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_issues29_35.json"
+EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_authors_code.json"
 """The claims of the committed default-scale report (commit e5276d9) before the runs were
 retrained by the authors' code and judged against their untrained weights."""
 EARLIER_REASON = (

@@ -12,13 +12,13 @@ grids after each of Figure 5's steps) and only the P(Y1 = 1) grids the figures d
 levels (`toy.encoded_grid`: 201 x 201 values, about 54 kB a grid; the playground's 100 x 100):
 after the last step for Figure 6, and after every step of Figure 5 for the run that figure draws
 (`figure5_run`) alone. Every run also keeps its data's sizes (rows of all training and test data)
-and what its untrained weights (`epoch=init`, issue 29's null model) give: their accuracies on the
+and what its untrained weights (`epoch=init`, the null model) give: their accuracies on the
 samples and on all data and, for a toy run, their X2 dependence (`untrained_accuracies`). A toy run
-measured before its boundary over training was (issue 35), or any run measured before its untrained
-weights were (issue 29), is measured again from its folder (trained again only where its folder is
+measured before its boundary over training was, or any run measured before its untrained
+weights were, is measured again from its folder (trained again only where its folder is
 gone). Every run keeps the settings its config file gives and its command does not (`reading`;
-issue 35 changed some with the commands unchanged): a run or measurements whose settings differ
-from the config file's are trained again.
+a config file may change one while the commands stay the same): a run or measurements whose
+settings differ from the config file's are trained again.
 
 With `--reuse-runs` a run whose measurements were taken from the same command is never trained or
 measured again, so the report can be rebuilt from the measurement files alone: the reproduction
@@ -129,7 +129,7 @@ def final_accuracies(run: RunFolder, experiment: str) -> dict[str, float]:
     return {"train": train, "test": test, "gap": train - test}
 
 
-# ---- the untrained weights: issue 29's null model --------------------------------------------
+# ---- the untrained weights: the null model --------------------------------------------
 
 
 def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
@@ -213,15 +213,15 @@ SCHEMA = Schema(3, unstamped=unstamped_version)
 it lacks read the trained run), not trained again."""
 
 
-# ---- a run's reading: the settings its config file gives (issue 35) -------------------------
+# ---- a run's reading: the settings its config file gives -------------------------
 SECTIONS = ("model", "data")
 
 
 def reading_settings(config: dict, arguments: list[str]) -> dict:
     """Every `model`/`data` `init_args` setting of a LightningCLI `config` that the run's
-    command (`arguments`) does not set itself: the settings that issue 35 changed in the config
-    files (the images' layers and loss, SCAN's attention and clipping) with the command
-    unchanged. `trainer` settings that change a reading (SCAN's clipping) are kept too."""
+    command (`arguments`) does not set itself: the settings a config file can change while the
+    command stays the same (the images' layers and loss, SCAN's attention and clipping).
+    `trainer` settings that change a reading (SCAN's clipping) are kept too."""
     overridden = {a.removeprefix("--").replace(".init_args.", ".") for a in arguments
                   if a.startswith("--")}  # fmt: skip
     settings = {

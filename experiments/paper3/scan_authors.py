@@ -1,4 +1,4 @@
-"""Section 5.2's claims under SCAN's second reading (issue 35): the runs of `scan_authors`, trained
+"""Section 5.2's claims under SCAN's second reading: the runs of `scan_authors`, trained
 as the authors' scripts ran them (`experiments/configs/paper3/scan_authors.yaml`), decided by the
 same rules as the text's (`experiments.paper3.claims`), ids prefixed `authors.`.
 

@@ -11,7 +11,7 @@ method of section 3, Table 1, Figures 2, 3 and 5 and the gate interaction of sec
   its untrained weights.
 - `analysis`: the measurements of one trained model (sections 3-5 on a GRU).
 - `claims`: every number and finding of the paper with the rule that decides it.
-- `untrained`: every claim also decided on the runs' untrained weights (issue 29's null model).
+- `untrained`: every claim also decided on the runs' untrained weights (the null model).
 - `report`: the figures, tables and text, built from the measurements alone.
 - `reproduce`: the whole reproduction.
 """

@@ -209,7 +209,7 @@ def analysis_of(path: Path, scale: Scale, reuse: bool, tag: str = "best") -> dic
     `RunLayout.analysis_at(tag)` (read back only with `reuse`), with the test accuracy beside
     it. The trained model (`best`) is analysed on the rows it answers correctly (unless the
     scale says otherwise) and its test accuracy is the fit's test; its untrained weights
-    (`UNTRAINED`, issue 29's null model) answer none, so the same analysis runs on every
+    (`UNTRAINED`, the null model) answer none, so the same analysis runs on every
     requested row, and their test accuracy is measured here, as the fit's test measures it
     (greedy decoding over the test split)."""
     layout = RunLayout(path)

@@ -136,14 +136,14 @@ PAPER_ACCURACY = {"gru": "gru_gutenberg", "gru_teacher_forced": "gru_gutenberg"}
 """The paper's accuracy each variant is set beside, where its key is not the variant's name."""
 ACCURACY_TARGETS = {"gru": 0.97, "lstm": 0.96, "two_signals": 0.93}
 """Mean test accuracy the default scale's models must reach before their neurons are analysed
-(issue 27: the paper analyses models that can do the task; preconditions, not claims)."""
+(the paper analyses models that can do the task; preconditions, not claims)."""
 
 
 def accuracy_table(by_variant: dict[str, list[dict]]) -> pd.DataFrame:
     """Section 2's test accuracies per model type, with the objective each was trained on,
     beside the paper's and the target (`ACCURACY_TARGETS`), the same models' greedy accuracy on
     training pairs, section 5's test accuracy with every decoder input a random token, and the
-    test accuracy of their untrained weights (issue 29's null model; the column left out where
+    test accuracy of their untrained weights (the null model; the column left out where
     no run's were measured)."""
     rows = []
     for name, records in by_variant.items():

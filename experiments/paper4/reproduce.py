@@ -51,14 +51,14 @@ MODELS_CHANGED = (
 )
 
 
-RULES_BEFORE_ISSUE29 = EARLIER_VERDICTS.with_name("before_issue29.json")
+RULES_BEFORE_REVISION = EARLIER_VERDICTS.with_name("rules_before_revision.json")
 """The default scale's claims of commit 64a7695's report: the same runs, the rules before their
 review."""
 RULES_REVISED = (
     "the rules: a rule that cannot fail is uninformative, and a direction is tested first. A "
     "review of the rules for verdicts a skeptic accepts revised them after their results existed "
-    "(claims of commit 64a7695's report, reports/paper4/earlier/before_issue29.json): a rule "
-    "that cannot fail is uninformative, with its reason (the function shares, the storing and "
+    "(claims of commit 64a7695's report, reports/paper4/earlier/rules_before_revision.json): a "
+    "rule that cannot fail is uninformative, with its reason (the function shares, the storing and "
     "triggering SVMs' training accuracy, outputting units chosen on the output, four groups that "
     "share a unit by chance); a direction is tested first and a tie is not a change (section 5's "
     "masked gates, the controls, from a 2-point gap)"
@@ -68,7 +68,7 @@ RULES_REVISED = (
 def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
     """The default scale's `claims` beside their verdicts before the rules' review and before the
     models were trained on the paper's objective."""
-    for path, reason, unless_recorded in ((RULES_BEFORE_ISSUE29, RULES_REVISED, True),
+    for path, reason, unless_recorded in ((RULES_BEFORE_REVISION, RULES_REVISED, True),
                                           (EARLIER_VERDICTS, MODELS_CHANGED, False)):  # fmt: skip
         earlier = [Claim.from_json(r) for r in json.loads(path.read_text())]
         claims = with_earlier(claims, earlier, reason, unless_recorded)

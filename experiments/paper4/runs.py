@@ -5,7 +5,7 @@ A run's measurements (no weights) are everything the report reads of it: the com
 it (without the run root, so a copy elsewhere is the same run), the decoder inputs it was trained
 on, its stopping rule, its per-epoch curves, its test accuracy, its greedy accuracy on training
 pairs, its accuracy with random decoder inputs, its data and, for a GRU seed, sections 3-5's
-analysis; and, under `untrained`, the same of its untrained weights (issue 29's null model: the
+analysis; and, under `untrained`, the same of its untrained weights (the null model: the
 `epoch=init` snapshot the config saves before the first update). With `--reuse-runs` a run whose
 measurements were taken from the same command is never trained or measured again, so a report
 can be rebuilt from the measurement files alone: the reproduction copies them beside its report
@@ -106,7 +106,7 @@ def accuracies(model, datamodule, scale: Scale, analysis: dict | None, test: flo
 
 
 def untrained_fields(name: str, scale: Scale, reuse: bool) -> Fields:
-    """What a run's record holds of its untrained weights (`UNTRAINED`: issue 29's null model),
+    """What a run's record holds of its untrained weights (`UNTRAINED`: the null model),
     measured as its trained ones are: the same accuracies and, for a GRU seed, the same analysis
     (on every requested row: they answer none correctly; `analysis_of`)."""
 

@@ -55,7 +55,7 @@ class Scale:
     """Analyse only the rows the model answers correctly (False only for the quick scale, whose
     barely trained models answer almost none)."""
     untrained_of_kept_runs: bool = False
-    """Measure the untrained weights (issue 29's null model) of runs whose kept measurements
+    """Measure the untrained weights (the null model) of runs whose kept measurements
     predate them (`--measure-untrained`); runs measured now always are."""
     overrides: tuple[str, ...] = field(default=())
 
