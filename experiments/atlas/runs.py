@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from pathlib import Path
 
 import torch
 
-from datamodules.machine_tasks import SAMPLE1_RECORD, LookupData, lookup_data, sample1_as_recorded
 from experiments.atlas.cells import measure_model
 from experiments.atlas.questions import MODELS
 from experiments.atlas.scales import WIRED_TASKS, Scale
@@ -111,28 +109,6 @@ def wired_runs(scale: Scale) -> list[tuple[str, int]]:
             if MODELS[model].task in WIRED_TASKS for seed in seeds]  # fmt: skip
 
 
-def recorded_on_sample1(root: Path) -> bool:
-    """Some paper-1 model of the atlas under the run root `root` records sample1 as its data."""
-    for path in sorted((root / STUDY).glob(f"paper1_*/seed=*/{RunLayout.MEASUREMENTS}")):
-        try:
-            if json.loads(path.read_text()).get("data") == SAMPLE1_RECORD:
-                return True
-        except (OSError, ValueError, AttributeError):
-            continue
-    return False
-
-
-def lookup_data_of(sitting: Sitting) -> tuple[LookupData, Sitting]:
-    """Paper 1's data as its reproduction reads it (sample1, else the generated tables); offline,
-    runs recorded on sample1 are matched on that record and nothing is trained."""
-    data = lookup_data()
-    if data.unavailable and sitting.reuse and recorded_on_sample1(sitting.root):
-        data = sample1_as_recorded(data.unavailable)
-        why = f"machine-tasks' sample1 is not available here ({data.unavailable})"
-        sitting = dataclasses.replace(sitting, cannot_train=why)
-    return data, sitting
-
-
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[str, int], dict]:
     """Every wired run of `scale` (of the sitting's shard), `jobs` at a time, each measured as
     soon as it is trained."""
@@ -140,7 +116,7 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[str, int], dict]:
     keys = [key for key in every if sitting.shard.keeps(key, every)]
     data: tuple[str, ...] = ()
     if any(MODELS[model].paper == 1 for model, _ in keys):
-        lookup, sitting = lookup_data_of(sitting)
+        lookup, sitting = paper1_runs.lookup_data_of(sitting, f"{STUDY}/paper1_*")
         print(f"paper 1's data: {lookup.notice}", flush=True)
         data = ("--data.init_args.data_dir", lookup.data_dir or "null")
     tasks = {key: functools.partial(measure, *key, scale, sitting, data) for key in keys}

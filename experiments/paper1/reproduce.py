@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from datamodules.machine_tasks import LookupData, lookup_data, sample1_as_recorded
+from datamodules.machine_tasks import LookupData
 from experiments.engine.publish import Stopwatch, kept_note
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper1.ablations import (
@@ -54,7 +54,7 @@ from experiments.paper1.analyses import (
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
-from experiments.paper1.runs import ablations, measure_all, recorded_on_sample1
+from experiments.paper1.runs import ablations, lookup_data_of, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
@@ -145,11 +145,7 @@ class Runs(NamedTuple):
 def measure(request: Request) -> Runs:
     """Train and analyse every model (sections 3-4, Appendix A), then ablate (section 5). Offline,
     a rebuild from runs recorded on sample1 matches them on that record and trains nothing."""
-    data, sitting = lookup_data(), request.sitting
-    if data.unavailable and sitting.reuse and recorded_on_sample1(sitting.root):
-        data = sample1_as_recorded(data.unavailable)  # the kept runs are matched, none trained
-        why = f"machine-tasks' sample1 is not available here ({data.unavailable})"
-        sitting = dataclasses.replace(sitting, cannot_train=why)
+    data, sitting = lookup_data_of(request.sitting)
     print(f"paper 1's data: {data.notice}", flush=True)
     scale = dataclasses.replace(
         request.scale, data=("--data.init_args.data_dir", data.data_dir or "null")

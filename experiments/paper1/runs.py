@@ -25,13 +25,20 @@ measured.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from datamodules.lookup_tables import LookupTableDataModule
-from datamodules.machine_tasks import SAMPLE1, SAMPLE1_RECORD
+from datamodules.machine_tasks import (
+    SAMPLE1,
+    SAMPLE1_RECORD,
+    LookupData,
+    lookup_data,
+    sample1_as_recorded,
+)
 from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
@@ -160,15 +167,28 @@ def data_record(data: LookupTableDataModule) -> dict:
     return {"source": data.data_dir}
 
 
-def recorded_on_sample1(root: Path) -> bool:
-    """Some model measured under the run root `root` records sample1 as its data."""
-    for path in sorted((root / "paper1").glob(f"*/seed=*/{RunLayout.MEASUREMENTS}")):
+def recorded_on_sample1(root: Path, runs: str = "paper1/*") -> bool:
+    """Some model measured under the run root `root` (its run folders `<root>/<runs>/seed=*`)
+    records sample1 as its data."""
+    for path in sorted(root.glob(f"{runs}/seed=*/{RunLayout.MEASUREMENTS}")):
         try:
             if json.loads(path.read_text()).get("data") == SAMPLE1_RECORD:
                 return True
         except (OSError, ValueError, AttributeError):
             continue
     return False
+
+
+def lookup_data_of(sitting: Sitting, runs: str = "paper1/*") -> tuple[LookupData, Sitting]:
+    """Paper 1's data as its reproduction reads it (sample1, else the generated tables), and the
+    sitting that trains on it: offline, where the kept runs `<root>/<runs>` record sample1, they
+    are matched on that record and nothing can be trained."""
+    data = lookup_data()
+    if data.unavailable and sitting.reuse and recorded_on_sample1(sitting.root, runs):
+        data = sample1_as_recorded(data.unavailable)
+        why = f"machine-tasks' sample1 is not available here ({data.unavailable})"
+        sitting = dataclasses.replace(sitting, cannot_train=why)
+    return data, sitting
 
 
 def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
