@@ -30,7 +30,6 @@ from experiments.atlas.questions import (
     cell_status,
     preregistration_text,
 )
-from experiments.atlas.reproduce import until_committed
 from experiments.atlas.targets import EOS, NO_LABEL, lookup_table_batch, table_index
 from experiments.report import RULE_VERDICTS
 from lightning_modules.seq2seq import Seq2Seq
@@ -316,13 +315,3 @@ def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
     assert {k: (c["verdict"], c["null"], c["measured"]) for k, c in again.items()} == {
         k: (c["verdict"], c["null"], c["measured"]) for k, c in claims.items()
     }
-
-
-def test_a_report_of_another_scale_goes_under_the_run_root():
-    """Until the atlas's default report is committed, a quick report without `--out` goes under
-    the run root, never into `reports/atlas/`; the default scale and a given `--out` are left as
-    asked."""
-    assert until_committed(["--scale", "quick", "--runs", "/r"]) == [
-        "--scale", "quick", "--runs", "/r", "--out", "/r/reports/atlas/quick"]  # fmt: skip
-    assert until_committed(["--scale", "default"]) == ["--scale", "default"]
-    assert until_committed(["--scale", "quick", "--out", "x"]) == ["--scale", "quick", "--out", "x"]

@@ -39,7 +39,9 @@ def test_a_report_of_another_scale_goes_under_the_run_root(tmp_path):
     committed_report(reports, "paper9", "default")
     assert default_out("paper9", "default", root, reports) == reports / "paper9"
     assert default_out("paper9", "quick", root, reports) == root / "reports/paper9/quick"
-    assert default_out("paper8", "quick", root, reports) == reports / "paper8"  # none committed
+    # none committed yet: the default scale (the one a study commits) writes there, no other
+    assert default_out("paper8", "default", root, reports) == reports / "paper8"
+    assert default_out("paper8", "quick", root, reports) == root / "reports/paper8/quick"
 
 
 def test_writing_over_a_report_of_another_scale_needs_replace_report(tmp_path):

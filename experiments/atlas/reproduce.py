@@ -5,8 +5,6 @@ results.json, figures/, runs/}` (another scale: under the run root) and logged t
 
 from __future__ import annotations
 
-import sys
-
 from experiments.atlas.claims import claims_of
 from experiments.atlas.report import matrix, matrix_figure, matrix_frame, report_text
 from experiments.atlas.runs import SCHEMA, STUDY, measure_all
@@ -34,17 +32,5 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
 STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, schema=SCHEMA)
 
 
-def until_committed(argv: list[str]) -> list[str]:
-    """`argv`, with `--out <runs>/reports/atlas/<scale>` where a scale other than `default` is
-    asked without `--out`: until the atlas's default report is committed, the engine would write
-    any scale's report into `reports/atlas/` (where none is committed), and a quick report there
-    would then stand in the default report's way."""
-    args = command_line().parse_args(argv)
-    if args.out is not None or args.scale == "default":
-        return argv
-    return [*argv, "--out", str(args.runs / "reports" / STUDY / args.scale)]
-
-
 def main(argv: list[str] | None = None) -> list[Claim] | None:
-    argv = sys.argv[1:] if argv is None else argv
-    return reproduction_main(STUDY_PLUGIN, until_committed(argv))
+    return reproduction_main(STUDY_PLUGIN, argv)

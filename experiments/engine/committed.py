@@ -69,10 +69,11 @@ def report_scale(out: Path) -> str | None:
 
 def default_out(paper: str, scale: str, root: Path, reports: Path) -> Path:
     """Where a reproduction of `paper` at `scale` writes its report unless told: the committed
-    report's folder `reports/<paper>` at that report's own scale (or where none is committed),
-    else `<root>/reports/<paper>/<scale>` under the run root."""
+    report's folder `reports/<paper>` at that report's own scale (where none is committed yet, at
+    the `default` scale, the one a study commits), else `<root>/reports/<paper>/<scale>` under
+    the run root, so a quick check never stands where the study's report belongs."""
     committed = report_scale(reports / paper)
-    if committed in (None, scale):
+    if committed == scale or (committed is None and scale == "default"):
         return reports / paper
     return root / "reports" / paper / scale
 
