@@ -1,18 +1,41 @@
 """`python -m experiments.headlines`: rewrite the README's table of verdicts from the committed
-reports (`reports/paperN/results.json`; `experiments.report.headlines_table`). A test fails while
-the README and the reports disagree."""
+reports (`reports/*/results.json`; `headlines_table`). A test fails while the README and the
+reports disagree."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
 
-from experiments.report import headlines_table
+from experiments.findings import findings_counts
+from experiments.report import UNINFORMATIVE, VERDICTS, Claim, summary_counts
 from storage.files import write_text_atomic
 
 ROOT = Path(__file__).parents[1]
 BLOCK = re.compile(r"(<!-- headlines:[^\n]*-->\n)(.*?)(<!-- /headlines -->)", re.S)
+
+
+def headlines_table(reports: Path) -> str:
+    """The README's table of verdicts, one row per committed report (`<reports>/*/results.json`):
+    its findings reproduced of its informative findings (primary reading,
+    `experiments.findings`) beside its claims by verdict, so the README cannot drift from the
+    reports."""
+    lines = [
+        "| report | findings reproduced of informative | claims | " + " | ".join(VERDICTS) + " |",
+        "|---" * (len(VERDICTS) + 3) + "|",
+    ]
+    for results in sorted(Path(reports).glob("*/results.json")):
+        claims = [Claim.from_json(r) for r in json.loads(results.read_text())]
+        counts = summary_counts(claims)
+        counted, total = findings_counts(claims)
+        informative = total - counted[UNINFORMATIVE] - counted["-"]
+        findings = f"{counted['reproduced']} of {informative}" if total else "-"
+        cells = [f"`{Path(reports).name}/{results.parent.name}/report.md`", findings,
+                 str(len(claims)), *(str(counts[v]) for v in VERDICTS)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def readme_block(readme: str) -> str:

@@ -93,6 +93,11 @@ class Claim:
     uninformative_because: str | None = None
     rule_since: str | None = None
     """When the rule was last changed: `2026-11-25 (commit 6467b3a)` (`experiments.rule_dates`)."""
+    finding: str | None = None
+    """The id of the paper's finding the claim tests (`experiments.findings`); None for a fact
+    about the data or the setup."""
+    reading: str | None = None
+    """The reading of the paper the claim is under; None for the report's primary one."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -126,7 +131,8 @@ class Claim:
         return cls(record["id"], record["claim"], record["paper"], Measured(**measured),
                    record["rule"], record["verdict"], earlier, record.get("null"),
                    record.get("rule_verdict"), record.get("uninformative_because"),
-                   record.get("rule_since"))  # fmt: skip
+                   record.get("rule_since"), record.get("finding"),
+                   record.get("reading"))  # fmt: skip
 
     @property
     def changed(self) -> bool:
@@ -389,21 +395,6 @@ def headline(claims: Sequence[Claim]) -> str:
     return f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items())
 
 
-def headlines_table(reports: Path) -> str:
-    """The README's table of verdicts, one row per committed report
-    (`<reports>/paperN/results.json`), so the README cannot drift from the reports."""
-    lines = [
-        "| report | claims | " + " | ".join(VERDICTS) + " |",
-        "|---" * (len(VERDICTS) + 2) + "|",
-    ]
-    for results in sorted(Path(reports).glob("paper*/results.json")):
-        claims = [Claim.from_json(r) for r in json.loads(results.read_text())]
-        counts = summary_counts(claims)
-        lines.append(f"| `{Path(reports).name}/{results.parent.name}/report.md` | {len(claims)} | "
-                     + " | ".join(str(counts[v]) for v in VERDICTS) + " |")  # fmt: skip
-    return "\n".join(lines)
-
-
 def verdict_line(report: Path, claims: Sequence[Claim]) -> str:
     """`wrote <report>: ` and the `headline`."""
     return f"wrote {report}: {headline(claims)}"
@@ -479,11 +470,16 @@ def report_title(title: str, scale: str) -> str:
 
 
 def write_report(
-    folder: str | Path, claims: Sequence[Claim], markdown: str, history: str = ""
+    folder: str | Path,
+    claims: Sequence[Claim],
+    markdown: str,
+    history: str = "",
+    findings: str = "",
 ) -> Path:
     """Write `results.json` (the claims), `report.md` (`markdown` plus the claims and a summary
-    of verdicts) and, given its text, `history.md` (`experiments.history.history_text`) into
-    `folder`, each atomically."""
+    of verdicts, opened by the `findings` section where given: `experiments.findings`) and,
+    given its text, `history.md` (`experiments.history.history_text`) into `folder`, each
+    atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     write_text_atomic(
@@ -500,8 +496,9 @@ def write_report(
         where = ("Every earlier verdict with the whole reason for its change, and when each rule "
                  "was written: [history.md](history.md).\n\n")  # fmt: skip
     title, _, body = markdown.rstrip().partition("\n")
+    opening = f"\n{findings.strip()}\n" if findings else ""
     text = (
-        f"{title}\n\n**Verdicts:** {summary}.\n{body}\n\n## Claims\n\n{where}"
+        f"{title}\n\n**Verdicts:** {summary}.\n{opening}{body}\n\n## Claims\n\n{where}"
         f"{claims_table(claims)}\n\n## Summary\n\n{summary}.\n"
     )
     write_text_atomic(folder / "report.md", text)

@@ -15,6 +15,7 @@ import pandas as pd
 from experiments.engine.committed import wandb_folder
 from experiments.engine.sittings import fit_seconds
 from experiments.engine.store import REPOSITORY
+from experiments.findings import Finding, findings_frame, findings_section, with_findings
 from experiments.history import history_text
 from experiments.report import Claim, log_to_wandb, write_report
 from experiments.rule_dates import date_rules
@@ -111,17 +112,24 @@ def publish(
     *,
     scale: str,
     seeds: object = None,
+    findings: Sequence[Finding] = (),
 ) -> Path:
     """The end of every reproduction: `report.md`, `results.json` and `history.md` in `out`,
     each claim dated (`rule_dates`: by the committed report's rules file, which a report written
     to that folder keeps up to date; the runs' `records` say when they finished), and the
     figures and tables as the W&B run `<paper>-<scale>` (`report.log_to_wandb`, with the scale's
     `seeds`, kept under the run root `root`: `committed.wandb_folder`). Returns the report's
-    path."""
+    path. The report opens with the paper's `findings`, each claim marked with the one it tests
+    (`experiments.findings`); the findings table is logged to W&B beside the others."""
     finished = max((r["trained"]["finished"] for r in records), default=None)
     claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished)
+    claims = with_findings(claims, findings)
     title = markdown.partition("\n")[0].removeprefix("# ")
-    report = write_report(out, claims, markdown, history_text(title, claims, book, finished))
+    opening = findings_section(findings, claims)
+    if opening:
+        tables = {"findings": findings_frame(findings, claims), **tables}
+    report = write_report(out, claims, markdown, history_text(title, claims, book, finished),
+                          opening)  # fmt: skip
     folder = wandb_folder(paper, scale, root, REPOSITORY / "reports")
     log_to_wandb(folder, paper, scale, claims, figures, tables, seeds)
     return report

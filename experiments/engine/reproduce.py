@@ -14,7 +14,7 @@ verdict line). `docs/code_layout.md` shows the template a study follows.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import stopping_gently
 from experiments.engine.slurm import SlurmError, submit
 from experiments.engine.store import REPOSITORY, Schema, gather_measurements, keep_beside_report
+from experiments.findings import Finding
 from experiments.report import Claim, verdict_line
 
 
@@ -85,6 +86,8 @@ class Study:
       with its own options), built without importing what it runs;
     - `scale_of(args, scale)`: the scale its own options make of `scales[args.scale]`;
     - `schema`: the version of its measurements files and how older ones are read;
+    - `findings`: the paper's findings, each with the claims that test it (`experiments.findings`),
+      for the table its report opens with;
     - `measure(request)`: train and measure its runs (those of the sitting's shard), timing its
       stages on `request.clock`; returns what `report` reads;
     - `report(request, measured)`: the `Built` report from the measurements alone."""
@@ -96,6 +99,7 @@ class Study:
     report: Callable[[Request, object], Built]
     scale_of: Callable[[argparse.Namespace, object], object] = lambda args, scale: scale
     schema: Schema = Schema()
+    findings: Sequence[Finding] = ()
 
 
 def reproduce(study: Study, request: Request) -> list[Claim] | None:
@@ -109,7 +113,7 @@ def reproduce(study: Study, request: Request) -> list[Claim] | None:
     root = request.sitting.root
     publish(request.out, study.name, built.claims, built.markdown, root, built.figures,
             built.tables, built.records, scale=request.scale_name,
-            seeds=getattr(request.scale, "seeds", None))  # fmt: skip
+            seeds=getattr(request.scale, "seeds", None), findings=study.findings)  # fmt: skip
     keep_beside_report(study.name, built.runs, root, request.out)
     return built.claims
 
