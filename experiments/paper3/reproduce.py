@@ -15,6 +15,7 @@ from experiments.paper3.claims import (
     learning_claims,
     toy_table,
 )
+from experiments.paper3.findings import FINDINGS
 from experiments.paper3.images_report import authors_images_section, images_figures, readings_table
 from experiments.paper3.report import paper3_figures, report_text
 from experiments.paper3.runs import SCHEMA, measure_all
@@ -78,7 +79,7 @@ def report(request: Request, records: dict[tuple, dict]) -> Built:
                  list(records.values()), runs)  # fmt: skip
 
 
-STUDY = Study("paper3", SCALES, command_line, measure, report, schema=SCHEMA)
+STUDY = Study("paper3", SCALES, command_line, measure, report, schema=SCHEMA, findings=FINDINGS)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
