@@ -34,6 +34,7 @@ from experiments.paper2.claims import (
     optimizer_claim,
 )
 from experiments.paper2.figures import figure1, figure2, figure2_training, figure3
+from experiments.paper2.findings import FINDINGS
 from experiments.paper2.readings import (
     AUTHORS,
     AUTHORS_DOMAIN,
@@ -242,7 +243,7 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     return replace(scale, **{k: tuple(v) for k, v in changes.items() if v})
 
 
-STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of)
+STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
