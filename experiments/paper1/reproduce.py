@@ -53,6 +53,7 @@ from experiments.paper1.analyses import (
     saturation_figure,
 )
 from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
+from experiments.paper1.findings import FINDINGS
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
 from experiments.paper1.runs import ablations, lookup_data_of, measure_all
 from experiments.paper1.scales import (
@@ -470,7 +471,7 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     return dataclasses.replace(scale, added=tuple(args.add_measurements))
 
 
-STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of)
+STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
