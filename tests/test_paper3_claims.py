@@ -2,6 +2,7 @@
 against the control, the images' and SCAN's comparisons, SCAN's split sizes, and every claim
 judged on the untrained weights (issue 29's null model)."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +11,7 @@ import torch
 
 from datamodules.scan import ScanDataModule
 from experiments.engine.store import SittingError
+from experiments.findings import with_findings
 from experiments.paper3.claims import (
     FINDINGS,
     SCAN_SIZES,
@@ -19,6 +21,7 @@ from experiments.paper3.claims import (
     step1_claim,
     toy_claims,
 )
+from experiments.paper3.findings import FINDINGS as PAPER3_FINDINGS
 from experiments.paper3.runs import SCHEMA
 from experiments.paper3.scales import SETTINGS
 from experiments.paper3.scan_authors import authors_measured, authors_scan_claims, authors_tables
@@ -31,7 +34,7 @@ from experiments.paper3.toy import (
     x2_dependence,
 )
 from experiments.paper3.untrained import judged_claims, untrained_record
-from experiments.report import RULE_VERDICTS
+from experiments.report import RULE_VERDICTS, Claim
 
 
 def test_unstamped_measurements_get_their_version_and_older_ones_are_measured_again():
@@ -190,10 +193,41 @@ def test_split_size_claims_equal_the_papers_numbers_on_the_regenerated_data():
     assert (train.id, test.id) == ("scan.train_size", "scan.test_size")
     assert (train.paper, test.paper) == ("14,670", "7,706")
     assert train.measured.values == (14670.0, 14670.0) and test.measured.mean == 7706
-    assert train.verdict == test.verdict == "reproduced" and train.null is None
+    assert train.verdict == test.verdict == "uninformative" and train.null is None
+    assert train.rule_verdict == test.rule_verdict == "reproduced"
+    assert "no model touches" in train.uninformative_because
     assert train.claim == FINDINGS["scan.train_size"]
     records[("scan", "B", 3)]["data_sizes"]["test"] = 7705
-    assert split_size_claims(records, (3,))[1].verdict == "not reproduced"
+    assert split_size_claims(records, (3,))[1].rule_verdict == "not reproduced"
+
+
+def test_split_sizes_are_facts_about_the_data_with_the_earlier_verdict_kept():
+    """The pre-registered rule: the counts are checks of the data (uninformative), the rule's
+    own verdict beside them, and the verdict before (reproduced, the same rule) kept as an
+    earlier entry whose reason opens "the rule: a fact about the data, not a finding."."""
+    records = {("scan", s, 3): {"data_sizes": {"train": 14670, "test": 7706}} for s in SETTINGS}
+    for claim in split_size_claims(records, (3,)):
+        assert claim.verdict == "uninformative" and claim.rule_verdict == "reproduced"
+        (before,) = claim.earlier
+        assert (before.verdict, before.rule) == ("reproduced", claim.rule)
+        assert before.reason.startswith("the rule: a fact about the data, not a finding.")
+        assert claim.changed
+
+
+def test_every_finding_names_the_committed_claims_and_the_data_facts_stay_unmarked():
+    """Paper 3's findings (`experiments.paper3.findings`) mark every claim of the committed
+    report but SCAN's split sizes; each finding has one claim under the primary reading, and
+    the authors' programs and the playground are the other readings."""
+    results = Path(__file__).parents[1] / "reports/paper3/results.json"
+    claims = [Claim.from_json(r) for r in json.loads(results.read_text())]
+    marked = {c.id: (c.finding, c.reading) for c in with_findings(claims, PAPER3_FINDINGS)}
+    assert marked["scan.train_size"] == marked["scan.test_size"] == (None, None)
+    assert marked["authors.scan.faster_early"] == ("sec5.2.faster", "authors")
+    assert marked["playground.toy.step1_boundary_stable"] == ("sec6.step1_stable", "playground")
+    assert sum(v is not None for v, _ in marked.values()) == len(claims) - 2
+    for finding in PAPER3_FINDINGS:
+        primary = [id for id, (f, r) in marked.items() if f == finding.id and r is None]
+        assert len(primary) == 1, (finding.id, primary)
 
 
 # ---- the null model: every claim on the untrained weights (issue 29) -------------------------
@@ -258,7 +292,7 @@ def test_a_claim_the_untrained_weights_pass_is_uninformative():
     training, which the untrained A weights already win, and the step-1 boundary, which the
     untrained boundary already meets, are uninformative (the rule's own verdict kept); the rest
     stay reproduced, their null not reproduced (ties: no difference); the split sizes have
-    none."""
+    none (facts about the data: uninformative, their rule's verdict kept)."""
     claims = {claim.id: claim for claim in judged_claims(known_records(), SEEDS)}
     assert list(claims)[-2:] == ["scan.train_size", "scan.test_size"]
     uninformative = {"images.faster_early", "authors.images.faster_early",
@@ -266,7 +300,8 @@ def test_a_claim_the_untrained_weights_pass_is_uninformative():
                      "playground.toy.step1_boundary_stable"}  # fmt: skip
     for id, claim in claims.items():
         if id.endswith("_size"):
-            assert claim.null is None and claim.verdict == "reproduced"
+            assert claim.null is None and claim.verdict == "uninformative"
+            assert claim.rule_verdict == "reproduced"
         elif id in uninformative:
             assert (claim.verdict, claim.rule_verdict, claim.null) == (
                 "uninformative", "reproduced", "reproduced"), id  # fmt: skip

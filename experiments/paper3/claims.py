@@ -11,8 +11,9 @@ again, by the same rules, on the runs of the authors' TensorFlow program (`IMAGE
 
 The toy's two claims compare setting A with its control, setting B, seed by seed, the
 direction first (`control_claim`; the rule they replaced stays beside each verdict, `Earlier`),
-and SCAN's split sizes are claims (`split_size_claims`). Every claim of a model is also judged on
-the runs' untrained weights (`experiments.paper3.untrained`)."""
+and SCAN's split sizes are claims, checks of the data judged uninformative (`split_size_claims`).
+Every claim of a model is also judged on the runs' untrained weights
+(`experiments.paper3.untrained`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from experiments.report import (
     Claim,
     Measured,
     after_rule_change,
+    cannot_fail,
     direction_first,
     graded,
     threshold_claim,
@@ -301,11 +303,26 @@ def toy_claims(toy_frame: pd.DataFrame, reading: ToyReading = TEXT) -> list[Clai
     ]  # fmt: skip
 
 
+DATA_FACT = (
+    "the split sizes are SCAN's add-jump files, which no model touches: a check of the data the "
+    "runs read, not a finding"
+)
+"""Why SCAN's split sizes are uninformative (the pre-registered rule of 2026-11-28)."""
+DATA_FACT_CHANGE = (
+    "the rule: a fact about the data, not a finding. Registered on 2026-11-28 before its result "
+    "(reports/paper3/preregistration.md): the split sizes are counted and tested as before, then "
+    "judged uninformative, the rows of SCAN's add-jump files being no model's doing; the rule's "
+    "own verdict stays beside it"
+)
+"""The reason the split sizes' verdict before the pre-registered rule is kept (`Earlier`)."""
+
+
 def split_size_claims(records: Records, seeds: tuple[int, ...]) -> list[Claim]:
     """Appendix B's SCAN split sizes (`SCAN_SIZES`), counted in every `scan` run's data (both
-    settings; setting B redraws the training commands' words, not their number): reproduced if
-    every run has exactly the paper's rows, else not. The counts are the data's, which no model
-    touches: the untrained weights cannot be judged apart from the trained (no null verdict)."""
+    settings; setting B redraws the training commands' words, not their number): the rule says
+    reproduced if every run has exactly the paper's rows, else not. The counts are the data's,
+    which no model touches: a check of the data, uninformative (`DATA_FACT`; the rule's own
+    verdict kept beside it, its verdict before as `Earlier`), and no null verdict."""
     claims = []
     for split, paper in SCAN_SIZES.items():
         counts = [records[("scan", s, seed)]["data_sizes"][split]
@@ -314,8 +331,10 @@ def split_size_claims(records: Records, seeds: tuple[int, ...]) -> list[Claim]:
         rule = (f"rows of all {split} data in each run of scan (settings A and B, "
                 f"{len(counts)} runs): {', '.join(f'{c:,}' for c in sorted(set(counts)))}; "
                 f"reproduced if every run has exactly {paper:,}, else not reproduced")  # fmt: skip
-        claims.append(Claim(f"scan.{split}_size", finding(f"scan.{split}_size"), f"{paper:,}",
-                            Measured.of(counts), rule, graded(exact, False)))  # fmt: skip
+        checked = Claim(f"scan.{split}_size", finding(f"scan.{split}_size"), f"{paper:,}",
+                        Measured.of(counts), rule, graded(exact, False))  # fmt: skip
+        fact = cannot_fail(checked, DATA_FACT)
+        claims.append(after_rule_change(fact, checked.verdict, checked.rule, DATA_FACT_CHANGE))
     return claims
 
 

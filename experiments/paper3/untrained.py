@@ -97,5 +97,6 @@ step its boundary at step 0 (so it "stays" after step 1 by construction; the ste
 asks only whether the untrained boundary already crosses the middle of the upper-right
 quadrant). That verdict is the `untrained` column; a claim the untrained weights reproduce is
 **uninformative**, its rule's own verdict beside it. SCAN's split sizes are the data's, not a
-model's: they have none.
+model's: they have none, and are checks of the data the runs read, not findings (uninformative,
+their rule's own verdict beside them; no row of the findings table).
 """
