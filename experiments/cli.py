@@ -126,12 +126,34 @@ def stop_wandb_run() -> None:
         wandb.run.finish(exit_code=1)
 
 
+READ_FIRST = {
+    "--resume RUN": "continue the fit of run folder RUN from its checkpoints/last.ckpt with its "
+    "config.yaml (give no --config or --ckpt_path)",
+    "--trust-class CLASS": "let a run's config or checkpoint name the class path CLASS besides "
+    "the suite's (repeat for more)",
+}
+"""The options `experiments.resume.received_arguments` takes out of the command line before
+LightningCLI parses it, with what each does (shown by `--help`)."""
+
+
 class _ArgumentParser(LightningArgumentParser):
     """On a bad argument, say what is wrong and where the options are listed, without first
-    printing the whole usage (dozens of lines for a LightningCLI)."""
+    printing the whole usage (dozens of lines for a LightningCLI). `read_first`: options taken
+    out before parsing (`READ_FIRST`), which `--help` lists, one line each, after the rest."""
+
+    def __init__(self, *args, read_first: Sequence[str] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read_first = list(read_first)
 
     def print_usage(self, file=None) -> None:
         pass
+
+    def format_help(self) -> str:
+        if not self.read_first:
+            return super().format_help()
+        lines = [f"  {name:<21} {READ_FIRST[name]}" for name in self.read_first]
+        heading = "Read before the config is parsed (see docs/training.md):"
+        return "\n".join([super().format_help().rstrip("\n"), "", heading, *lines, ""])
 
 
 class RunConfigSaver(SaveConfigCallback):
@@ -176,7 +198,10 @@ class ExperimentCLI(LightningCLI):
         kwargs.setdefault("parser_class", _ArgumentParser)
         kwargs.setdefault("parser_kwargs", {"prog": "python -m experiments", "description": (
             "Train (fit), validate or test one model from a config. python -m experiments "
-            "wandb-summary RUN prints the config and summary of a run's W&B run.")})  # fmt: skip
+            "wandb-summary RUN prints the config and summary of a run's W&B run."),
+            "fit": {"read_first": list(READ_FIRST)},
+            "validate": {"read_first": ["--trust-class CLASS"]},
+            "test": {"read_first": ["--trust-class CLASS"]}})  # fmt: skip
         kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)

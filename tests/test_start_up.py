@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("pytorch_lightning", "lightning_fabric", "sklearn", "scipy", "captum", "dash", "wandb",
          "matplotlib", "torchmetrics")  # fmt: skip
 
@@ -53,3 +55,26 @@ def test_a_reproductions_bad_option_is_refused_before_anything_is_imported():
     done = subprocess.run([sys.executable, "-m", "experiments.paper3", "--scale", "huge"],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 2 and "invalid choice: 'huge'" in done.stderr
+
+
+def shown_help(subcommand: str, capsys) -> str:
+    """What `python -m experiments <subcommand> --help` prints."""
+    from experiments.cli import ExperimentCLI
+
+    with pytest.raises(SystemExit) as ended:
+        ExperimentCLI(args=[subcommand, "--help"])
+    assert ended.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_fits_help_lists_the_options_read_before_its_config(capsys):
+    """`--resume` and `--trust-class` are taken from the command line before LightningCLI parses
+    it; `fit --help` still lists each, on its own line, with what it does."""
+    lines = {
+        line.split()[0]: line for line in shown_help("fit", capsys).splitlines() if line.strip()
+    }
+    assert "--resume" in lines and "--trust-class" in lines
+    assert "checkpoints/last.ckpt" in lines["--resume"] and "config.yaml" in lines["--resume"]
+    assert "class path" in lines["--trust-class"]
+    shown = shown_help("test", capsys)
+    assert "--resume" not in shown and "--trust-class CLASS" in shown
