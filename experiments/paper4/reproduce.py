@@ -15,6 +15,7 @@ import pandas as pd
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper4.analysis import FIGURE2_TOKENS
 from experiments.paper4.claims import claims_of
+from experiments.paper4.findings import FINDINGS
 from experiments.paper4.report import (
     accuracy_table,
     figure2,
@@ -124,7 +125,7 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     return replace(scale, untrained_of_kept_runs=True) if args.measure_untrained else scale
 
 
-STUDY = Study("paper4", SCALES, command_line, measure, report, scale_of)
+STUDY = Study("paper4", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
