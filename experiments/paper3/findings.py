@@ -34,7 +34,7 @@ FINDINGS: tuple[Finding, ...] = (
         {"authors": ("authors.scan.faster_early",)},
         because="in the first steps the model trained as the text describes gets barely any "
         "whole training sentence right in either setting, so the first setting's head start "
-        "is real but small",
+        "is real but small.",
     ),
     Finding(
         "sec5.2.gap",
@@ -51,7 +51,7 @@ FINDINGS: tuple[Finding, ...] = (
         {"playground": ("playground.toy.fails_on_test",)},
         because="on the text's grid most seeds of the first setting still classify the unseen "
         "corner (1, 1) nearly as well as their controls do: the boundary seldom cuts through "
-        "the middle of the test area",
+        "the middle of the test area.",
     ),
     Finding(
         "sec6.depends_on_x2",
@@ -60,7 +60,7 @@ FINDINGS: tuple[Finding, ...] = (
         ("toy.depends_on_x2",),
         {"playground": ("playground.toy.depends_on_x2",)},
         because="on the text's grid not every seed of the first setting depends on X2 more "
-        "than its control does by the margin",
+        "than its control does by the margin.",
     ),
     Finding(
         "sec6.step1_stable",
@@ -70,6 +70,6 @@ FINDINGS: tuple[Finding, ...] = (
         ("toy.step1_boundary_stable",),
         {"playground": ("playground.toy.step1_boundary_stable",)},
         because="the first update barely moves the boundary from where the initial weights put "
-        "it, and later steps move it across the upper-right area instead of leaving it there",
+        "it, and later steps move it across the upper-right area instead of leaving it there.",
     ),
 )
