@@ -7,11 +7,14 @@ from dataclasses import replace
 
 from experiments.paper2.claims import (
     REVIEWED,
+    error_claim,
     figure1_claims,
     figure2_claims,
     figure2_training_claim,
+    figure3_claims,
     open_falls_claim,
     optimizer_claim,
+    rare_conduit_claim,
 )
 from experiments.paper2.readings import Estimate, Snapshot
 from experiments.paper2.reproduce import figure_values
@@ -140,3 +143,57 @@ def test_an_optimizer_slows_the_rule_only_where_every_seed_learns_it_later():
     assert "plain SGD: 2" in tied.earlier[0].rule and "2026-11-28" in tied.earlier[0].reason
     slower = optimizer_claim("momentum", plain, [curve(*late)] * 2 + [curve(0.1, *late[:-1])])
     assert slower.verdict == "reproduced" and slower.measured.values == (2.0, 2.0, 4.0)
+
+
+def test_figure3_leaves_out_epochs_at_the_floor_or_ceiling_and_asks_no_relative_margin():
+    """Pre-registered rule (item 1): late in training k = 4 has both settings at the ceiling
+    (left out) and at k = 8 the predictable conduit is 0.02 lower, 7 standard errors but 2% of
+    the larger value: reproduced, where the replaced rule (every epoch, 10% margin) found 0 of 2.
+    Early, both cells sit at chance at every k: no k left, uninformative."""
+    scale = replace(SCALE, epochs=8, predictability_lengths=(4, 8), conduit_copies=(1000,))
+    chance, ceiling = Estimate(0.001, 1e-5), Estimate(0.999, 1e-4)
+    curves = {(4, 0): [chance] * 2 + [ceiling] * 6, (4, 1000): [chance] * 2 + [ceiling] * 6,
+              (8, 0): [chance] * 2 + [Estimate(0.95, 0.002)] * 6,
+              (8, 1000): [chance] * 2 + [Estimate(0.93, 0.002)] * 6}  # fmt: skip
+    early, late = figure3_claims(curves, scale, 1000)
+    assert (late.id, late.verdict) == ("fig3.predictable_late", "reproduced")
+    assert "left out (2 of 4)" in late.rule and "1 of 1 hold" in late.rule
+    assert "k left out: 1" in late.rule and "10%" not in late.rule
+    assert late.earlier[0].verdict == "not reproduced" and "0 of 2 hold" in late.earlier[0].rule
+    assert late.earlier[0].reason.startswith(
+        "the rule: no comparison inside the floor or the ceiling, no relative margin. Registered"
+    )
+    assert (early.verdict, early.rule_verdict) == ("uninformative", "not reproduced")
+    assert early.rule.endswith("no k left") and "both at the" in early.uninformative_because
+    assert early.earlier[0].verdict == "not reproduced"
+    between = dict(curves) | {(4, 0): [Estimate(0.5, 0.002)] * 8}  # k = 4 kept and not lower
+    assert figure3_claims(between, scale, 1000)[1].verdict == "partially reproduced"
+
+
+def test_the_rare_conduit_falls_only_where_its_cells_leave_chance():
+    """Pre-registered rule (item 2): three cells at chance leave no pair (uninformative, the
+    replaced rule's not reproduced kept); cells above chance falling with k are judged."""
+    at_chance = [Estimate(0.00094, 1e-5), Estimate(0.00095, 1e-5), Estimate(0.00088, 1e-5)]
+    claim = rare_conduit_claim(at_chance, 10)
+    assert (claim.verdict, claim.rule_verdict) == ("uninformative", "not reproduced")
+    assert "left out (2 of 2): no pair left" in claim.rule
+    assert claim.earlier[0].verdict == "not reproduced"
+    assert claim.earlier[0].reason.startswith(
+        "the rule: pairs at chance left out, as in Figure 1's other falls. Registered"
+    )
+    falling = [Estimate(0.05, 1e-4), Estimate(0.01, 1e-4), Estimate(0.0009, 1e-5)]
+    claim = rare_conduit_claim(falling, 10)
+    assert claim.verdict == "reproduced" and "left out (0 of 2)" in claim.rule
+
+
+def test_the_cd_error_bound_is_judged_without_the_untrained_models():
+    """Pre-registered rule (item 3): a largest error of 1.5e-5 is partially reproduced, whatever
+    the untrained models' 4.8e-7 (printed beside it); the replaced rule called it uninformative."""
+    claim = error_claim([1e-6, 1.5e-5], [4.77e-7, 1e-7])
+    assert (claim.verdict, claim.null) == ("partially reproduced", None)
+    assert "whose largest error = 4.77e-07" in claim.rule
+    assert claim.earlier[0].verdict == "uninformative"
+    assert claim.earlier[0].reason.startswith(
+        "the rule: a bound on the arithmetic, not on training. Registered"
+    )
+    assert error_claim([1e-6, 1.5e-5]).earlier == ()

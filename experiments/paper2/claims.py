@@ -16,6 +16,7 @@ from experiments.report import (
     Claim,
     Measured,
     after_rule_change,
+    against_null,
     cannot_fail,
     direction_claim,
     graded,
@@ -61,6 +62,40 @@ def replacing(claim: Claim, verdict: str, rule: str, why: str) -> Claim:
     what changed, in a few words; the rest, not capitalised, follows the review's date)."""
     brief, _, detail = why.partition(". ")
     return after_rule_change(claim, verdict, rule, f"{brief}. {REVIEWED}{detail}")
+
+
+REGISTERED = (
+    "Registered in reports/paper2/preregistration.md on 2026-11-28, before the results it judges, "
+    "for the rules that barely can fail or are stricter than the paper: "
+)
+
+
+def preregistered(claim: Claim, verdict: str, rule: str, why: str) -> Claim:
+    """`claim` under a rule of paper 2's pre-registration (`REGISTERED`), the rule it replaced
+    kept as its newest `Earlier` with `verdict`, `why` its reason (its first sentence: what
+    changed, as the pre-registration words it)."""
+    brief, _, detail = why.partition(". ")
+    return after_rule_change(claim, verdict, rule, f"{brief}. {REGISTERED}{detail}")
+
+
+FIGURE3_REASON = (
+    "the rule: no comparison inside the floor or the ceiling, no relative margin. an epoch whose "
+    "predictable and unpredictable cells sit both at chance or both at the ceiling is left out of "
+    "the window, and a gap counts when it passes twice the mean standard error (the paper states "
+    "no size); the rule replaced compared every epoch and asked for a tenth of the mean larger "
+    "value as well, so cells at the ceiling decided it"
+)
+RARE_CONDUIT_REASON = (
+    "the rule: pairs at chance left out, as in Figure 1's other falls. pairs of cells both at "
+    "chance or both at the ceiling decide nothing, and with none left the claim is uninformative; "
+    "the rule replaced judged every pair, where the paper's own conduit curve is 'extremely low'"
+)
+CD_REASON = (
+    "the rule: a bound on the arithmetic, not on training. the paper's bound is on the "
+    "decomposition's arithmetic, which holds or fails whatever training did, so untrained models "
+    "passing it say nothing against it: no null, the untrained models' largest error printed "
+    "beside it; the rule replaced was judged against the untrained models"
+)
 
 
 RAREST = PAPER["settings"]["figure1_rarest_rule_count"]
@@ -135,15 +170,32 @@ def figure1_claims(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> li
         "if low and ratio >= 0.25",
         graded(low and steadiness >= 0.5, low and steadiness >= 0.25),
     ))  # fmt: skip
-    rare_conduit = [conduit[(k, rarest)] for k in lengths]
-    claims.append(share_claim(
-        "fig1.rare_conduit_declines",
-        f"at the rarest rule (n = {rarest}), P(omega | conduit) falls as k grows",
-        "rare_conduit_declines", [a.above(b) for a, b in pairwise(rare_conduit)],
-        [value.mean for value in rare_conduit],
-        f"P(omega | conduit) at each k above that at the next longer k {SIGNIFICANT}",
-    ))  # fmt: skip
+    claims.append(rare_conduit_claim([conduit[(k, rarest)] for k in lengths], rarest))
     return claims
+
+
+def rare_conduit_claim(rare_conduit: list[Estimate], rarest: int) -> Claim:
+    """At the rarest n, P(omega | conduit) at each k against the next longer k, by the rule
+    registered before its results (`reports/paper2/preregistration.md`, item 2): pairs both at
+    chance or both at the ceiling left out (`same_bound`); none left, uninformative. The rule it
+    replaced (every pair) is kept as its earlier state."""
+    id, says = "fig1.rare_conduit_declines", (
+        f"at the rarest rule (n = {rarest}), P(omega | conduit) falls as k grows")  # fmt: skip
+    what = f"P(omega | conduit) at each k above that at the next longer k {SIGNIFICANT}"
+    every = list(pairwise(rare_conduit))
+    values = [value.mean for value in rare_conduit]
+    before = share_claim(id, says, "rare_conduit_declines", [a.above(b) for a, b in every],
+                         values, what)  # fmt: skip
+    pairs = [(a, b) for a, b in every if not same_bound(a, b)]
+    kept = (f"{what}, pairs both at chance or both at the ceiling left out "
+            f"({len(every) - len(pairs)} of {len(every)})")  # fmt: skip
+    if pairs:
+        claim = share_claim(id, says, "rare_conduit_declines", [a.above(b) for a, b in pairs],
+                            values, kept)  # fmt: skip
+    else:
+        claim = cannot_fail(replace(before, rule=f"{kept}: no pair left", verdict="not reproduced"),
+                            "every pair of cells sits at chance, or at the ceiling")  # fmt: skip
+    return preregistered(claim, before.verdict, before.rule, RARE_CONDUIT_REASON)
 
 
 def open_falls_claim(opened: dict[tuple[int, int], Estimate], lengths: tuple[int, ...],
@@ -243,43 +295,86 @@ def figure2_training_claim(curve: list[list[Estimate]], k: int, rules: int) -> C
     return replacing(claim, *judged(0.1, SIGNIFICANT), SLIGHT_REASON)
 
 
+FIGURE3_WINDOW = "mean predictable - unpredictable P(omega | alpha) over {} {} {}"
+
+
+def window_gap(pairs: list[tuple[Estimate, Estimate]], floor: bool,
+               relative: float) -> tuple[float, float, int] | None:  # fmt: skip
+    """The mean gap predictable - unpredictable over a window's epochs (`pairs`: each epoch's
+    two estimates), the margin it must pass (the larger of twice the mean standard error of the
+    difference and `relative` of the mean larger value) and how many epochs were kept; with
+    `floor`, an epoch whose two cells share the floor or the ceiling (`same_bound`) is left out,
+    and None where none is left."""
+    kept = [(p, u) for p, u in pairs if not (floor and same_bound(p, u))]
+    if not kept:
+        return None
+    gap = sum(p.mean - u.mean for p, u in kept) / len(kept)
+    spread = sum((p.standard_error**2 + u.standard_error**2) ** 0.5 for p, u in kept) / len(kept)
+    larger = sum(max(p.mean, u.mean) for p, u in kept) / len(kept)
+    return gap, max(2 * spread, relative * larger), len(kept)
+
+
+def same_bound(a: Estimate, b: Estimate) -> bool:
+    """Both cells at chance or both at the ceiling (`regime`): their comparison says nothing."""
+    return regime(a.mean) == regime(b.mean) != "between"
+
+
 def figure3_claims(
     curves: dict[tuple[int, int], list[Estimate]], scale: Scale, copies: int
 ) -> list[Claim]:
     """Section 4.2 (Figure 3) and its restatement in section 5, at m = `copies`: predictable minus
     unpredictable P(omega | alpha), averaged over the first and over the last quarter of
-    training; a gap counts when it exceeds both twice the mean standard error of the per-epoch
-    differences and a tenth of the mean larger value. Claims of the secondary readings of m carry
-    `.m=<copies>` in their ids."""
+    training, per k, with the rule registered before its results (`reports/paper2/
+    preregistration.md`, item 1): epochs whose two cells share the floor or the ceiling left
+    out, a gap counting when it exceeds twice the mean standard error of the per-epoch
+    differences (the paper states no size); a k with no epoch kept is left out, and with no k
+    left the claim is uninformative. The rule it replaced (every epoch, and a tenth of the mean
+    larger value as well) is kept as its earlier state. Claims of the secondary readings of m
+    carry `.m=<copies>` in their ids."""
     quarter = max(scale.epochs // 4, 1)
-    early, late, early_flags, late_flags = [], [], [], []
-    for k in scale.predictability_lengths:
-        pairs = list(zip(curves[(k, copies)], curves[(k, 0)], strict=True))
-        gaps = [p.mean - u.mean for p, u in pairs]
-        spreads = [(p.standard_error**2 + u.standard_error**2) ** 0.5 for p, u in pairs]
-        larger = [max(p.mean, u.mean) for p, u in pairs]
-        windows = ((slice(None, quarter), early, early_flags, 1),
-                   (slice(-quarter, None), late, late_flags, -1))  # fmt: skip
-        for window, values, flags, sign in windows:
-            gap = sum(gaps[window]) / quarter
-            margin = max(2 * sum(spreads[window]), 0.1 * sum(larger[window])) / quarter
-            values.append(gap)
-            flags.append(sign * gap > margin)
-    what = (
-        "mean predictable - unpredictable P(omega | alpha) over {} {} the larger of 2 mean "
-        "standard errors and 10% of the mean larger value"
-    )
     suffix = "" if copies == scale.conduit_copies[0] else f".m={copies}"
-    return [
-        share_claim(f"fig3.predictable_early{suffix}", "predictable conduits (m = "
-                    f"{copies}) give a higher P(omega | alpha) in the first quarter of training, "
-                    "at each k", "predictable_early",
-                    early_flags, early, what.format(f"epochs 1-{quarter}", "above")),
-        share_claim(f"fig3.predictable_late{suffix}", "predictable conduits (m = "
-                    f"{copies}) give a lower P(omega | alpha) in the last quarter of training, "
-                    "at each k", "predictable_late",
-                    late_flags, late, what.format(f"the last {quarter} epochs", "below minus")),
-    ]  # fmt: skip
+    windows = (("early", slice(None, quarter), 1, f"epochs 1-{quarter}", "above", "higher",
+                "first"),
+               ("late", slice(-quarter, None), -1, f"the last {quarter} epochs", "below minus",
+                "lower", "last"))  # fmt: skip
+    claims = []
+    for key, window, sign, span, direction, how, which in windows:
+        pairs = {k: list(zip(curves[(k, copies)], curves[(k, 0)], strict=True))[window]
+                 for k in scale.predictability_lengths}  # fmt: skip
+        id, says = f"fig3.predictable_{key}{suffix}", (
+            f"predictable conduits (m = {copies}) give a {how} P(omega | alpha) in the {which} "
+            "quarter of training, at each k")  # fmt: skip
+        old = {k: window_gap(p, False, 0.1) for k, p in pairs.items()}
+        before = share_claim(id, says, f"predictable_{key}",
+                             [sign * gap > margin for gap, margin, _ in old.values()],
+                             [gap for gap, _, _ in old.values()],
+                             FIGURE3_WINDOW.format(span, direction, "the larger of 2 mean "
+                                                   "standard errors and 10% of the mean larger "
+                                                   "value"))  # fmt: skip
+        claim = floored_window_claim(before, sign, pairs, span, direction, key)
+        claims.append(preregistered(claim, before.verdict, before.rule, FIGURE3_REASON))
+    return claims
+
+
+def floored_window_claim(before: Claim, sign: int, pairs: dict[int, list], span: str,
+                         direction: str, key: str) -> Claim:  # fmt: skip
+    """`figure3_claims`' registered rule on one window of every k (`pairs[k]`: the window's
+    epochs, predictable and unpredictable), `before` being the replaced rule's claim."""
+    new = {k: window_gap(p, True, 0.0) for k, p in pairs.items()}
+    kept = {k: found for k, found in new.items() if found is not None}
+    left = sum(len(p) for p in pairs.values()) - sum(n for _, _, n in kept.values())
+    total = sum(len(p) for p in pairs.values())
+    what = FIGURE3_WINDOW.format(
+        span, direction, f"2 mean standard errors of the difference, epochs with both cells at "
+        f"chance or both at the ceiling left out ({left} of {total}), a k with none kept left "
+        f"out (k left out: {len(new) - len(kept)})")  # fmt: skip
+    if not kept:
+        return cannot_fail(replace(before, rule=f"{what}: no k left", verdict="not reproduced"),
+                           "every epoch of the window has both cells at chance, or both at the "
+                           "ceiling")  # fmt: skip
+    return share_claim(before.id, before.claim, f"predictable_{key}",
+                       [sign * gap > margin for gap, margin, _ in kept.values()],
+                       [gap for gap, _, _ in kept.values()], what)  # fmt: skip
 
 
 SEED_PAIRED = (
@@ -358,12 +453,23 @@ def never_learned_note(claim: Claim, name: str, variant: list[list[Estimate]]) -
                    "the suite's value of the setting (the paper gives none)")  # fmt: skip
 
 
-def error_claim(errors: list[float]) -> Claim:
+def error_claim(errors: list[float], untrained: list[float] | None = None) -> Claim:
+    """Section 4's bound on CD's error, the largest relative error over `errors` (every decomposed
+    position of every analysis), by the rule registered before its results (`reports/paper2/
+    preregistration.md`, item 3): not judged against the untrained models (the bound is on the
+    arithmetic), whose largest error (`untrained`, where measured) the rule prints beside it;
+    the verdict the rule replaced (`against_null`) is kept as its earlier state."""
     highest = max(errors)
-    return Claim(
+    rule = (f"largest relative error over every decomposed position of every analysis = "
+            f"{highest:.2e}; reproduced if < 1e-5, partially if < 1e-4")  # fmt: skip
+    claim = Claim(
         "cd.approximation_error", "largest relative CD error ||(v_phrase + v_rest) - v|| / ||v|| "
-        "per analysed snapshot", FINDINGS["cd_error"], Measured.of(errors),
-        f"largest relative error over every decomposed position of every analysis = "
-        f"{highest:.2e}; reproduced if < 1e-5, partially if < 1e-4",
+        "per analysed snapshot", FINDINGS["cd_error"], Measured.of(errors), rule,
         graded(highest < 1e-5, highest < 1e-4),
     )  # fmt: skip
+    if not untrained:
+        return claim
+    before = against_null(claim, error_claim(untrained))
+    judged = replace(claim, rule=f"{rule}; a bound on the arithmetic, not judged against the "
+                     f"untrained models, whose largest error = {max(untrained):.2e}")  # fmt: skip
+    return preregistered(judged, before.verdict, before.rule, CD_REASON)

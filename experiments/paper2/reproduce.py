@@ -160,16 +160,23 @@ def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
 def untrained_claims(measured: dict[str, dict], scale: Scale) -> list[Claim]:
     """Every claim decided on the same runs' untrained weights (`UNTRAINED`, the null
     model): each snapshot of a run replaced by its untrained one, so a curve is flat at its
-    start. None where a run was measured without them."""
+    start; not CD's error bound, which is on the arithmetic (`claims.error_claim`). None where a
+    run was measured without them."""
     if not all(UNTRAINED in result for runs in measured.values() for result in runs.values()):
         return []
     untrained = {reading: {key: {tag: result[UNTRAINED] for tag in result}
                            for key, result in runs.items()}
                  for reading, runs in measured.items()}  # fmt: skip
     text_runs = {k: v for k, v in untrained[TEXT].items() if k[0].generator == "text"}
-    errors = [result[UNTRAINED].error for runs in measured.values() for result in runs.values()]
-    return (claims_of(figure_values(text_runs, scale), scale) + [error_claim(errors)]
-            + second_readings(untrained, scale))  # fmt: skip
+    return claims_of(figure_values(text_runs, scale), scale) + second_readings(untrained, scale)
+
+
+def untrained_errors(measured: dict[str, dict]) -> list[float] | None:
+    """CD's largest error on each run's untrained weights (`UNTRAINED`), for every reading; None
+    where a run was measured without them."""
+    if not all(UNTRAINED in result for runs in measured.values() for result in runs.values()):
+        return None
+    return [result[UNTRAINED].error for runs in measured.values() for result in runs.values()]
 
 
 def measure(request: Request) -> dict[tuple[Setting, int], dict]:
@@ -189,7 +196,7 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     values = figure_values(text_runs, scale)
     errors = [snapshot.error for reading in measured.values() for result in reading.values()
               for snapshot in result.values()]  # fmt: skip
-    primary = claims_of(values, scale) + [error_claim(errors)]
+    primary = claims_of(values, scale) + [error_claim(errors, untrained_errors(measured))]
     null = untrained_claims(measured, scale)
     geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
                       for key, result in text_runs.items()}  # fmt: skip
