@@ -25,7 +25,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -75,6 +75,20 @@ class Earlier:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """A threshold rule's statistic and bounds (`threshold_claim`), readable so that the same
+    rule can judge the statistic computed on other runs (a null)."""
+
+    statistic: float
+    reproduced_at: float
+    partially_at: float
+
+    def verdict(self, statistic: float) -> str:
+        """The rule's verdict on `statistic`."""
+        return graded(statistic >= self.reproduced_at, statistic >= self.partially_at)
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     claim: str
@@ -98,6 +112,10 @@ class Claim:
     about the data or the setup."""
     reading: str | None = None
     """The reading of the paper the claim is under; None for the report's primary one."""
+    null_model: str | None = None
+    """What `null` was judged on where not the untrained models (e.g. `seed split`)."""
+    threshold: Threshold | None = field(default=None, compare=False, repr=False)
+    """A threshold rule's statistic and bounds (`threshold_claim`); not written to json."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -119,6 +137,9 @@ class Claim:
         record["measured"] = {k: v for k, v in record["measured"].items() if k != "values"}
         record["measured"]["values"] = list(self.measured.values)
         record["earlier"] = [asdict(e) for e in self.earlier]
+        del record["threshold"]
+        if self.null_model is None:
+            del record["null_model"]
         return record
 
     @classmethod
@@ -132,7 +153,7 @@ class Claim:
                    record["rule"], record["verdict"], earlier, record.get("null"),
                    record.get("rule_verdict"), record.get("uninformative_because"),
                    record.get("rule_since"), record.get("finding"),
-                   record.get("reading"))  # fmt: skip
+                   record.get("reading"), record.get("null_model"))  # fmt: skip
 
     @property
     def changed(self) -> bool:
@@ -333,7 +354,8 @@ def threshold_claim(
         f"{statistic_name} = {statistic:.3f}; reproduced if >= {reproduced_at:.3g}, "
         f"partially if >= {partially_at:.3g}"
     )
-    return Claim(id, claim, paper, Measured.of(values), rule, verdict)
+    return Claim(id, claim, paper, Measured.of(values), rule, verdict,
+                 threshold=Threshold(statistic, reproduced_at, partially_at))  # fmt: skip
 
 
 def direction_claim(
@@ -442,7 +464,8 @@ def claims_table(claims: Sequence[Claim]) -> str:
         verdict = f"**{c.verdict}**"
         if c.rule_verdict is not None:
             verdict += f" (the rule: {c.rule_verdict}; {escape_cell(c.uninformative_because)})"
-        null = f" {c.null or '-'} |" if nulls else ""
+        by = f" ({c.null_model})" if c.null_model else ""
+        null = f" {c.null or '-'}{by} |" if nulls else ""
         changed = f" {escape_cell(why_changed(c))} |" if moved else ""
         lines.append(
             f"| `{c.id}` | {escape_cell(c.claim)} | {escape_cell(paper)} | {m.mean:.3f} ± "

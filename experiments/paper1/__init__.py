@@ -11,5 +11,8 @@ Guidance, and every analysis of sections 2-5 and Appendix A (`python -m experime
 - `shapley`: footnote 5 (functional groups ranked by Kernel SHAP values) and its claims.
 - `lstm`: footnote 1's LSTMs analysed as the GRUs, and how many GRU verdicts they repeat.
 - `ablations`: section 5 (component substitution and pruning).
+- `registered`: the rules registered before their results: the guided-against-baseline
+  comparisons' seed-split null and the verdicts the changed rules keep from before them.
+- `findings`: the paper's findings in its words, each with the claims that test it.
 - `reproduce`: the whole reproduction and its report.
 """

@@ -16,10 +16,11 @@ from __future__ import annotations
 import torch
 
 from experiments.paper1.analyses import CELL_GATES, MODULES, gru_named, mean_of, probes_of
-from experiments.paper1.claims import activation_claims, probe_claims, weight_claims
-from experiments.paper1.scales import FOOTNOTE1, PAPER
+from experiments.paper1.claims import primary_claims
+from experiments.paper1.registered import judged_against_nulls
+from experiments.paper1.scales import FOOTNOTE1
 from experiments.paper1.shapley import footnote5_claims, not_measured
-from experiments.report import Claim, judged_against_untrained, threshold_claim
+from experiments.report import Claim, threshold_claim
 
 SAME_AT, SAME_PARTIALLY_AT = 0.8, 0.6
 HOLD_AT, HOLD_PARTIALLY_AT = 0.8, 0.5
@@ -39,16 +40,20 @@ def lstm_claims(
 ) -> list[Claim]:
     """The GRU claims of sections 3-4 (torch's update gate, the co-authors' functional groups:
     the verdicts' readings) and, where measured, footnote 5's, judged on the LSTMs (`analysed`,
-    by LSTM variant) beside the same on the untrained LSTMs."""
+    by LSTM variant) beside the same on the untrained LSTMs, the guided-against-baseline
+    comparisons beside the seed split of the LSTMs (`registered.judged_against_nulls`)."""
+
+    def results_of(records: dict[str, list[dict]]) -> dict[str, list[dict]]:
+        return as_gru_variants({v: [gru_named(r) for r in rs] for v, rs in records.items()})
 
     def claims(records: dict[str, list[dict]], groups: dict | None) -> list[Claim]:
-        results = as_gru_variants({v: [gru_named(r) for r in rs] for v, rs in records.items()})
-        found = weight_claims(results) + activation_claims(results) + probe_claims(results, PAPER)
+        found = primary_claims(results_of(records))
         if groups is not None:
             found += footnote5_claims(as_gru_variants(records), as_gru_variants(groups))
         return found
 
-    return judged_against_untrained(claims(analysed, shap), claims(untrained, untrained_shap))
+    return judged_against_nulls(claims(analysed, shap), claims(untrained, untrained_shap),
+                                results_of(analysed), primary_claims)  # fmt: skip
 
 
 def footnote1_analysis_claims(gru: list[Claim], lstm: list[Claim]) -> list[Claim]:
