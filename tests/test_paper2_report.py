@@ -41,3 +41,30 @@ def test_each_run_table_holds_every_run_in_natural_order():
         ("pooled_k=8_unpredictable_authors_generator", 2, 0.1),
         ("pooled_k=8_unpredictable_authors_generator", 8, 0.9),
     ]
+
+
+def test_figure1_keeps_its_legend_off_the_data_and_equal_curves_apart():
+    """n = 300 and n = 1000 both at the ceiling: their curves are drawn apart (shifted in k,
+    the larger n thinner on top), and the legend sits below the axes."""
+    import matplotlib.pyplot as plt
+
+    from experiments.paper2.figures import SHIFT, figure1_drawn
+
+    def cell(opened: float) -> Snapshot:
+        return Snapshot({"open": Estimate(opened, 0.0), "conduit": Estimate(0.001, 0.0)},
+                        Estimate(opened, 0.0), 0.0)  # fmt: skip
+
+    scale = replace(SCALE, conduit_lengths=(2, 4), rule_counts=(300, 1000))
+    figure = figure1_drawn({(k, n): cell(0.999) for k in (2, 4) for n in (300, 1000)}, scale)
+    axis = figure.axes[0]
+    lines = {line.get_label(): line for line in axis.get_lines()}
+    low, high = lines["n=300, open"], lines["n=1000, open"]
+    assert list(high.get_xdata()) == [2 + SHIFT / 2, 4 + SHIFT / 2]
+    assert list(low.get_xdata()) == [2 - SHIFT / 2, 4 - SHIFT / 2]
+    assert low.get_linewidth() > high.get_linewidth() and low.zorder <= high.zorder
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    legend = axis.get_legend().get_window_extent(renderer)
+    assert legend.y1 < axis.get_window_extent(renderer).y0
+    assert f"shifted by {SHIFT:g} in k" in axis.get_title()
+    plt.close(figure)

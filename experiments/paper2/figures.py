@@ -13,24 +13,43 @@ from experiments.paper2.readings import Estimate, Snapshot  # noqa: E402
 from experiments.paper2.scales import Scale  # noqa: E402
 from experiments.report import save_figure  # noqa: E402
 
+SHIFT = 0.06
+"""Figure 1 draws each n's points this far apart along k (`figure1_drawn`): lines at the same
+value (several n at the ceiling) stay apart, as the title says."""
+MARKERS = ("o", "s", "^", "D", "v", "P")
 
-def figure1(figure1: dict[tuple[int, int], Snapshot], scale: Scale, path: Path) -> Path:
-    """Figure 1: P(omega) from the open symbol and from the conduit against k, a line per n."""
-    fig, axis = plt.subplots(figsize=(6, 4))
-    colours = plt.cm.viridis([i / max(len(scale.rule_counts) - 1, 1)
-                              for i in range(len(scale.rule_counts))])  # fmt: skip
-    for colour, n in zip(colours, scale.rule_counts, strict=True):
-        for phrase, style in (("open", "-"), ("conduit", "--")):
+
+def figure1_drawn(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> plt.Figure:
+    """Figure 1 drawn: P(omega) from the open symbol (solid) and from the conduit (dashed)
+    against k, a colour and a marker per n, a larger n drawn thinner on top of a smaller one
+    and each n's points shifted by a multiple of `SHIFT` in k, so curves at the same value
+    (n = 300 and 1000 at the ceiling) both show; the legend below the axes, off the data."""
+    counts = scale.rule_counts
+    fig, axis = plt.subplots(figsize=(6.4, 5))
+    colours = plt.cm.viridis([i / max(len(counts) - 1, 1) for i in range(len(counts))])
+    for index, (colour, n) in enumerate(zip(colours, counts, strict=True)):
+        shift, under = (index - (len(counts) - 1) / 2) * SHIFT, len(counts) - 1 - index
+        ks = [k + shift for k in scale.conduit_lengths]
+        for phrase, style, fill in (("open", "-", colour), ("conduit", "--", "white")):
             values = [figure1[(k, n)].phrase[phrase].mean for k in scale.conduit_lengths]
-            axis.plot(scale.conduit_lengths, values, style, marker="o", color=colour,
-                      label=f"n={n}, {phrase}")  # fmt: skip
+            axis.plot(ks, values, style, marker=MARKERS[index % len(MARKERS)], color=colour,
+                      markerfacecolor=fill, linewidth=1.0 + 0.8 * under,
+                      markersize=4 + 1.5 * under, label=f"n={n}, {phrase}")  # fmt: skip
     axis.set_yscale("log")
+    axis.set_xticks(scale.conduit_lengths)
     axis.set_xlabel("conduit length k")
     axis.set_ylabel("P(x_t = omega) from the phrase (CD)")
-    axis.set_title(f"Figure 1: open symbol (solid) vs conduit (dashed), "
-                   f"{scale.figure1_epoch} epochs", fontsize=9)  # fmt: skip
-    axis.legend(fontsize=7, ncol=2)
-    return save_figure(fig, path)
+    axis.set_title(f"Figure 1: open symbol (solid, filled) vs conduit (dashed, open), "
+                   f"{scale.figure1_epoch} epochs\nso that equal curves show: a larger n is "
+                   f"thinner and on top, each n shifted by {SHIFT:g} in k",
+                   fontsize=9)  # fmt: skip
+    axis.legend(fontsize=7, ncol=len(counts), loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    return fig
+
+
+def figure1(figure1: dict[tuple[int, int], Snapshot], scale: Scale, path: Path) -> Path:
+    """Figure 1 (`figure1_drawn`) written to `path`."""
+    return save_figure(figure1_drawn(figure1, scale), path)
 
 
 def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path) -> Path:
