@@ -388,6 +388,57 @@ def decompose_attention_decoder(
     return LayerParts(states, state)
 
 
+def refused_seq2seq(settings) -> str | None:
+    """Why CD cannot follow a suite `Seq2Seq` (`lightning_modules.seq2seq`) of these
+    hyperparameters (its `hparams`), or None."""
+    if settings.bidirectional or settings.bridge == "first_last":
+        return ("its encoder is bidirectional or hands the decoder its first and last states "
+                "(paper 3's models), and CD runs forward in time")  # fmt: skip
+    if settings.attention != "none" and settings.attention_placement != "pre_rnn":
+        return (f"its attention is {settings.attention_placement}, read after the decoder step "
+                "(CD follows pre-rnn attention and decoders without attention)")  # fmt: skip
+    if settings.get("removed_units"):
+        return "it has units removed (removed_units), which CD of the whole network ignores"
+    return None
+
+
+def decompose_seq2seq(model: nn.Module, source: Tensor, fed: Tensor, relevant: Tensor
+                      ) -> Decomposition:  # fmt: skip
+    """CD of the suite's `Seq2Seq` (papers 1 and 4; `refused_seq2seq` names the ones it cannot
+    follow): `source` `[rows, time]` (rows of one length, no padding: group rows by their source
+    length) with the phrase `relevant` `[rows, time]` bool, through the encoder, the bridge (its
+    final state, or zeros) and the decoder fed `fed` `[rows, steps]` (`<sos>` then the tokens the
+    model was fed: its greedy outputs, as traced), pre-rnn attention weights and full-focus gates
+    held fixed (`decompose_attention_decoder`). The decoder's own inputs are never the phrase.
+    Returns the decoder's states split `[rows, steps, units]`; `.logits(model.output)` splits
+    its logits (the output bias in the rest's part)."""
+    why = refused_seq2seq(model.hparams)
+    if why:
+        raise ValueError(f"decompose_seq2seq: contextual decomposition cannot follow this "
+                         f"Seq2Seq: {why}.")  # fmt: skip
+    if bool((source == 0).any()):
+        raise ValueError("decompose_seq2seq: the sources hold padding (id 0): pass rows of one "
+                         "source length, cut to it.")  # fmt: skip
+    rows, time = source.shape
+    (encoder,) = decompose_recurrent(model.encoder, model.encoder_embedding(source), relevant)
+    inputs = model.decoder_embedding(fed)
+    initial = encoder.final
+    if model.hparams.bridge == "zeros":
+        zeros = torch.zeros_like(encoder.final[0][0])
+        initial = tuple((zeros, zeros) for _ in encoder.final)
+    if model.attention is None:
+        no_phrase = torch.zeros(fed.shape, dtype=torch.bool, device=fed.device)
+        return decompose_recurrent(model.decoder, inputs, no_phrase, [initial])[0].states
+    mask = torch.ones(rows, time, dtype=torch.bool, device=source.device)
+
+    def weights(query: Tensor, keys: Tensor) -> Tensor:
+        return model.attention(query[:, 0], model.attention.prepare_keys(keys), mask)[:, None]
+
+    focus = full_focus_inputs(model.full_focus) if model.full_focus is not None else None
+    return decompose_attention_decoder(model.decoder, inputs, encoder.states, weights, initial,
+                                       focus).states  # fmt: skip
+
+
 @dataclass(frozen=True)
 class DecomposedLogits:
     """Logits `[batch, time, vocabulary]` of a language model, split by CD (paper 2, 3.1)."""

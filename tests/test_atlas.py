@@ -270,7 +270,7 @@ def quick(tmp_path_factory):
 
 def test_quick_atlas_measures_every_model_beside_its_null(quick):
     """The quick atlas trains paper 1's baseline and guided GRUs and paper 4's GRU, measures each
-    by the five wired methods trained and untrained into its measurements file beside the report,
+    by the six wired methods trained and untrained into its measurements file beside the report,
     and writes the matrix (table and figure) and the questions it can judge, each beside its
     verdict on the untrained weights; the rest are listed as not yet judged."""
     folder, output, claims = quick
@@ -285,6 +285,8 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
             assert set(measured["cells"]) == set(WIRED)
             assert all(value is not None for value in measured["cells"].values()), run
         assert record["tokens"] and record["untrained"]["tokens"]
+        for measured in (record, record["untrained"]):  # beta + gamma is the model's logit
+            assert measured["contextual_decomposition"]["error"] < 1e-4
         row = next(line for line in report.splitlines() if line.startswith(f"| `{run[:-7]}`"))
         assert row.count("(null ") == len(WIRED) and row.count("does not apply") == (
             run.startswith("paper1")
@@ -293,13 +295,16 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
     assert "![The matrix](figures/matrix.png)" in report
     assert set(claims) == {
         "q1.guided_counting", "q1.guided_storing", "q1.guided_more",
-        "q3.left_saturated.paper1_baseline", "q3.left_saturated.paper1_guided",
-        "q3.left_saturated.paper4_gru", "q4.overlap.paper1_baseline",
-        "q4.overlap.paper1_guided", "q4.overlap.paper4_gru",
+        "q2.most.paper1_baseline", "q2.most.paper1_guided", "q2.most.paper4_gru",
+        "q2.guided_over_baseline", "q3.left_saturated.paper1_baseline",
+        "q3.left_saturated.paper1_guided", "q3.left_saturated.paper4_gru",
+        "q4.overlap.paper1_baseline", "q4.overlap.paper1_guided", "q4.overlap.paper4_gru",
     }  # fmt: skip
     assert all(claim["null"] in RULE_VERDICTS for claim in claims.values())
-    assert "- q2: `q2.most.paper1_baseline`" in report and "`q3.guidance_only`" in report
-    assert "15 cells measured" in report and "3 where the" in report
+    assert "- q2: `q2.most.paper3_scan_A`" in report and "`q3.guidance_only`" in report
+    pending = report.split("Not yet judged")[1].split("## Claims")[0]
+    assert "`q2.most.paper1_baseline`" not in pending and "`q2.b_over_a`" in pending
+    assert "18 cells measured" in report and "3 where the" in report
     assert output.count("] paper") == 3
 
 

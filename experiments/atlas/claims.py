@@ -89,6 +89,29 @@ def question1(records: Records, trained: bool) -> list[Claim]:
     return claims
 
 
+def decomposition(measured: dict) -> float | None:
+    return measured["cells"].get("contextual_decomposition")
+
+
+def question2(records: Records, trained: bool) -> list[Claim]:
+    """The determining phrase's share of each seq2seq model's output logit (mean over seeds),
+    and the two differences (guided minus baseline, setting B minus A) where both are measured."""
+    claims, means = [], {}
+    for model in SEQ2SEQ:
+        values = per_seed(records, model, decomposition, trained)
+        if values is not None:
+            means[model] = mean(values)
+            claims.append(judged(f"q2.most.{model}", values, means[model],
+                                 "mean over seeds of beta / (|beta| + |gamma|)"))  # fmt: skip
+    for claim_id, first, second in (("q2.guided_over_baseline", "paper1_guided", "paper1_baseline"),
+                                    ("q2.b_over_a", "paper3_scan_B", "paper3_scan_A")):  # fmt: skip
+        if first in means and second in means:
+            values = per_seed(records, first, decomposition, trained)
+            claims.append(judged(claim_id, values, means[first] - means[second],
+                                 f"{first} - {second} mean share"))  # fmt: skip
+    return claims
+
+
 def question3(records: Records, trained: bool) -> list[Claim]:
     claims, medians = [], {}
     for model in MODELS:
@@ -120,9 +143,10 @@ def question4(records: Records, trained: bool) -> list[Claim]:
 
 
 def claims_on(records: Records, trained: bool) -> list[Claim]:
-    """Every claim the measurements can judge (question 2's contextual decomposition is not yet
-    measured), on the trained models or on their untrained weights."""
-    return question1(records, trained) + question3(records, trained) + question4(records, trained)
+    """Every claim the measurements can judge, on the trained models or on their untrained
+    weights."""
+    return (question1(records, trained) + question2(records, trained)
+            + question3(records, trained) + question4(records, trained))  # fmt: skip
 
 
 def claims_of(records: Records) -> list[Claim]:

@@ -32,10 +32,16 @@ def mean(values: list[float]) -> float:
 
 def cell(records: Records, model: str, method: str) -> dict:
     """One cell: `status` (`ABOVE`, `BELOW`, `EQUAL`, `NOT_APPLICABLE`, `NOT_YET`), and where
-    measured the mean over seeds of its `value` and of its `null`, and the seeds."""
+    measured the mean over seeds of its `value` and of its `null`, and the seeds; where the
+    measurement found that the method does not apply to the model (`does_not_apply` in its
+    part), `NOT_APPLICABLE` with `why`."""
     if cell_status(model, method) != "measured":
         return {"status": NOT_APPLICABLE}
     runs = [r for (m, _), r in sorted(records.items()) if m == model]
+    parts = [side.get(method) or {} for r in runs for side in (r, r["untrained"])]
+    reasons = sorted({part["does_not_apply"] for part in parts if "does_not_apply" in part})
+    if reasons:  # found when measured: the model is not one the method can follow
+        return {"status": NOT_APPLICABLE, "why": "; ".join(reasons)}
     values = [r["cells"].get(method) for r in runs]
     nulls = [r["untrained"]["cells"].get(method) for r in runs]
     if not runs or None in values or None in nulls:
@@ -107,6 +113,12 @@ def matrix_figure(cells: dict[str, dict[str, dict]], path: Path) -> Path:
     return save_figure(figure, path)
 
 
+def found_not_applicable(cells: dict[str, dict[str, dict]]) -> str:
+    """The cells whose measurement found that the method does not apply, each with why."""
+    return "".join(f"\n- `{model}` x `{method}`: {entry['why']}." for model, row in cells.items()
+                   for method, entry in row.items() if "why" in entry)  # fmt: skip
+
+
 def pending_text(claims: list[Claim]) -> str:
     """The pre-registered claims not judged yet, by question."""
     waiting = set(not_judged(claims))
@@ -130,7 +142,8 @@ def not_yet_text(scale: Scale) -> str:
         parts.append(f"the analysed rows of {', '.join(f'`{m}`' for m in unwired)} are not "
                      "built yet, so they are not trained")  # fmt: skip
     methods = [m for m in METHODS if m not in WIRED]
-    parts.append(f"the methods {', '.join(f'`{m}`' for m in methods)} are not wired yet")
+    if methods:
+        parts.append(f"the methods {', '.join(f'`{m}`' for m in methods)} are not wired yet")
     return "; ".join(parts)
 
 
@@ -157,9 +170,10 @@ paper's own fit arguments ({runs}).{kept_note(list(records.values()))} This sitt
 
 {len(MODELS)} models by {len(METHODS)} methods: {measured} cells measured ({counts[ABOVE]} above
 their null, {counts[BELOW]} below, {counts[EQUAL]} equal), {counts[NOT_APPLICABLE]} where the
-method does not apply (the reasons are in the pre-registration), {counts[NOT_YET]} not yet
-measured ({not_yet_text(scale)}). A cell is the mean over the model's seeds of the statistic the
-pre-registration names for its method; beside it, the same on the untrained weights.
+method does not apply (the reasons are in the pre-registration, or below where the measurement
+found them), {counts[NOT_YET]} not yet measured ({not_yet_text(scale)}). A cell is the mean over
+the model's seeds of the statistic the pre-registration names for its method; beside it, the same
+on the untrained weights.{found_not_applicable(cells)}
 
 ![The matrix](figures/matrix.png)
 
@@ -169,7 +183,8 @@ pre-registration names for its method; beside it, the same on the untrained weig
 
 The claims below are the questions' claims the measured cells can judge, each by its
 pre-registered rule ("reproduced" reads yes, "not reproduced" no), beside the same rule on the
-untrained weights. Not yet judged (their models or methods are not measured at this scale):
+untrained weights. Not yet judged (their models or methods are not measured at this scale, or a
+method does not apply to their models):
 
 {pending_text(claims)}
 """

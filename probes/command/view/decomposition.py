@@ -45,9 +45,9 @@ from probes.command.view.runs import (
 )
 from probes.contextual_decomposition import (
     Decomposition,
-    decompose_attention_decoder,
     decompose_recurrent,
-    full_focus_inputs,
+    decompose_seq2seq,
+    refused_seq2seq,
 )
 from probes.traces import valid_key
 from storage.files import RunFileError
@@ -264,49 +264,18 @@ class Seq2SeqPath:
 
     @torch.no_grad()
     def relevance(self, source: Tensor, step: int) -> StepRelevance:
-        model = self.model
         full = self.logits(source, step + 1)
         fed = torch.cat([source.new_tensor([SOS]), full.argmax(-1)[:-1]])  # greedy, as traced
         rows = len(source)
-        phrases = torch.eye(rows, dtype=torch.bool)
-        embedded = model.encoder_embedding(source)[None].expand(rows, -1, -1)
-        (encoder,) = decompose_recurrent(model.encoder, embedded, phrases)
-        inputs = model.decoder_embedding(fed)[None].expand(rows, -1, -1)
-        initial = encoder.final
-        if model.hparams.bridge == "zeros":
-            zeros = torch.zeros_like(encoder.final[0][0])
-            initial = tuple((zeros, zeros) for _ in encoder.final)
-        if model.attention is None:
-            no_phrase = torch.zeros(rows, step + 1, dtype=torch.bool)
-            (decoder,) = decompose_recurrent(model.decoder, inputs, no_phrase, [initial])
-        else:
-            mask = torch.ones(rows, len(source), dtype=torch.bool)
-
-            def weights(query: Tensor, keys: Tensor) -> Tensor:
-                return model.attention(query[:, 0], model.attention.prepare_keys(keys), mask)[
-                    :, None
-                ]
-
-            focus = full_focus_inputs(model.full_focus) if model.full_focus is not None else None
-            decoder = decompose_attention_decoder(model.decoder, inputs, encoder.states, weights,
-                                                  initial, focus)  # fmt: skip
-        states = decoder.states
+        states = decompose_seq2seq(
+            self.model,
+            source[None].expand(rows, -1),
+            fed[None].expand(rows, -1),
+            torch.eye(rows, dtype=torch.bool),
+        )
         at_step = Decomposition(states.relevant[:, step], states.irrelevant[:, step])
-        relevant, irrelevant = at_step.logits(model.output)
+        relevant, irrelevant = at_step.logits(self.model.output)
         return StepRelevance(relevant, irrelevant, full[step])
-
-
-def refused_seq2seq(settings) -> str | None:
-    """Why CD cannot follow a `Seq2Seq` of these hyperparameters, or None."""
-    if settings.bidirectional or settings.bridge == "first_last":
-        return ("its encoder is bidirectional or hands the decoder its first and last states "
-                "(paper 3's models), and CD runs forward in time")  # fmt: skip
-    if settings.attention != "none" and settings.attention_placement != "pre_rnn":
-        return (f"its attention is {settings.attention_placement}, read after the decoder step "
-                "(CD follows pre-rnn attention and decoders without attention)")  # fmt: skip
-    if settings.get("removed_units"):
-        return "it has units removed (removed_units), which CD of the whole network ignores"
-    return None
 
 
 def model_path(folder: RunFolder, tag: str, trace: RecordedTrace):
