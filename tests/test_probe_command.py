@@ -108,7 +108,8 @@ def test_functional_group_command_finds_the_planted_units(runs, tmp_path, capsys
     assert {frozenset(units.split()) for units in tables["units"]} == {frozenset({"0", "1"})}
     assert (tables["accuracy"] == 1.0).all()
     summary = (tmp_path / "functional-group.summary.md").read_text()
-    assert f"| {runs}/a | best | encoder.hidden:batch.source_table | 2 |" in summary
+    assert "| a | best | encoder.hidden:batch.source_table | 2 |" in summary  # not {runs}/a
+    assert list(table["group"].unique()) == ["a", "b"]  # the figures' legends
     assert (tmp_path / "figures" / "functional_group_sizes.png").stat().st_size > 0
     assert "| group | checkpoint | target | runs |" in capsys.readouterr().out
 
@@ -457,3 +458,24 @@ def test_a_lone_stored_result_of_other_fields_is_one_clear_error(runs, tmp_path,
     error = capsys.readouterr().err.strip()
     assert "lack the field 'matrix'" in error and "Traceback" not in error
     assert len(error.splitlines()) == 1
+
+
+def test_runs_are_named_in_figures_without_a_machines_absolute_path(tmp_path, monkeypatch):
+    """A figure's legend names each run group relative to the working directory when all lie
+    inside it, else relative to their common parent (one folder alone by its own name), else by
+    the shortest ends of their paths that tell them apart."""
+    from probes.command.outputs import short_names
+
+    runs = "/machine/home/me/runs"
+    assert short_names([f"{runs}/paper1/guided", f"{runs}/paper1/baseline"]) == {
+        f"{runs}/paper1/guided": "guided", f"{runs}/paper1/baseline": "baseline"}  # fmt: skip
+    compared = [f"{runs}/paper1/guided", f"{runs}/paper2/guided", f"{runs}/paper1/guided"]
+    assert list(short_names(compared).values()) == ["paper1/guided", "paper2/guided"]
+    assert short_names([f"{runs}/paper1/guided"]) == {f"{runs}/paper1/guided": "guided"}
+    assert list(short_names([runs, f"{runs}/paper1"]).values()) == ["runs", "runs/paper1"]
+    monkeypatch.chdir(tmp_path)
+    inside = ["runs/paper1/guided", str(tmp_path / "runs/paper2/guided")]
+    assert list(short_names(inside).values()) == ["runs/paper1/guided", "runs/paper2/guided"]
+    assert short_names(["."]) == {".": tmp_path.name}
+    apart = ["runs/paper1/guided", f"{runs}/paper2/guided"]  # nothing in common but the root
+    assert list(short_names(apart).values()) == ["paper1/guided", "paper2/guided"]

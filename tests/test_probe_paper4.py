@@ -155,7 +155,7 @@ def test_svm_rfe_finds_the_planted_candidates(runs, tmp_path):
     for units in candidates["counting"]:
         assert len(units) == 2 and {int(u) for u in units} <= set(REGISTER + [G])
     summary = (tmp_path / "svm-rfe.summary.md").read_text()
-    assert f"| {runs}/planted | best | storing | 2 | 4 | 1.0000 | 1.0000 | 2.0000 |" in summary
+    assert "| planted | best | storing | 2 | 4 | 1.0000 | 1.0000 | 2.0000 |" in summary
     assert (tmp_path / "figures" / "svm_rfe_accuracy.png").stat().st_size > 0
 
 
@@ -179,7 +179,7 @@ def test_integrated_gradients_single_out_the_read_units(runs, tmp_path):
     at_g = table[(table["unit"] == G) & (table["time"] == "T-1")]
     assert (at_g["attribution"] > 0).all() and (at_g["importance"] == at_g["attribution"]).all()
     summary = (tmp_path / "integrated-gradients.summary.md").read_text()
-    assert f"| {runs}/planted | best | T-1 | 1 | 2 |" in summary
+    assert "| planted | best | T-1 | 1 | 2 |" in summary
     assert (tmp_path / "figures" / "integrated_gradients.png").stat().st_size > 0
 
 
@@ -233,9 +233,9 @@ def test_interventions_give_the_planted_table_1(runs, tmp_path):
     assert (table.loc[table["manipulation"] == "counting_k1", "accuracy"] == 1.0).all()
     summary = (tmp_path / "interventions.summary.md").read_text()
     rows = table.groupby("manipulation")["rows"].sum()  # over tokens and runs
-    assert (f"| {runs}/planted | best | storing_zero | 2 | 0.0000 | 0.000, 0.000 | "
+    assert ("| planted | best | storing_zero | 2 | 0.0000 | 0.000, 0.000 | "
             f"{rows['storing_zero']} | 2.0000 |") in summary  # fmt: skip
-    assert (f"| {runs}/planted | best | triggering_k4 | 2 | 1.0000 | 1.000, 1.000 | "
+    assert ("| planted | best | triggering_k4 | 2 | 1.0000 | 1.000, 1.000 | "
             f"{rows['triggering_k4']} | 2.0000 |") in summary  # fmt: skip
     assert (tmp_path / "figures" / "interventions_table1.png").stat().st_size > 0
 

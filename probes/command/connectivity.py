@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from probes.command.base import WeightProbe, convention_option, grouped, option
 from probes.command.outputs import pyplot, save_figure
@@ -131,5 +132,5 @@ class ConnectivityProbe(WeightProbe):
                                 interpolation="nearest")  # fmt: skip
             axis.set(title=matrix.split(":")[0], xlabel="from unit", ylabel="to unit")
             figure.colorbar(image, ax=axis, fraction=0.04)
-        figure.suptitle(f"{run} ({tag})", fontsize=9)
+        figure.suptitle(f"{table['group'].iloc[0]}/{Path(run).name} ({tag})", fontsize=9)
         return {"heatmaps": save_figure(figure, folder / "weight_heatmaps.png")}

@@ -3,6 +3,8 @@ gradients."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from probes.command.base import grouped
 from probes.command.outputs import pyplot, save_figure
 from probes.command.token_positioning import (
@@ -77,5 +79,5 @@ class IntegratedGradientsProbe(TokenPositioningProbe):
             axis.set_yticks(range(len(relative)), [repr(w) for w in relative.index], fontsize=5)
             axis.set(xlabel="unit", title=f"h_({time}): mean |IG| / its mean over units")
             figure.colorbar(image, ax=axis, fraction=0.04)
-        figure.suptitle(f"{run} ({tag})", fontsize=9)
+        figure.suptitle(f"{table['group'].iloc[0]}/{Path(run).name} ({tag})", fontsize=9)
         return {"importance": save_figure(figure, folder / "integrated_gradients.png")}

@@ -4,7 +4,7 @@ temporary file renamed into place, `storage.files.write_atomic`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +31,29 @@ def save_figure(figure, path: Path, dpi: int = 110) -> Path:
     write_atomic(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=path.suffix[1:]))
     plt.close(figure)
     return path
+
+
+def short_names(paths: Iterable[str]) -> dict[str, str]:
+    """A short name for each of the folders `paths` (run folders, run groups) that tells them apart
+    in a figure or table without a machine's absolute path: the path relative to the working
+    directory when all of them lie inside it, else relative to their common parent (one folder
+    alone: its own name), else (nothing in common but the root) the shortest ends of their paths
+    that differ. Names use `/`; a path given twice is named once."""
+    given = list(dict.fromkeys(map(str, paths)))
+    full = [Path(os.path.abspath(path)) for path in given]
+    cwd = Path.cwd()
+    if all(path.is_relative_to(cwd) and path != cwd for path in full):
+        return {path: f.relative_to(cwd).as_posix() for path, f in zip(given, full, strict=True)}
+    base = Path(os.path.commonpath(full)) if full else cwd
+    base = base.parent if base in full else base
+    if base != Path(base.anchor):
+        return {path: f.relative_to(base).as_posix() for path, f in zip(given, full, strict=True)}
+    parts = [f.parts[1:] for f in full]
+    for count in range(1, max(map(len, parts))):
+        ends = ["/".join(part[-count:]) for part in parts]
+        if len(set(ends)) == len(set(full)):
+            return dict(zip(given, ends, strict=True))
+    return {path: "/".join(part) for path, part in zip(given, parts, strict=True)}
 
 
 def escape_cell(text: str) -> str:

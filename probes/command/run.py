@@ -22,7 +22,13 @@ from pathlib import Path
 import pandas as pd
 
 from probes.command.base import RECORDED, RunProbe, is_recorded
-from probes.command.outputs import log_to_wandb, markdown_table, require_format, save_table
+from probes.command.outputs import (
+    log_to_wandb,
+    markdown_table,
+    require_format,
+    save_table,
+    short_names,
+)
 from probes.command.registry import PROBES
 from probes.command.registry import probe as registered
 from storage.files import RunFileError, write_text_atomic
@@ -385,10 +391,12 @@ def failure(session: Path, task: Task, error: Exception) -> None:
 def result_table(
     probe: RunProbe, cache: Path, tasks: list[Task], read: dict[str, list[dict]]
 ) -> pd.DataFrame:
-    """Every stored row of `tasks`, in task order, with its run, run group and checkpoint; a
-    task with no stored result (failed, with --keep-going) has none. `read`: the rows already
-    read by key (`stored_results`); the others are read from the cache now."""
+    """Every stored row of `tasks`, in task order, with its run, run group (the `short_names` of
+    the runs' parent folders, as figures label them) and checkpoint; a task with no stored result
+    (failed, with --keep-going) has none. `read`: the rows already read by key
+    (`stored_results`); the others are read from the cache now."""
     rows = []
+    groups = short_names(str(Path(task.run).parent) for task in tasks)  # the figures' labels
     for task in tasks:
         path = result_path(cache, probe, task.key)
         try:
@@ -398,7 +406,7 @@ def result_table(
                 f"stored result {path} is unreadable ({error}): run the same command again to "
                 "compute it again"
             ) from None
-        group = str(Path(task.run).parent)
+        group = groups[str(Path(task.run).parent)]
         rows += [{"run": task.run, "group": group, "checkpoint": task.tag, **row}
                  for row in stored or []]  # fmt: skip
     return pd.DataFrame(rows)
