@@ -123,8 +123,17 @@ def findings_headline(claims: Sequence[Claim]) -> str:
             f"{informative} informative findings reproduced")  # fmt: skip
 
 
+PAPER_WORDS = 40
+"""A paper value given in words is cut to this many characters in the findings table (the
+whole is in the claim's row)."""
+
+
 def printed(value: float | str) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+    """A paper's value as the findings table prints it: a number to 3 digits, words cut."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= PAPER_WORDS else text[: PAPER_WORDS - 1].rstrip() + "…"
 
 
 def findings_table(findings: Sequence[Finding], claims: Sequence[Claim]) -> str:

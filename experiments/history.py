@@ -15,6 +15,11 @@ from experiments.report import Claim, escape_cell
 from experiments.rule_dates import RuleBook, day
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 claim`, `2 claims`."""
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
 def history_text(title: str, claims: Sequence[Claim], book: RuleBook,
                  finished: float | None) -> str:  # fmt: skip
     """`history.md` of the report titled `title` (its first line without `# `), its claims dated
@@ -41,9 +46,9 @@ def rule_changes(claims: Sequence[Claim]) -> str:
     for number, reason in enumerate(reasons, 1):
         applied = [(c, b, a) for c, b, a in steps if b.reason == reason]
         changed = [(c, b, a) for c, b, a in applied if b.verdict != a]
-        parts.append(f"{number}. {reason[0].upper()}{reason[1:]}. It applies to {len(applied)} "
-                     f"claims and changed {len(changed)} verdicts"
-                     f"{':' if changed else '.'}")  # fmt: skip
+        parts.append(f"{number}. {reason[0].upper()}{reason[1:]}. It applies to "
+                     f"{counted(len(applied), 'claim')} and changed "
+                     f"{counted(len(changed), 'verdict')}{':' if changed else '.'}")  # fmt: skip
         parts += [f"   - `{c.id}`: {b.verdict} -> {a} (earlier rule: {escape_cell(b.rule)})"
                   for c, b, a in changed]  # fmt: skip
     return "\n".join(parts) + "\n\n"

@@ -85,3 +85,12 @@ def test_the_report_opens_with_the_findings_and_results_json_keeps_them(tmp_path
     assert "| `reports/paper9/report.md` | 1 of 2 | 2 | 1 | 0 | 1 | 0 |" in headlines_table(
         tmp_path
     ).replace(tmp_path.name, "reports")
+
+
+def test_a_paper_value_in_words_is_cut_in_the_findings_table():
+    from experiments.findings import PAPER_WORDS, printed
+
+    words = "the rule is learned sooner with momentum than with plain SGD, at every k"
+    assert printed(words) == words[: PAPER_WORDS - 1].rstrip() + "…"
+    assert len(printed(words)) <= PAPER_WORDS
+    assert printed("A > B") == "A > B" and printed(0.98512) == "0.985"

@@ -170,7 +170,7 @@ def test_a_changed_rule_keeps_its_old_verdict_in_the_history(tmp_path):
     past = (tmp_path / "history.md").read_text()
     assert (
         "1. The reading: the gate as the authors' code reads it. The paper's equation mirrors it; "
-        "commit 1234abc's report read it so. It applies to 2 claims and changed 1 verdicts:\n"
+        "commit 1234abc's report read it so. It applies to 2 claims and changed 1 verdict:\n"
         "   - `a`: partially reproduced -> reproduced (earlier rule: old s = 0.400" in past
     )
     record = json.loads((tmp_path / "results.json").read_text())[0]
@@ -198,7 +198,7 @@ def test_every_change_is_kept_newest_first(tmp_path):
     past = (tmp_path / "history.md").read_text()
     assert (
         "1. The rule: one allowance" in past
-        and "2. The runs changed. It applies to 1 claims" in past
+        and "2. The runs changed. It applies to 1 claim" in past
     )
     assert "   - `x`: partially reproduced -> reproduced (earlier rule: old runs' statistic" in past
     (read_back,) = [Claim.from_json(r) for r in json.loads((tmp_path / "results.json").read_text())]
