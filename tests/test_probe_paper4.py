@@ -308,3 +308,34 @@ def test_a_seq2seq_of_other_data_is_one_clear_error(runs, tmp_path, capsys):
     error = capsys.readouterr().err
     assert "was trained on datamodules.ScanDataModule: svm-rfe re-requests tokens" in error
     assert len(error.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("count", [50, 120])
+def test_integrated_gradients_figure_labels_its_tokens_readably(tmp_path, monkeypatch, count):
+    """50 tokens (section 4's count) over 16 units at two steps: each token's label is at least
+    8 pt and the labels are far enough apart not to overlap; of 120 tokens, one in two is
+    labelled (the axis says so), the figure growing no taller than for 60."""
+    import probes.command.integrated_gradients as module
+
+    drawn = []
+    monkeypatch.setattr(module, "save_figure", lambda figure, path: drawn.append(figure) or path)
+    words = [f"word{index}" for index in range(count)]
+    table = pd.DataFrame([
+        {"run": "runs/paper4/default/seed=0", "group": "runs/paper4/default", "checkpoint": "best",
+         "word": word, "time": time, "unit": unit, "importance": 1.0 + (unit == index % 16)}
+        for time in ("T-1", "T-2") for index, word in enumerate(words) for unit in range(16)
+    ])  # fmt: skip
+    module.IntegratedGradientsProbe().figures(table, None, tmp_path)
+    (figure,) = drawn
+    figure.tight_layout()
+    every = 1 if count == 50 else 2
+    assert figure.get_figheight() <= 1.5 + 1.6 * 8 / 72 * 60
+    maps = [axis for axis in figure.axes if axis.get_xlabel() == "unit"]  # not the colour bars
+    assert len(maps) == 2
+    for axis in maps:
+        labels = [label for label in axis.get_yticklabels() if label.get_text()]
+        assert [label.get_text() for label in labels] == [repr(word) for word in words[::every]]
+        assert min(label.get_fontsize() for label in labels) >= 8
+        apart = axis.get_window_extent().height / len(labels) * 72 / figure.dpi
+        assert apart >= 8, f"{apart:.1f} pt between labels"
+        assert axis.get_ylabel() == ("token" if every == 1 else "token (one in 2 labelled)")

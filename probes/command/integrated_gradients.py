@@ -3,6 +3,7 @@ gradients."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from probes.command.base import grouped
@@ -63,21 +64,39 @@ class IntegratedGradientsProbe(TokenPositioningProbe):
         })  # fmt: skip
 
     def figures(self, table, options, folder):
-        plt = pyplot()
-
         run, tag = table["run"].iloc[0], table["checkpoint"].iloc[0]
         first = table[(table["run"] == run) & (table["checkpoint"] == tag)]
-        times = list(dict.fromkeys(first["time"]))
-        figure, axes = plt.subplots(1, len(times), figsize=(6 * len(times), 5), squeeze=False)
-        for axis, time in zip(axes[0], times, strict=True):
-            part = first[first["time"] == time]
-            matrix = part.pivot_table(index="word", columns="unit", values="importance",
-                                      sort=False)  # fmt: skip
-            relative = matrix.div(matrix.mean(axis=1), axis=0)  # 1 = the filter's threshold
-            image = axis.imshow(relative.to_numpy(), aspect="auto", cmap="magma", vmin=0, vmax=3,
-                                interpolation="nearest")  # fmt: skip
-            axis.set_yticks(range(len(relative)), [repr(w) for w in relative.index], fontsize=5)
-            axis.set(xlabel="unit", title=f"h_({time}): mean |IG| / its mean over units")
-            figure.colorbar(image, ax=axis, fraction=0.04)
+        figure = importance_figure(first)
         figure.suptitle(f"{table['group'].iloc[0]}/{Path(run).name} ({tag})", fontsize=9)
         return {"importance": save_figure(figure, folder / "integrated_gradients.png")}
+
+
+LABEL_POINTS = 8
+"""The size of a token's label in the figure."""
+MOST_LABELS = 60
+"""Token labels a heat map shows at most: beyond, every k-th token is labelled."""
+
+
+def importance_figure(first):
+    """One heat map per step of one run's rows `first`: each token's mean |IG| per unit over its
+    mean over units. Each token is a row labelled at `LABEL_POINTS`; the figure grows with the
+    tokens labelled (every k-th beyond `MOST_LABELS`), 1.6 label heights apart."""
+    plt = pyplot()
+    times = list(dict.fromkeys(first["time"]))
+    words = int(first.groupby("time")["word"].nunique().max())
+    every = math.ceil(words / MOST_LABELS)
+    height = max(5.0, 1.5 + 1.6 * LABEL_POINTS / 72 * math.ceil(words / every))
+    figure, axes = plt.subplots(1, len(times), figsize=(6 * len(times), height), squeeze=False)
+    for axis, time in zip(axes[0], times, strict=True):
+        part = first[first["time"] == time]
+        matrix = part.pivot_table(index="word", columns="unit", values="importance",
+                                  sort=False)  # fmt: skip
+        relative = matrix.div(matrix.mean(axis=1), axis=0)  # 1 = the filter's threshold
+        image = axis.imshow(relative.to_numpy(), aspect="auto", cmap="magma", vmin=0, vmax=3,
+                            interpolation="nearest")  # fmt: skip
+        labels = [repr(word) for word in relative.index]
+        axis.set_yticks(range(0, len(labels), every), labels[::every], fontsize=LABEL_POINTS)
+        axis.set(xlabel="unit", title=f"h_({time}): mean |IG| / its mean over units",
+                 ylabel="token" if every == 1 else f"token (one in {every} labelled)")  # fmt: skip
+        figure.colorbar(image, ax=axis, fraction=0.04)
+    return figure
