@@ -6,11 +6,12 @@ from pathlib import Path
 
 
 def ended_fit(returncode: int, calls: list) -> type[subprocess.Popen]:
-    """A `subprocess.Popen` whose process has ended at once with `returncode` without running
-    anything; each command it is given is appended to `calls`."""
+    """A stand-in for `experiments.engine.launch.WarmPopen` (as `subprocess.Popen` is used) whose
+    process has ended at once with `returncode` without running anything; each command it is
+    given is appended to `calls`."""
 
     class EndedFit(subprocess.Popen):
-        def __init__(self, command, **kwargs):
+        def __init__(self, command, *args, **kwargs):
             calls.append(command)
             self.returncode = returncode
             self.pid = -1  # no process: no CPU time to read (`sittings.cpu_seconds`)

@@ -131,7 +131,7 @@ def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
 
 def test_runner_reuses_only_a_finished_run_of_the_same_command(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(fitting.subprocess, "Popen", ended_fit(0, calls))
+    monkeypatch.setattr(fitting, "WarmPopen", ended_fit(0, calls))
     run = tmp_path / "seed=1"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "best.ckpt").write_bytes(b"")

@@ -210,7 +210,7 @@ def test_a_run_trained_again_from_scratch_keeps_only_its_measurements_when_asked
     for keep in (False, True):
         old_run()
         with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="failed: see"):
-            patch.setattr(fitting.subprocess, "Popen", ended_fit(1, []))  # a fit that failed
+            patch.setattr(fitting, "WarmPopen", ended_fit(1, []))  # a fit that failed
             fitting.fit(layout.path, arguments, keep_measurements=keep)
         assert outside_fit() == ({"measurements.json"} if keep else set()), keep
     old_run()

@@ -1,5 +1,7 @@
-"""One training run: `python -m experiments fit ...` in a subprocess (`fit`), so a reproduction
-trains exactly what a user gets by hand from the same command. The command is kept in
+"""One training run: `python -m experiments fit ...` in a process of its own, started warm
+(`experiments.engine.launch`: forked from a server that has imported torch and Lightning once per
+reproduction, not a new interpreter for each fit), so a reproduction trains exactly what a user
+gets by hand from the same command. The command is kept in
 `<run>/command.txt` and its output in `<run>/train.log`; with `reuse` a run whose folder holds the
 same command and a finished test is kept instead of trained again, and an interrupted one resumes
 from its last checkpoint. Each sitting's time is recorded by `experiments.engine.sittings`.
@@ -8,8 +10,6 @@ from its last checkpoint. Each sitting's time is recorded by `experiments.engine
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.engine.committed import refuse_deleting_committed
+from experiments.engine.launch import WarmPopen, fit_environment
 from experiments.engine.sittings import STOPPING, read_sittings, timed_sitting
 from storage import RunLayout
 from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
@@ -108,16 +109,12 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
         run.mkdir(parents=True, exist_ok=True)
         write_text_atomic(layout.started, "\n".join(command))
     resumed = ("--ckpt_path", str(layout.checkpoint("last"))) if resume else ()
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    # Each fit starts its own W&B service, as from a shell: one inherited from this process
-    # would keep a killed fit's run open and refuse its resumption ("run ID is in use").
-    environment.pop("WANDB_SERVICE", None)
+    environment = fit_environment(os.environ)  # one core, its own W&B service
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if resume else os.O_TRUNC)
     earlier = read_sittings(layout.sittings) if resume else []  # a bad file: before the fit
     with (
         os.fdopen(open_own(layout.train_log, flags), "w") as log,
-        subprocess.Popen([sys.executable, *command, *resumed], stdout=log,
-                         stderr=subprocess.STDOUT, env=environment) as process,
+        WarmPopen([*command, *resumed], log.fileno(), environment) as process,
     ):  # fmt: skip
         returncode = timed_sitting(process, layout.sittings, earlier)  # ends the fit if stopped
     if returncode:

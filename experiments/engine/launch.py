@@ -1,0 +1,306 @@
+"""A fit started warm: `python -m experiments fit ...` run in a process forked from one that has
+already imported what fits need (`WarmPopen`), instead of a new interpreter each time.
+
+Why: a new interpreter spends about 9 s of CPU importing torch, Lightning and W&B before the fit
+builds its command line; a quick-scale reproduction trains 16 tiny fits, so start-up was most of
+its time. The warm server (multiprocessing's forkserver, started once per reproduction with
+`WARM_MODULES` preloaded) forks each fit from those imports, so a fit starts in well under a
+second of CPU. What it costs: one more process (the server, about 400 MB resident and shared
+copy-on-write with its fits) and the resource tracker multiprocessing starts with it, both ending
+with the reproduction.
+
+What the fit is, is unchanged: the child takes the fit's environment, working folder, standard
+output and error (the run's `train.log`), `sys.argv` and the module's `__main__` as the
+interpreter sets them for `python -m` (or `-c`), runs the same code, ends as the interpreter ends
+(non-daemon threads joined, `atexit` handlers run, an uncaught exception's traceback, a
+`KeyboardInterrupt` ending by SIGINT), and its exit status is the command's. Its command line
+(`/proc/<pid>/cmdline`, what `ps` shows) reads as the command, as far as the server's own command
+line leaves room. Where the warm start shows, and why it is safe:
+
+- the server imports with the environment every fit has (`fit_environment`, set by
+  `experiments.engine.warm_server` before torch loads: OpenMP and MKL read their thread counts
+  then), and starts no thread (torch's thread pools start on first use, in each fit), so forking
+  it is safe; it starts no CUDA context either (nothing it imports asks for a GPU);
+- the suite's code and libraries are those of the reproduction's first fit: a source file edited
+  while a reproduction runs takes effect in its next reproduction, not its next fit; an
+  environment variable a library reads when imported (none of the suite's) keeps its first value;
+- the global random states of Python and NumPy are drawn anew in each fit, as in a new
+  interpreter; the string hash seed is the server's, shared by its fits;
+- the server ignores SIGTERM and Ctrl-C (a cluster's time limit signals every process), so that
+  it reports each fit's exit status; each fit takes their default handling back.
+
+The fit is not a child of the reproduction but of the server: `WarmPopen` has what the engine uses
+of `subprocess.Popen` (`pid`, `poll`, `wait`, `send_signal`, `terminate`, `kill`), its exit status
+read from the server. On platforms without forkserver (Windows) the suite does not run at all
+(`storage.files` needs `fcntl`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import io
+import os
+import runpy
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Mapping, Sequence
+from multiprocessing import forkserver, reduction
+from multiprocessing.connection import wait
+
+WARM_MODULES = [
+    "experiments.engine.warm_server",  # first: the environment torch loads under
+    "experiments.cli",
+    "lightning_modules.seq2seq",
+    "lightning_modules.classifier",
+    "lightning_modules.language_model",
+    "datamodules",
+    "wandb",
+    "wandb.sdk.launch.inputs.internal",  # imported as a fit's W&B run ends
+]
+"""What the warm server imports once, before forking fits: what `python -m experiments fit`
+imports (`-X importtime` of a fit: the CLI with torch and Lightning, the models and data modules
+configs name, W&B). A module that fails to import there is imported by each fit instead."""
+
+FIT_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The thread counts every fit has: fits run a few at a time, one core each."""
+
+LEFT_OUT = ("WANDB_SERVICE",)
+"""Variables no fit inherits. Each fit starts its own W&B service, as from a shell: one inherited
+from the reproduction would keep a killed fit's run open and refuse its resumption ("run ID is in
+use")."""
+
+STATUS_LOST = 1
+"""The exit status of a fit whose server ended before it (killed by hand): unknown, so failed."""
+
+_starting = threading.Lock()
+
+
+def fit_environment(environment: Mapping[str, str]) -> dict[str, str]:
+    """`environment` as a fit gets it: `FIT_THREADS` set, `LEFT_OUT` removed."""
+    fitted = {**environment, **FIT_THREADS}
+    for name in LEFT_OUT:
+        fitted.pop(name, None)
+    return fitted
+
+
+class WarmPopen:
+    """`python <arguments>` (`-m MODULE ...` or `-c CODE ...`) started warm (module docstring),
+    with the environment `env`, its standard output and error written to the file descriptor
+    `log`, in this process's working folder. Used as `subprocess.Popen` is: `pid`, `returncode`,
+    `poll`, `wait(timeout)` (`subprocess.TimeoutExpired`), `send_signal`, `terminate`, `kill`; as
+    a context manager it waits for the process on exit."""
+
+    def __init__(self, arguments: Sequence[str], log: int, env: Mapping[str, str]):
+        self.args = [sys.executable, *arguments]
+        self.returncode: int | None = None
+        started = _Started(list(arguments), dict(env), os.getcwd())
+        data = io.BytesIO()
+        reduction.dump({}, data)  # the preparation: none of this process's __main__ or sys.path
+        reduction.dump(started, data)
+        with _starting:  # the preload is set before the server first starts
+            if forkserver._forkserver._forkserver_pid is None:
+                forkserver.set_forkserver_preload(WARM_MODULES)
+                atexit.register(_end_server)
+            self._status, sending = forkserver.connect_to_new_process([log])
+        with open(sending, "wb", closefd=True) as to_child:
+            to_child.write(data.getbuffer())
+        self.pid = forkserver.read_signed(self._status)
+
+    def poll(self) -> int | None:
+        """The exit status, or None while the process runs."""
+        if self.returncode is None and wait([self._status], 0):
+            self._read_status()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the process to end (`subprocess.TimeoutExpired` after `timeout` seconds)."""
+        if self.returncode is None:
+            if not wait([self._status], timeout):
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._read_status()
+        return self.returncode
+
+    def _read_status(self) -> None:
+        try:
+            self.returncode = forkserver.read_signed(self._status)
+        except EOFError:  # the server ended first: wait for the process itself
+            while os.path.exists(f"/proc/{self.pid}") and not _zombie(self.pid):
+                time.sleep(0.1)
+            self.returncode = STATUS_LOST
+        os.close(self._status)
+
+    def send_signal(self, signum: int) -> None:
+        """Send `signum` to the process, unless it has ended."""
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self) -> WarmPopen:
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.wait()
+
+
+def _end_server(patience: float = 10.0) -> None:
+    """As this process ends, end the warm server and wait for it (so that its CPU time and its
+    fits' count in this process's, as `time` reports it): it ends once no fit it started runs;
+    one still running after `patience` seconds is left to end by itself."""
+    server = forkserver._forkserver
+    with _starting:
+        if server._forkserver_pid is None:
+            return
+        os.close(server._forkserver_alive_fd)
+        deadline = time.monotonic() + patience
+        try:
+            while not os.waitpid(server._forkserver_pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        except ChildProcessError:  # already waited for
+            pass
+        server._forkserver_pid = server._forkserver_alive_fd = None
+
+
+def _zombie(pid: int) -> bool:
+    """Process `pid` has ended and waits to be reaped (`/proc/<pid>/stat`'s state Z)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+class _Started:
+    """What the server's child runs (multiprocessing's `spawn._main` calls `_bootstrap`): the
+    command, its environment and working folder; its output goes to the one file descriptor sent
+    with it."""
+
+    def __init__(self, arguments: list[str], environment: dict[str, str], folder: str):
+        self.arguments, self.environment, self.folder = arguments, environment, folder
+
+    def _bootstrap(self, parent_sentinel: int) -> int:
+        os.close(parent_sentinel)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        (log,) = forkserver.get_inherited_fds()
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        sys.stdout = sys.__stdout__ = _stream(1, sys.stdout, line_buffering=False)
+        sys.stderr = sys.__stderr__ = _stream(2, sys.stderr, line_buffering=True)
+        interpreter_path = sys.path[1 + len(_python_path(os.environ)) :]
+        os.environ.clear()
+        os.environ.update(self.environment)
+        os.chdir(self.folder)
+        sys.orig_argv = [sys.executable, *self.arguments]
+        _show_command(sys.orig_argv)
+        _draw_random_states()
+        first = os.getcwd() if self.arguments[0] == "-m" else ""
+        sys.path[:] = [first, *_python_path(os.environ), *interpreter_path]
+        os._exit(run_as_interpreter(self.arguments))
+
+
+def _stream(fd: int, like: io.TextIOWrapper, line_buffering: bool) -> io.TextIOWrapper:
+    """A text stream on `fd` as the interpreter makes its standard ones (the encoding and errors
+    of `like`, the server's), for the file the fit writes to."""
+    return io.TextIOWrapper(open(fd, "wb", closefd=False), encoding=like.encoding,
+                            errors=like.errors, line_buffering=line_buffering)  # fmt: skip
+
+
+def _python_path(environment: Mapping[str, str]) -> list[str]:
+    """The folders `PYTHONPATH` puts first on `sys.path` (after the script's or working folder)."""
+    return [entry for entry in environment.get("PYTHONPATH", "").split(os.pathsep) if entry]
+
+
+def _draw_random_states() -> None:
+    """Python's and NumPy's global random states drawn anew, as a new interpreter draws them
+    (Python's is also redrawn by `random` itself after a fork)."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def _show_command(command: list[str]) -> None:
+    """Write `command` over this process's own command line (what `/proc/self/cmdline` and `ps`
+    show: the server's until now), as far as its room allows; the room is the memory the kernel
+    reads it from (`/proc/self/stat`'s arg_start and arg_end), which Python no longer reads."""
+    try:
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # fields 48 and 49 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return
+    if not 0 < start < end:
+        return
+    text = "\0".join(command).encode(errors="surrogateescape")[: end - start - 1]
+    ctypes.memmove(start, text.ljust(end - start, b"\0"), end - start)
+
+
+def run_as_interpreter(arguments: Sequence[str]) -> int:
+    """Run `python <arguments>` (`-m MODULE ...` or `-c CODE ...`) in this process as the
+    interpreter does, and end it as the interpreter ends; the exit status."""
+    interrupted = False
+    try:
+        if arguments[0] == "-m":
+            sys.argv = [arguments[1], *arguments[2:]]  # runpy sets argv[0] to the module's file
+            runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
+        elif arguments[0] == "-c":
+            sys.argv = ["-c", *arguments[2:]]
+            main = sys.modules["__main__"] = types.ModuleType("__main__")
+            exec(compile(arguments[1], "<string>", "exec"), main.__dict__)
+        else:
+            raise ValueError(f"a warm start runs python -m or -c, not {list(arguments)}")
+        status = 0
+    except SystemExit as stop:
+        status = _exit_status(stop.code)
+    except BaseException as error:
+        interrupted = isinstance(error, KeyboardInterrupt)
+        sys.excepthook(type(error), error, error.__traceback__.tb_next)  # from the command on
+        status = 1
+    status = _finalize(status)
+    if interrupted:  # as the interpreter: an uncaught Ctrl-C ends the process by SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return status
+
+
+def _exit_status(code: object) -> int:
+    """The exit status of `SystemExit(code)`: 0 for None, an integer as it is, else 1 with the
+    code printed on stderr."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _finalize(status: int) -> int:
+    """What the interpreter does as it ends: wait for non-daemon threads, run `atexit` handlers,
+    flush the standard streams (a failed flush of stdout makes the status 120)."""
+
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            if stream is sys.stdout and status == 0:
+                status = 120
+    return status
