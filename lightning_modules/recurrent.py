@@ -290,11 +290,7 @@ def lstm_step(projected, carried, weight_hh, bias_hh, step, edits):
     hidden, cell = carried
     pre = projected + hidden @ weight_hh.T  # the sums in the order the suite always used
     pre = pre if bias_hh is None else pre + bias_hh
-    pre_input, pre_forget, pre_candidate, pre_output = gate_blocks(pre, "lstm", -1).values()
-    input_gate = _edited("input_gate", torch.sigmoid(pre_input), step, edits)
-    forget_gate = _edited("forget_gate", torch.sigmoid(pre_forget), step, edits)
-    candidate = _edited("candidate", torch.tanh(pre_candidate), step, edits)
-    output_gate = _edited("output_gate", torch.sigmoid(pre_output), step, edits)
+    input_gate, forget_gate, candidate, output_gate = lstm_gates(pre, step, edits)
     new_cell = _edited("cell", forget_gate * cell + input_gate * candidate, step, edits)
     new_hidden = _edited("hidden", output_gate * torch.tanh(new_cell), step, edits)
     sites = {
@@ -308,7 +304,78 @@ def lstm_step(projected, carried, weight_hh, bias_hh, step, edits):
     return (new_hidden, new_cell), sites
 
 
+def lstm_gates(pre: Tensor, step: int, edits: Sequence[Intervention]) -> tuple[Tensor, ...]:
+    """An LSTM's input gate, forget gate, candidate and output gate from their pre-activations
+    `W_i x_t + b_i + W_h h_{t-1} + b_h` `[..., 4 hidden]` (any leading axes: one step's
+    `[batch]`, or every step's `[batch, time]` at once), `edits` applied."""
+    pre_input, pre_forget, pre_candidate, pre_output = gate_blocks(pre, "lstm", -1).values()
+    return (
+        _edited("input_gate", torch.sigmoid(pre_input), step, edits),
+        _edited("forget_gate", torch.sigmoid(pre_forget), step, edits),
+        _edited("candidate", torch.tanh(pre_candidate), step, edits),
+        _edited("output_gate", torch.sigmoid(pre_output), step, edits),
+    )
+
+
 STEPS = {"gru": gru_step, "lstm": lstm_step}
+
+
+def sites_from_outputs(
+    layer: LayerWeights, inputs: Tensor, outputs: Tensor, state: Tensor | tuple[Tensor, Tensor]
+) -> dict[str, Tensor]:
+    """Every site of `layer` after torch's fused kernel ran it, computed for all steps at once:
+    by the equations (module docstring) the gates at step t are a function of x_t and h_{t-1},
+    and `outputs` holds every h_t, so no step loop is needed (the LSTM cell, c_t = f_t c_{t-1} +
+    i_t g_t, takes one elementwise product and sum per step). `inputs` `[time, batch, features]`,
+    `outputs` the kernel's `[time, batch, units]`, `state` the initial `[directions, batch,
+    hidden]` (a pair for LSTM); no padding and no edits (`traced_forward` runs those). Returns
+    every site `[batch, time, units]`, contiguous, but `hidden`: a view of `outputs` itself."""
+    hidden = outputs.transpose(0, 1)
+    states = state if isinstance(state, tuple) else (state,)
+    size = layer.hidden_size
+    directions = []
+    for direction in range(layer.directions):
+        own = hidden[..., direction * size : (direction + 1) * size]
+        first = states[0][direction].unsqueeze(1)
+        previous = torch.cat([first, own[:, :-1]] if direction == 0 else [own[:, 1:], first], 1)
+        weights = layer.weights(direction)
+        if layer.cell_type == "gru":
+            projected = _linear(inputs.transpose(0, 1), weights[0], weights[2])
+            directions.append(gru_step(projected, (previous,), weights[1], weights[3], 0, ())[1])
+            continue
+        gates = lstm_gates(_pre_activations(inputs, previous, weights), 0, ())
+        cell = _cells(*gates[:3], states[1][direction], reverse=direction == 1)
+        directions.append(dict(zip(LSTM_SITES[1:], (cell, *gates), strict=True)))
+    sites = {name: directions[0][name] if len(directions) == 1 else
+             torch.cat([sites[name] for sites in directions], -1)
+             for name in SITES[layer.cell_type][1:]}  # fmt: skip
+    return {"hidden": hidden, **sites}
+
+
+def _pre_activations(inputs: Tensor, previous: Tensor, weights) -> Tensor:
+    """An LSTM's `W_i x_t + W_h h_{t-1} + b_i + b_h` at every step, `[batch, time, 4 hidden]`,
+    from `inputs` `[time, batch, features]` and `previous` `[batch, time, hidden]` (h_{t-1}): one
+    matrix product, the other added into it in place."""
+    weight_ih, weight_hh, bias_ih, bias_hh = weights
+    batch, time, _ = previous.shape
+    flat = inputs.transpose(0, 1).reshape(batch * time, -1)
+    if bias_ih is None:  # torch's bias=False drops both biases
+        pre = flat @ weight_ih.T
+    else:
+        pre = torch.addmm(bias_ih + bias_hh, flat, weight_ih.T)
+    return pre.addmm_(previous.reshape(batch * time, -1), weight_hh.T).view(batch, time, -1)
+
+
+def _cells(input_gate, forget_gate, candidate, cell, reverse: bool) -> Tensor:
+    """An LSTM's cell state at every step, `[batch, time, hidden]`, from its gates and initial
+    cell `[batch, hidden]`, in time order (`reverse`: from the last step back)."""
+    time = input_gate.shape[1]
+    written = input_gate * candidate
+    cells = [None] * time
+    for step in range(time - 1, -1, -1) if reverse else range(time):
+        cell = forget_gate[:, step] * cell + written[:, step]
+        cells[step] = cell
+    return torch.stack(cells, 1)
 
 
 class _TracedRecurrent:

@@ -36,7 +36,10 @@ step is refused. TorchScript: a scripted module is refused (attach the eager one
 How (written by hand: no library reaches inside torch's recurrent layers, which are single C
 calls that no hook can see into): attaching sets an instance `forward` on each recurrent module
 (its class, code and weights are untouched) that calls torch's own forward unless a trace or an
-edit for it is open. Inside one, it runs the module layer by layer through the suite's core
+edit for it is open. Inside one, it runs the module layer by layer: a layer only traced by
+torch's own kernel, its gates then computed from its outputs for all steps at once
+(`lightning_modules.recurrent.sites_from_outputs`: outputs and gradients are the untraced ones bit
+for bit); a layer edited, a packed call or a one-step call through the suite's core
 (`lightning_modules.recurrent.traced_forward`, torch's equations with every gate exposed), with
 torch's handling of `batch_first`, bidirectional layers, packed sequences, initial states and
 unbatched inputs (`probes.torch_layers`). A copy of an attached model (`copy.deepcopy`) holds an
@@ -62,7 +65,14 @@ from lightning_modules.recurrent import (
     step_mask,
     traced_forward,
 )
-from probes.torch_layers import Call, TorchLayer, layer_name, layer_state, same_memory
+from probes.torch_layers import (
+    Call,
+    TorchLayer,
+    fused_forward,
+    layer_name,
+    layer_state,
+    same_memory,
+)
 
 __all__ = ["Attached", "Trace", "TorchLayer", "attach", "attachment", "layer_name"]
 
@@ -150,6 +160,12 @@ class _BlockEdit:
 
     def applies(self, sequence: int) -> bool:
         return self.sequence is None or sequence - self.first == self.sequence
+
+    def reaches(self, first: int, time: int) -> bool:
+        """Whether the edit names a step of a call running steps `first` to `first + time - 1`
+        (a call it cannot reach runs torch's kernel, as in a trace without edits)."""
+        steps = self.edit.steps
+        return steps is None or any(first <= step < first + time for step in steps)
 
 
 class Attached:
@@ -291,14 +307,18 @@ class Attached:
         sequence = self._sequence_of(path, state)
         state = call.batched_state(state)
         directions = 2 if module.bidirectional else 1
-        values, finals = call.padded, []
+        values, finals, time = call.padded, [], call.padded.shape[1]
         for index in range(module.num_layers):
             name = layer_name(path, module, index)
-            edits = [e.edit for e in self._edits
-                     if e.edit.module == name and e.applies(sequence.index)]  # fmt: skip
-            sites, final = traced_forward(self.layers[name][1], values,
-                                          layer_state(state, index, directions), call.lengths,
-                                          edits, sequence.steps, time_major=True)  # fmt: skip
+            edits = [e.edit for e in self._edits if e.edit.module == name
+                     and e.applies(sequence.index) and e.reaches(sequence.steps, time)]  # fmt: skip
+            layer, part = self.layers[name][1], layer_state(state, index, directions)
+            if edits or call.lengths is not None or time == 1:
+                sites, final = traced_forward(layer, values, part, call.lengths, edits,
+                                              sequence.steps, time_major=True)  # fmt: skip
+            else:  # only recorded: torch's kernel runs it, the gates computed from its outputs
+                # (a call of one step runs the core's step: the same products, done once)
+                sites, final = fused_forward(layer, values, part)
             last = index == module.num_layers - 1
             if self._tracing:
                 sequence.record(name, _recorded(sites, last), step_mask(call.lengths,

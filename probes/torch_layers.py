@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from lightning_modules.recurrent import sites_from_outputs
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,26 @@ class TorchLayer:
         suffix = f"_l{self.index}" + ("_reverse" if direction else "")
         names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
         return tuple(getattr(self.module, name + suffix, None) for name in names)
+
+
+def fused_forward(layer: TorchLayer, inputs: Tensor, state=None):
+    """Layer `layer` over `inputs` `[batch, time, features]` (no padding) by torch's own fused
+    kernel, as the module runs it (time-first, that layer's part of its weights and state): the
+    sites the core's `traced_forward` returns, `hidden` being the kernel's output (a view of
+    time-first memory, carrying its gradient) and the others computed from it for all steps at
+    once without gradient, and the final state as a tuple of `[directions, batch, hidden]`."""
+    time_first = inputs.transpose(0, 1)
+    if state is None:
+        zeros = inputs.new_zeros(layer.directions, inputs.shape[0], layer.hidden_size)
+        state = zeros if layer.cell_type == "gru" else (zeros, zeros)
+    module = layer.module
+    weights = [w for d in range(layer.directions) for w in layer.weights(d) if w is not None]
+    kernel = torch.gru if layer.cell_type == "gru" else torch.lstm
+    outputs, *final = kernel(time_first, state, weights, module.bias, 1, 0.0, module.training,
+                             module.bidirectional, False)  # fmt: skip
+    with torch.no_grad():
+        sites = sites_from_outputs(layer, time_first, outputs, state)
+    return {**sites, "hidden": outputs.transpose(0, 1)}, tuple(final)
 
 
 def layer_name(path: str, module: nn.RNNBase, index: int) -> str:

@@ -90,10 +90,16 @@ def test_an_edit_changes_exactly_what_it_names(language_model):
     assert (after["rnn.l1.cell"][:, 2, 3] == 0).all() and (
         before["rnn.l1.cell"][:, 2, 3] != 0
     ).all()
+    # A trace alone runs torch's kernel, an edited layer the core's step loop: what the edit
+    # cannot reach is the same up to rounding (layer 0 is the kernel's in both: bit for bit).
     for site in before:
         same = slice(None) if site.startswith("rnn.l0") else slice(0, 2)  # layer 0; steps < 2
-        assert torch.equal(after[site][:, same], before[site][:, same]), site
-    assert torch.equal(edited[:2], logits[:2]) and not torch.allclose(edited[2:], logits[2:])
+        torch.testing.assert_close(after[site][:, same], before[site][:, same], rtol=1e-10,
+                                   atol=1e-12, msg=site)  # fmt: skip
+        if site.startswith("rnn.l0"):
+            assert torch.equal(after[site], before[site]), site
+    torch.testing.assert_close(edited[:2], logits[:2], rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(edited[2:], logits[2:])
     assert torch.equal(model(tokens)[0], fused)  # the edit ended with its block: torch's kernel
 
 

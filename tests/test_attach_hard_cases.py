@@ -128,6 +128,37 @@ def test_a_traced_training_step_equals_the_untraced_one(dtype):  # row C
     assert trace["lstm.l2.hidden"].shape == (4, 6, 10)
 
 
+@pytest.mark.parametrize(
+    "module",
+    [nn.LSTM(5, 8, 2, dropout=0.5), nn.LSTM(5, 8, 2, dropout=0.5, batch_first=True),
+     nn.GRU(5, 8, 2, dropout=0.5, bidirectional=True)],
+)  # fmt: skip
+def test_a_trace_leaves_torchs_outputs_and_gradients_bit_for_bit(module):  # row C, float32
+    """A trace without edits runs torch's own kernel (the gates computed from its outputs), so
+    the traced training step's outputs, final state and gradients are the untraced ones exactly,
+    in float32 too, where a step loop of its own would differ in the last bits."""
+    torch.manual_seed(5)
+    module.train()
+    inputs = torch.randn(4, 6, 5)
+
+    def training_step():
+        module.zero_grad()
+        torch.manual_seed(6)
+        outputs, final = module(inputs)
+        final = final if isinstance(final, tuple) else (final,)
+        (outputs.square().sum() + sum(part.sum() for part in final)).backward()
+        return [outputs, *final, *(parameter.grad for parameter in module.parameters())]
+
+    reference = [value.detach().clone() for value in training_step()]
+    with attach(module) as attached, attached.trace() as trace:
+        traced = training_step()
+    for value, expected in zip(traced, reference, strict=True):
+        assert torch.equal(value, expected)
+    assert trace[f"{type(module).__name__.lower()}.l1.hidden"].shape[-1] == 8 * (
+        2 if module.bidirectional else 1
+    )
+
+
 def test_a_traced_packed_training_step_draws_torchs_dropout_masks():  # row C, packed
     torch.manual_seed(7)
     model = nn.ModuleDict({"rnn": nn.GRU(5, 4, 3, dropout=0.5, bidirectional=True)}).double()
