@@ -56,6 +56,73 @@ def manipulation_trials(
     return trials
 
 
+def earlier_values(units: Tensor, t: int, lag: int, states: Tensor) -> Intervention:
+    """`units` at the paper's t set to their unedited values at t - `lag` (`states`: the
+    unedited `paper_time_states`; h_0 is the encoder's last state). Needs t >= 1 and
+    t - lag >= 0."""
+    if t < 1 or t - lag < 0:
+        raise ValueError(f"an edit at t needs t >= 1 and t - lag >= 0, got t={t}, lag={lag}")
+    return Intervention(
+        "decoder.hidden",
+        units.tolist(),
+        (decoder_step(t),),
+        "set",
+        states[:, t - lag + 1][:, units],
+    )
+
+
+def lag_held(units: Tensor, start: int, last: int, lag: int, states: Tensor) -> Intervention:
+    """`units` at every t' = `start` .. `last` set to their unedited values at t' - `lag`: the
+    units run `lag` steps behind from `start` on (`states` as for `earlier_values`, recorded up
+    to t = `last` - `lag` at least)."""
+    if start < 1 or start - lag < 0 or last < start:
+        raise ValueError(f"a held lag needs 1 <= start <= last and start - lag >= 0, got "
+                         f"start={start}, last={last}, lag={lag}")  # fmt: skip
+    if last - lag + 2 > states.shape[1]:
+        raise ValueError(f"a held lag up to t={last} needs states recorded up to t={last - lag}; "
+                         f"they reach t={states.shape[1] - 2}")  # fmt: skip
+    steps = [decoder_step(t) for t in range(start, last + 1)]
+    value = states[:, start - lag + 1 : last - lag + 2][:, :, units]
+    return Intervention("decoder.hidden", units.tolist(), steps, "replace", value)
+
+
+READINGS = (
+    "single_step.storing_previous", "single_step.storing_previous_before_last",
+    *(f"{reading}.counting_k{k}" for reading in ("each_step", "lag_held") for k in (1, 2, 3)),
+)  # fmt: skip
+"""The other readings of Table 1 (`reading_trials`), as keys of `verify_neurons`'s result with
+`readings`."""
+
+
+def reading_trials(
+    units: dict[str, Tensor], position: int, states: Tensor
+) -> list[tuple[tuple[str, ...], Intervention, int]]:
+    """The other readings of Table 1 for rows of one T = `position`, one trial per step:
+    `[(names it counts under, edit, position where the token is expected)]`.
+
+    - `single_step.storing_previous`: the storing units at one t = 1 .. T - 1 set to their
+      values at t - 1 (token at T); those with t <= T - 2 (the paper's "before t = T - 1") also
+      count under `single_step.storing_previous_before_last`.
+    - `each_step.counting_k<k>`: the counting units at one t = max(1, k) .. T - 1 set to their
+      values at t - k (token at T + k: "we replace the values of counting neurons at t with
+      those of the previous stage (t - k)").
+    - `lag_held.counting_k<k>`: from that t on, up to T + k - 1, every step's counting units set
+      to their values k steps earlier (token at T + k)."""
+    trials = []
+    for t in range(1, position):
+        names = ("single_step.storing_previous",)
+        if t <= position - 2:
+            names += ("single_step.storing_previous_before_last",)
+        trials.append((names, earlier_values(units["storing"], t, 1, states), position))
+    for k in (1, 2, 3):
+        for t in range(max(1, k), position):
+            edit = earlier_values(units["counting"], t, k, states)
+            trials.append(((f"each_step.counting_k{k}",), edit, position + k))
+            edit = lag_held(units["counting"], t, position + k - 1, k, states)
+            trials.append(((f"lag_held.counting_k{k}",), edit, position + k))
+    return trials
+
+
 def control_units(
     neurons: TokenNeurons, size: int, generator: torch.Generator
 ) -> dict[str, Tensor]:
@@ -74,7 +141,12 @@ def control_units(
 
 
 def verify_neurons(
-    model: Seq2Seq, traced: Traced, neurons: TokenNeurons, control_draws: int = 0, seed: int = 0
+    model: Seq2Seq,
+    traced: Traced,
+    neurons: TokenNeurons,
+    control_draws: int = 0,
+    seed: int = 0,
+    readings: bool = False,
 ) -> dict[str, list[int]]:
     """Section 4's manipulations (Table 1 and finding 4) on this token's rows with T >= 2:
     `{manipulation: [hits, rows]}` for `MANIPULATIONS` and `DIAGNOSTICS`, a hit being the token
@@ -86,9 +158,15 @@ def verify_neurons(
     same edit applied to `control_units` (size-matched random non-candidates, drawn
     `control_draws` times with `seed`), hits and rows summed over the draws: whether the named
     units matter more than any as many units. `storing_zero.T=<T>` splits `storing_zero` by T.
+
+    With `readings`, also the other readings of `READINGS` (`reading_trials`: one trial per row
+    and edited step, `[hits, trials]`) with their controls, and every manipulation and control
+    also split by T (`<name>.T=<T>`, e.g. `triggering_k2.T=6`, `control.lag_held.counting_k1.T=9`).
     """
-    counts = {name: [0, 0] for name in MANIPULATIONS + DIAGNOSTICS}
-    counts.update({f"control.{name}": [0, 0] for name in MANIPULATIONS if control_draws})
+    others = READINGS if readings else ()
+    counts = {name: [0, 0] for name in MANIPULATIONS + DIAGNOSTICS + others}
+    if control_draws:
+        counts.update({f"control.{name}": [0, 0] for name in MANIPULATIONS + others})
     own = traced.rows(traced.token == neurons.token)
     size = own.states.shape[-1]
     named = {function: neurons.units(function) for function in (*HYPOTHESES, "outputting")}
@@ -97,17 +175,22 @@ def verify_neurons(
     for position in sorted(set(own.position.tolist()) - {1}):
         group = own.rows(own.position == position)
         for prefix, units in [("", named)] + [("control.", c) for c in controls]:
-            for name, (edit, expected) in manipulation_trials(
-                units, position, group.states, size
-            ).items():
-                if prefix + name not in counts:
+            trials = [
+                ((name,), edit, expected)
+                for name, (edit, expected) in manipulation_trials(
+                    units, position, group.states, size
+                ).items()
+            ]
+            if readings:
+                trials += reading_trials(units, position, group.states)
+            for names, edit, expected in trials:
+                keys = [prefix + name for name in names if prefix + name in counts]
+                if not keys:
                     continue  # no control of the diagnostics
                 outputs = greedy_outputs(model, group.batch, max(expected, position), [edit])
                 hits = int(position_hits(outputs, group.token, expected).sum())
-                keys = [prefix + name]
-                if prefix + name == "storing_zero":  # per T: one storing group for every T?
-                    keys.append(f"storing_zero.T={position}")
-                for key in keys:
+                by_t = [key for key in keys if readings or key == "storing_zero"]
+                for key in keys + [f"{key}.T={position}" for key in by_t]:
                     total = counts.setdefault(key, [0, 0])
                     total[0] += hits
                     total[1] += len(group.token)

@@ -14,6 +14,7 @@ import torch
 from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 
+from datamodules.token_positioning import SPECIALS
 from experiments.paper4.claims import FUNCTIONS
 from experiments.paper4.scales import Scale
 from lightning_modules.callbacks import TokenPositioningAccuracy
@@ -40,18 +41,48 @@ FIGURE2_TOKENS = 10
 
 @torch.no_grad()
 def positioning_accuracy(
-    model, datamodule, split: str, batches: int | None = None, random_seed: int | None = None
+    model,
+    datamodule,
+    split: str,
+    batches: int | None = None,
+    random_seed: int | None = None,
+    words_only: bool = False,
 ) -> float:
     """Token-positioning accuracy of greedy decoding on the first `batches` batches of `split`
     (all with None); with `random_seed`, every decoder input is a random token instead (section
-    5's side finding)."""
+    5's side finding), drawn from the whole vocabulary, or with `words_only` the first input
+    `<sos>` and every later one a word (`random_word_inputs`)."""
+    if words_only and random_seed is None:
+        raise ValueError("words_only draws the decoder inputs at random: give random_seed too")
     metric = TokenPositioningAccuracy()
     generator = None if random_seed is None else torch.Generator().manual_seed(random_seed)
     for batch in itertools.islice(datamodule.split_dataloader(split), batches):
-        logits, _ = model(batch["source"], batch["source_lengths"],
-                          steps=batch["target"].shape[1], random_inputs=generator)  # fmt: skip
+        steps = batch["target"].shape[1]
+        if words_only:  # fed as forced inputs after <sos>
+            words = random_word_inputs(datamodule, len(batch["source"]), steps, generator)
+            logits, _ = model(batch["source"], batch["source_lengths"], target=words,
+                              teacher_forcing_ratio=1.0)  # fmt: skip
+        else:
+            logits, _ = model(batch["source"], batch["source_lengths"], steps=steps,
+                              random_inputs=generator)  # fmt: skip
         metric.update(logits.argmax(-1), batch["signal_token"], batch["signal_position"])
     return float(metric.compute())
+
+
+def random_word_inputs(
+    datamodule, rows: int, steps: int, generator: torch.Generator
+) -> torch.Tensor:
+    """`[rows, steps]` ids drawn uniformly with `generator` from the words of a
+    `TokenPositioningDataModule`'s vocabulary: never `<pad> <sos> <eos> <unk>` nor a position
+    token (the vocabulary's fixed entries, before the words). Fed as the decoder's forced inputs
+    they follow its first input, `<sos>`."""
+    first, end = len(SPECIALS) + datamodule.max_tokens, len(datamodule.vocab)
+    if end <= first:
+        raise ValueError(
+            f"the vocabulary has no words after its {first} special and position tokens to draw "
+            "decoder inputs from: train on text with words"
+        )
+    return torch.randint(first, end, (rows, steps), generator=generator)
 
 
 def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
@@ -162,7 +193,9 @@ def figure2_points(traced, neurons: list[TokenNeurons], vocab: list[str]) -> pd.
 
 def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
     """Sections 3-5 on one GRU (`model`, on `datamodule`'s held-out pairs): stage 1-3 for every
-    analysed token, Table 1, the gate interaction and the figures' data, as a JSON-ready dict;
+    analysed token, Table 1 (with the other readings of `verify_neurons`'s `readings`, every
+    manipulation also by T), the gate interaction, the accuracy with random decoder inputs (of the
+    whole vocabulary, and of words after `<sos>`) and the figures' data, as a JSON-ready dict;
     with `correct_only`, on the rows the model answers correctly, else on every requested row
     (`correct_only` records which)."""
     torch.manual_seed(0)
@@ -181,7 +214,9 @@ def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
             **{name: neurons.units(name).tolist() for name in FUNCTIONS},
             "accuracy": neurons.accuracy,
             "candidates": {name: neurons.candidates[name].tolist() for name in HYPOTHESES},
-            "verification": verify_neurons(model, traced, neurons, scale.control_draws),
+            "verification": verify_neurons(
+                model, traced, neurons, scale.control_draws, readings=True
+            ),
             "outputting_abs": output_magnitude(traced, neurons),
             "counting_directions": counting_directions(traced, neurons),
             "gates": gate_interaction(model, traced, neurons),
@@ -200,6 +235,9 @@ def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
         "counting_rho": rho,
         "counting_rises": rises,
         "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
+        "random_word_inputs_accuracy": positioning_accuracy(
+            model, datamodule, "test", random_seed=0, words_only=True
+        ),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }
 
