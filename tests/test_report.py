@@ -241,8 +241,7 @@ def test_a_level_the_paper_reaches_by_a_change_needs_the_change_first():
 
 def test_the_readme_shows_the_committed_reports_verdicts():
     """The README's table of verdicts is the reports' (`python -m experiments.headlines`)."""
-    from experiments.headlines import ROOT, readme_block
-    from experiments.headlines import headlines_table
+    from experiments.headlines import ROOT, headlines_table, readme_block
 
     readme = (ROOT / "README.md").read_text()
     assert readme_block(readme) == headlines_table(ROOT / "reports"), (
