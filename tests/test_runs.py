@@ -322,7 +322,7 @@ def test_a_stopped_reproduction_ends_its_fits_and_records_their_sittings_to_the_
     stopped_at = []
 
     def stop_once_two_fits_run():
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # the first fit starts the warm server: its imports
         while not all(RunLayout(run).sittings.is_file() for run in runs[:2]):
             assert time.time() < deadline
             time.sleep(0.05)
