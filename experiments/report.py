@@ -262,6 +262,21 @@ CLOSE = 0.05
 reading of "close to" where a paper gives a value without a tolerance."""
 
 
+def margins(standard_error: float, decimals: int) -> tuple[float, float, float]:
+    """The margins of a distance from a paper's printed value (`graded_distance`): half a unit
+    of its last decimal (its one rounding), 2 SE + that for reproduced, 4 SE + `CLOSE` for
+    partially reproduced."""
+    allowance = 0.5 * 10.0**-decimals
+    return allowance, 2 * standard_error + allowance, 4 * standard_error + CLOSE
+
+
+def graded_distance(distance: float, reproduced_within: float, partially_within: float) -> str:
+    """Reproduced within `reproduced_within`, partially within `partially_within` (ties within
+    `FLOAT_NOISE`), else not reproduced."""
+    return graded(distance <= reproduced_within + FLOAT_NOISE,
+                  distance <= partially_within + FLOAT_NOISE)  # fmt: skip
+
+
 def compare_summaries(
     id: str,
     claim: str,
@@ -285,17 +300,14 @@ def compare_summaries(
     `previous_rounding` margin: `ONE_ALLOWANCE`) is kept as `earlier`.
     """
     standard_error = math.sqrt(paper.std**2 / paper.n + measured.std**2 / measured.n)
-    allowance = 0.5 * 10.0**-decimals
-    reproduced_within = 2 * standard_error + allowance
-    partially_within = 4 * standard_error + CLOSE
+    allowance, reproduced_within, partially_within = margins(standard_error, decimals)
     capped = ""
     if at_most is not None:
         reproduced_within = min(reproduced_within, at_most)
         partially_within = min(partially_within, 2 * at_most)
         capped = f"; at most {at_most} and {2 * at_most}, what the paper's words allow"
     difference = abs(measured.mean - paper.mean)
-    verdict = graded(difference <= reproduced_within + FLOAT_NOISE,
-                     difference <= partially_within + FLOAT_NOISE)  # fmt: skip
+    verdict = graded_distance(difference, reproduced_within, partially_within)
     rule = (
         f"|measured mean - paper's printed value| = {difference:.{decimals + 1}f}; reproduced if "
         f"<= 2 SE + {allowance:g} (half a unit of the paper's last decimal) = "

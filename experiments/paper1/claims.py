@@ -12,13 +12,14 @@ from experiments.paper1.analyses import GATES, MATRICES, PROBES, THRESHOLDS, mea
 from experiments.paper1.scales import PAPER
 from experiments.report import (
     CLOSE,
-    FLOAT_NOISE,
     Claim,
     Measured,
     cannot_fail,
     compare_means,
     direction_claim,  # noqa: E402
     graded,
+    graded_distance,
+    margins,
     ratio_claim,
     threshold_claim,
 )
@@ -172,12 +173,9 @@ def at_least_claim(
     reproduced. A mean above the paper's is no miss."""
     measured = Measured.of(values)
     standard_error = measured.std / math.sqrt(measured.n)
-    allowance = 0.5 * 10.0**-decimals
-    reproduced_within = 2 * standard_error + allowance
-    partially_within = 4 * standard_error + CLOSE
+    allowance, reproduced_within, partially_within = margins(standard_error, decimals)
     shortfall = paper - measured.mean
-    verdict = graded(shortfall <= reproduced_within + FLOAT_NOISE,
-                     shortfall <= partially_within + FLOAT_NOISE)  # fmt: skip
+    verdict = graded_distance(shortfall, reproduced_within, partially_within)
     rule = (
         f"paper's printed value - measured mean = {shortfall:.{decimals + 1}f} (one-sided: a mean "
         f"above the paper's is no miss); reproduced if <= 2 SE + {allowance:g} (half a unit of "

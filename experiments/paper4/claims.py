@@ -22,7 +22,6 @@ import numpy as np
 
 from experiments.report import (
     CLOSE,
-    FLOAT_NOISE,
     Claim,
     Measured,
     after_rule_change,
@@ -30,7 +29,8 @@ from experiments.report import (
     compare_summaries,
     direction_claim,
     direction_first,
-    graded,
+    graded_distance,
+    margins,
     ratio_claim,
     threshold_claim,
 )
@@ -72,12 +72,9 @@ def one_sided(claim: Claim, side: int, spread: float, spread_of: str = "over see
     side is no shortfall. The verdict of the rule it replaced is kept (`ONE_SIDED`)."""
     paper, mean = float(claim.paper), claim.measured.mean
     standard_error = spread / math.sqrt(claim.measured.n)
-    allowance = 0.5 * 10.0 ** -PRINTED["decimals"]
-    reproduced_within = 2 * standard_error + allowance
-    partially_within = 4 * standard_error + CLOSE
+    allowance, reproduced_within, partially_within = margins(standard_error, PRINTED["decimals"])
     shortfall = side * (paper - mean)
-    verdict = graded(shortfall <= reproduced_within + FLOAT_NOISE,
-                     shortfall <= partially_within + FLOAT_NOISE)  # fmt: skip
+    verdict = graded_distance(shortfall, reproduced_within, partially_within)
     where = "at or above" if side == HIGHER else "at or below"
     rule = (
         f"one-sided, the paper's side {where} its value: shortfall of the measured mean = "
