@@ -25,6 +25,9 @@ import pandas as pd
 
 from experiments.report import UNINFORMATIVE, VERDICTS, Claim, escape_cell
 
+NOT_MEASURED = "not measured at this scale"
+"""A finding's verdict where none of the report's claims tests it (a quick run leaves some out)."""
+
 PRIMARY = "primary"
 """The reading of the paper a report's verdicts are given under (`Claim.reading` is None)."""
 
@@ -61,7 +64,8 @@ class Finding:
 def with_findings(claims: Sequence[Claim], findings: Sequence[Finding]) -> list[Claim]:
     """`claims`, each marked with the first of `findings` that names it and the reading it is
     under; a claim no finding names (a fact about the data or the setup) is left unmarked. A
-    finding that names no claim is a typo in its patterns: a ValueError."""
+    finding that names none of `claims` is one a smaller scale does not measure (the findings
+    table says so); that every finding names a claim of the committed reports is a test."""
     marked = []
     for claim in claims:
         for finding in findings:
@@ -70,11 +74,13 @@ def with_findings(claims: Sequence[Claim], findings: Sequence[Finding]) -> list[
                 claim = replace(claim, finding=finding.id, reading=reading)
                 break
         marked.append(claim)
-    named = {c.finding for c in marked}
-    empty = [f.id for f in findings if f.id not in named]
-    if claims and empty:
-        raise ValueError(f"findings {empty} name none of the claims: fix their id patterns")
     return marked
+
+
+def unnamed(findings: Sequence[Finding], claim_ids: Sequence[str]) -> list[str]:
+    """The ids of `findings` that name none of `claim_ids` (a typo in their patterns, where the
+    claims are a full-scale report's)."""
+    return [f.id for f in findings if not any(f.reading_of(i) is not False for i in claim_ids)]
 
 
 def verdict_of(claims: Sequence[Claim]) -> str:
@@ -149,13 +155,13 @@ def findings_table(findings: Sequence[Finding], claims: Sequence[Claim]) -> str:
     for finding in findings:
         by_reading = verdicts.get(finding.id, {})
         primary = [c for c in claims if c.finding == finding.id and c.reading is None]
-        verdict = by_reading.get(PRIMARY, "-")
+        verdict = by_reading.get(PRIMARY, NOT_MEASURED if not by_reading else "-")
         others = "; ".join(f"{name}: {v}" for name, v in by_reading.items() if name != PRIMARY)
         number = (f"{primary[0].measured.mean:.3g} ({escape_cell(printed(primary[0].paper))}) "
                   f"`{primary[0].id}`") if primary else "-"  # fmt: skip
         failing = [c.id for c in primary if c.verdict in ("not reproduced", "partially reproduced")]
         why = ""
-        if verdict not in ("reproduced", UNINFORMATIVE, "-"):
+        if verdict not in ("reproduced", UNINFORMATIVE, "-", NOT_MEASURED):
             named = ", ".join(f"`{i}`" for i in failing[:3]) + (" ..." if len(failing) > 3 else "")
             why = " ".join(p for p in (finding.because, f"fails: {named}" if named else "") if p)
         cells = (f"**{finding.id}**: {escape_cell(finding.words)}", f"**{verdict}**",
