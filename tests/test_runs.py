@@ -179,6 +179,36 @@ def test_finished_compares_path_options_by_what_they_name(tmp_path, monkeypatch)
                               "--run.root", "runs", "--seed_everything", "0"])  # fmt: skip
 
 
+def test_a_run_copied_from_another_checkout_and_run_root_is_the_same_run(tmp_path):
+    """A finished run folder received from a colleague (trained in their checkout, under their run
+    root) is kept with `--reuse-runs`, not trained again (which would delete its checkpoints);
+    a suite config of another name, or a config outside any checkout's configs, is another run."""
+    import pandas as pd
+
+    from experiments.engine.fit import finished
+    from experiments.engine.store import REPOSITORY
+
+    run = tmp_path / "mine" / "paper4" / "gru" / "seed=0"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best.ckpt").write_bytes(b"x")
+    pd.DataFrame({"step": [1], "test/test/position_acc": [0.5]}).to_csv(
+        run / "metrics.csv", index=False
+    )
+    theirs = "/home/colleague/recurrent-probes/experiments/configs/paper4/gru.yaml"
+    (run / "command.txt").write_text("\n".join(["-m", "experiments", "fit", "--config", theirs,
+        "--run.root", "/scratch/colleague/runs", "--seed_everything", "0"]))  # fmt: skip
+
+    def command(config: str) -> list[str]:
+        return ["-m", "experiments", "fit", "--config", config, "--run.root",
+                str(tmp_path / "mine"), "--seed_everything", "0"]  # fmt: skip
+
+    assert finished(run, command(str(REPOSITORY / "experiments/configs/paper4/gru.yaml")))
+    assert not finished(run, command(str(REPOSITORY / "experiments/configs/paper4/lstm.yaml")))
+    (run / "command.txt").write_text("\n".join(["-m", "experiments", "fit", "--config",
+        "/home/colleague/own.yaml", "--seed_everything", "0"]))  # fmt: skip
+    assert not finished(run, command(str(REPOSITORY / "experiments/configs/paper4/gru.yaml")))
+
+
 def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     """The tasks done before are read back first; at the start: their count, the tasks to run
     and an estimate from the done-before runs' recorded fit times; after each task, how many

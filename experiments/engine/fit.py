@@ -19,6 +19,7 @@ import pandas as pd
 from experiments.engine.committed import refuse_deleting_committed
 from experiments.engine.launch import WarmPopen, fit_environment
 from experiments.engine.sittings import STOPPING, read_sittings, timed_sitting
+from experiments.engine.store import portable
 from storage import RunLayout
 from storage.files import RunFolderLock, delete_entry, open_own, write_text_atomic
 from storage.layout import SCALE_ENV
@@ -28,12 +29,15 @@ PATH_OPTIONS = ("--config", "--run.root", "--data.data_dir", "--data.init_args.d
 
 
 def normalised(command: Sequence[str]) -> list[str]:
-    """`command` with the values of `PATH_OPTIONS` made absolute, so that `runs` and
-    `/abs/path/runs` (or a moved checkout's config path) name the same run."""
-    return [
+    """`command` as two runs' commands are compared: the values of `PATH_OPTIONS` by what they
+    name, the run root left out (a run folder copied under another root is the same run) and
+    config paths by `store.config_name` (a run trained in another checkout is too)."""
+    resolved = [
         str(Path(value).resolve()) if index and command[index - 1] in PATH_OPTIONS else value
         for index, value in enumerate(command)
     ]
+    roots = [resolved[i + 1] for i in range(len(resolved) - 1) if resolved[i] == "--run.root"]
+    return portable(resolved, Path(roots[-1]) if roots else None)
 
 
 def same_command(path: Path, command: Sequence[str]) -> bool:

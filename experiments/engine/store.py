@@ -60,19 +60,34 @@ class Schema:
 
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+SUITE_CONFIGS = ("experiments", "configs")
+"""Where the suite's own configs lie in any checkout of it."""
 
 
-def portable(arguments: Sequence[str], root: Path) -> list[str]:
+def config_name(value: str) -> str:
+    """A `--config` path as runs compare it: relative to the repository where it lies inside;
+    a path into another checkout's `experiments/configs/` (a run trained in a colleague's or a
+    cluster's checkout) from there, since the suite's configs have the same names in every
+    checkout; any other path resolved."""
+    path = Path(value).resolve()
+    if path.is_relative_to(REPOSITORY):
+        return path.relative_to(REPOSITORY).as_posix()
+    parts = path.parts
+    starts = [i for i in range(len(parts) - 1) if parts[i : i + 2] == SUITE_CONFIGS]
+    return Path(*parts[starts[-1] :]).as_posix() if starts else str(path)
+
+
+def portable(arguments: Sequence[str], root: Path | None) -> list[str]:
     """`arguments` as a run's measurements record them: without `--run.root`, with config paths
-    relative to the repository and the run root inside any other value written `$RUNS`, so that
+    named by `config_name` and the run root inside any other value written `$RUNS`, so that
     the same run kept elsewhere (another run root, another checkout) is recognised."""
     kept = []
     for index, value in enumerate(arguments):
         if value == "--run.root" or (index and arguments[index - 1] == "--run.root"):
             continue
         if index and arguments[index - 1] == "--config":
-            value = Path(value).resolve().relative_to(REPOSITORY).as_posix()
-        kept.append(value.replace(str(root), "$RUNS"))
+            value = config_name(value)
+        kept.append(value.replace(str(root), "$RUNS") if root is not None else value)
     return kept
 
 
