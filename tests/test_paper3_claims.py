@@ -309,3 +309,35 @@ def test_a_claim_the_untrained_weights_pass_is_uninformative():
         else:
             assert (claim.verdict, claim.null) == ("reproduced", "not reproduced"), id
     assert len(claims) == 16 and all(c.null in (*RULE_VERDICTS, None) for c in claims.values())
+
+
+def test_untrained_weights_are_evaluated_by_one_thread_at_a_time(monkeypatch):
+    """Two runs are measured at once, in threads, and Lightning's evaluation loops patch
+    DataLoader's class attributes while they set up: each in-process evaluation holds the lock."""
+    import pytorch_lightning as pl
+
+    from experiments.engine.pool import IN_PROCESS_TRAINER
+    from experiments.paper3 import runs
+
+    metric = runs.ACCURACY["scan"]
+    held = []
+
+    def validate(self, model, datamodule, verbose):
+        held.append(IN_PROCESS_TRAINER.locked())
+        return [{f"val/train_sample/{metric}": 0.1, f"val/test_sample/{metric}": 0.2}]
+
+    def test(self, model, datamodule, verbose):
+        held.append(IN_PROCESS_TRAINER.locked())
+        return [{f"test/train/{metric}": 0.5, f"test/test/{metric}": 0.25}]
+
+    class Run:
+        def model(self, tag):
+            return torch.nn.Linear(1, 1)
+
+    monkeypatch.setattr(pl.Trainer, "validate", validate)
+    monkeypatch.setattr(pl.Trainer, "test", test)
+    monkeypatch.setattr(runs, "evaluation_limits", lambda run: {})
+    result = runs.untrained_accuracies(Run(), None, "scan")
+    assert held == [True, True] and not IN_PROCESS_TRAINER.locked()
+    assert result == {"samples": {"train": 0.1, "test": 0.2},
+                      "final": {"train": 0.5, "test": 0.25, "gap": 0.25}}  # fmt: skip

@@ -10,6 +10,11 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from experiments.engine.sittings import fit_seconds
 
+IN_PROCESS_TRAINER = threading.Lock()
+"""Held by a task around a Lightning `Trainer` it runs in the reproduction's own process (a fit
+runs in a process of its own): Lightning's loops patch `DataLoader`'s class attributes while they
+set up (`lightning_fabric.utilities.data._replace_dunder_methods`), which two threads at once
+break (`DataLoader has no attribute '__old__setattr__'`)."""
 SIGNAL_CHECK = 0.25
 """Seconds the main thread waits at most at a time while tasks run (`run_in_threads`): how late a
 stopping signal that the kernel hands to another thread is handled."""

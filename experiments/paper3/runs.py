@@ -37,7 +37,7 @@ import torch
 import yaml
 
 from experiments.engine.fit import fit
-from experiments.engine.pool import run_all
+from experiments.engine.pool import IN_PROCESS_TRAINER, run_all
 from experiments.engine.sitting import Sitting
 from experiments.engine.store import Schema, portable, write_measurements
 from experiments.paper3.scales import (
@@ -143,8 +143,10 @@ def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
                          enable_progress_bar=False, enable_model_summary=False,
                          **evaluation_limits(run))  # fmt: skip
     logged = {}
-    for results in (trainer.validate(model, datamodule=data, verbose=False),
-                    trainer.test(model, datamodule=data, verbose=False)):  # fmt: skip
+    with IN_PROCESS_TRAINER:  # runs are measured two at a time, in threads
+        evaluated = (trainer.validate(model, datamodule=data, verbose=False),
+                     trainer.test(model, datamodule=data, verbose=False))  # fmt: skip
+    for results in evaluated:
         for result in results:
             logged |= result
     train, test = (logged[f"test/{split}/{metric}"] for split in ("train", "test"))
