@@ -4,9 +4,10 @@ model's analysed rows (`targets.Rows`) by the suite's probes, as plain numbers a
 The methods are the probes' own (`probes.traces.site_functional_group`,
 `probes.activations.gate_saturation`, `probes.weights.connectivity`,
 `probes.neuron_functions.identify_neurons` with `probes.neuron_manipulation.verify_neurons`,
-`probes.neuron_functions.attributions_before_output`, and `decomposition.py`'s contextual
-decomposition); what is the atlas's is which site, label
-and rows each reads (the pre-registration's counterparts) and the one number each cell reports.
+`probes.neuron_functions.attributions_before_output`, `decomposition.py`'s contextual
+decomposition and `redundant.py`'s swap of the redundant input); what is the atlas's is which
+site, label and rows each reads (the pre-registration's counterparts) and the one number each cell
+reports.
 The same function measures a trained model and its untrained weights (the null).
 """
 
@@ -18,6 +19,7 @@ import torch
 from torch import Tensor
 
 from experiments.atlas.decomposition import decomposition_cell
+from experiments.atlas.redundant import redundant_cell
 from experiments.atlas.targets import NO_LABEL, Rows, decoder_steps, encoder_steps, table_index
 from experiments.paper1.analyses import GRU_ROLES, THRESHOLDS
 from probes.activations import gate_saturation
@@ -40,7 +42,7 @@ KEPT_COUNTS = ("counting_k1", "control.counting_k1", "storing_zero", "control.st
 TOP_SHARE = 0.1
 """The integrated-gradients cell: the share of the attribution held by this share of units."""
 WIRED = ("functional_groups", "gate_saturation", "connectivity", "contextual_decomposition",
-         "integrated_gradients", "neuron_functions")  # fmt: skip
+         "integrated_gradients", "neuron_functions", "redundant_input")  # fmt: skip
 """The methods measured so far; the others' cells are listed as not yet measured."""
 
 
@@ -170,6 +172,7 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
         "gate_saturation": saturation_cell(traced, gate),
         "connectivity": connectivity_cell(state, gate),
         "contextual_decomposition": decomposition_cell(model, rows, task),
+        "redundant_input": redundant_cell(model, rows, task),
     }
     cells = {name: part["value"] for name, part in parts.items()}
     cells |= {"integrated_gradients": statistics["ig_top_share"],
