@@ -35,6 +35,7 @@ from experiments.report import (  # noqa: E402
     threshold_claim,
 )
 from lightning_modules.recurrent import removal_edits  # noqa: E402
+from probes.command.outputs import SMALLEST_POINTS  # noqa: E402
 from probes.interventions import pruned_units, split_accuracy  # noqa: E402
 from storage import RunLayout  # noqa: E402
 from storage.run_folder import RunFolder
@@ -332,7 +333,7 @@ def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dic
         color="tab:orange",
         label="ours",
     )
-    table4.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=7)
+    table4.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=SMALLEST_POINTS)
     table4.set_ylabel("NC sequence accuracy")
     table4.set_title("Table 4: frozen component from the other model, retrained")
     table4.legend()
@@ -351,7 +352,7 @@ def ablation_figure(ablation: dict, original: dict[str, list[float]], paper: dic
         color="tab:orange",
         label="ours",
     )
-    pruning_axis.set_xticks(range(3), names, rotation=20, fontsize=8)
+    pruning_axis.set_xticks(range(3), names, rotation=20, fontsize=SMALLEST_POINTS)
     pruning_axis.set_title("Section 5.2: pruning to 5% of units")
     pruning_axis.legend()
     return save_figure(figure, path)

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from experiments.paper2.readings import Estimate, Snapshot  # noqa: E402
 from experiments.paper2.scales import Scale  # noqa: E402
 from experiments.report import save_figure  # noqa: E402
+from probes.command.outputs import SMALLEST_POINTS, legend_beside  # noqa: E402
 
 SHIFT = 0.06
 """Figure 1 draws each n's points this far apart along k (`figure1_drawn`): lines at the same
@@ -43,7 +44,9 @@ def figure1_drawn(figure1: dict[tuple[int, int], Snapshot], scale: Scale) -> plt
                    f"{scale.figure1_epoch} epochs\nso that equal curves show: a larger n is "
                    f"thinner and on top, each n shifted by {SHIFT:g} in k",
                    fontsize=9)  # fmt: skip
-    axis.legend(fontsize=7, ncol=len(counts), loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    axis.legend(
+        fontsize=SMALLEST_POINTS, ncol=len(counts), loc="upper center", bbox_to_anchor=(0.5, -0.14)
+    )
     return fig
 
 
@@ -60,7 +63,7 @@ def figure2(prefixes: dict[int, list[Estimate]], k: int, epochs: int, path: Path
     axis.set_xlabel("i (alpha and the first i conduit tokens)")
     axis.set_ylabel("P(x_t = omega | x_{t-k} .. x_{t-k+i}) (CD)")
     axis.set_title(f"Figure 2: k = {k}, {epochs} epochs", fontsize=9)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=SMALLEST_POINTS)
     return save_figure(fig, path)
 
 
@@ -77,7 +80,7 @@ def figure2_training(curves: dict[int, list[list[Estimate]]], k: int, path: Path
     axis.set_xlabel("epoch")
     axis.set_ylabel("P(x_t = omega | phrase) (CD)")
     axis.set_title(f"Figure 2 along training: k = {k}", fontsize=9)
-    axis.legend(fontsize=7)
+    legend_beside(axis)
     return save_figure(fig, path)
 
 
@@ -96,5 +99,5 @@ def figure3(curves: dict[tuple[int, int], list[Estimate]], scale: Scale, path: P
     axis.set_xlabel("epoch")
     axis.set_ylabel("P(x_t = omega | x_{t-k} = alpha) (CD)")
     axis.set_title(f"{title}: unpredictable (solid) vs predictable conduits", fontsize=9)
-    axis.legend(fontsize=7)
+    legend_beside(axis)
     return save_figure(fig, path)

@@ -28,6 +28,7 @@ from experiments.report import (  # noqa: E402
     report_title,
     save_figure,
 )
+from probes.command.outputs import legend_beside  # noqa: E402
 from probes.neuron_functions import DIAGNOSTICS, HYPOTHESES, MANIPULATIONS  # noqa: E402
 
 Records = dict[tuple[str, int], dict]
@@ -52,7 +53,7 @@ def training_figure(records: Records, path: Path) -> Path:
     accuracy_axis.set_title("validation (solid, greedy), training (dashed, as trained)",
                             fontsize=9)  # fmt: skip
     loss_axis.set(xlabel="epoch", ylabel="validation loss (the run's objective)")
-    accuracy_axis.legend(fontsize=7)
+    legend_beside(loss_axis)  # the same runs in both panels
     return save_figure(fig, path)
 
 
@@ -88,7 +89,7 @@ def figure2(points: pd.DataFrame, path: Path) -> Path:
         axis.scatter(group["pc1"], group["pc2"], s=4, alpha=0.5, label=repr(token))
     axis.set(xlabel="PC 1", ylabel="PC 2",
              title="Storing neurons, t = -1 .. T-1 (one GRU)")  # fmt: skip
-    axis.legend(fontsize=7, markerscale=3)
+    legend_beside(axis, markerscale=3)
     return save_figure(fig, path)
 
 
@@ -100,7 +101,7 @@ def figure3(curves: dict[str, list[float]], path: Path) -> Path:
         axis.plot(range(-1, len(curve) - 1), curve, color=colour, marker=".", label=f"T={position}")
     axis.set(xlabel="t (0: end of encoding)", ylabel="mean aligned counting-neuron value",
              title="Counting neurons by assigned T (one GRU)")  # fmt: skip
-    axis.legend(fontsize=6, ncol=2)
+    legend_beside(axis, ncol=2)
     return save_figure(fig, path)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from probes.command.base import ModelProbe, epoch_of, grouped, option, units_text
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.contextual_decomposition import (
     CloseProbabilities,
     decompose_language_model,
@@ -179,7 +179,7 @@ class ContextualDecompositionProbe(ModelProbe):
                      ylabel="P(omega | phrase) (CD, mean over rules and runs)")  # fmt: skip
             axis.set_title("P(omega) from the open symbol (solid) and the conduit (dashed)",
                            fontsize=9)  # fmt: skip
-            axis.legend(fontsize=6)
+            legend_beside(axis)
             figures["over_training"] = save_figure(figure, folder / "cd_over_training.png")
         prefixes = table[table["phrase"].str.startswith("prefix=")]
         if not prefixes.empty:  # Figure 2: alpha with the first i conduit tokens
@@ -194,7 +194,7 @@ class ContextualDecompositionProbe(ModelProbe):
                 axis.plot(steps, means.values, marker="o", label=f"{group} ({tag})")
             axis.set(xlabel="i (alpha and the first i conduit tokens)",
                      ylabel="P(omega | phrase) (CD)")  # fmt: skip
-            axis.legend(fontsize=6)
+            legend_beside(axis)
             figures["prefixes"] = save_figure(figure, folder / "cd_prefixes.png")
         return figures
 

@@ -14,7 +14,7 @@ from probes.command.base import (
     run_labels,
     units_text,
 )
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import SMALLEST_POINTS, legend_beside, pyplot, save_figure
 from probes.traces import FUNCTIONAL_GROUP_PROCEDURES, site_functional_group, trace_keys
 
 
@@ -106,7 +106,7 @@ class FunctionalGroupProbe(TraceProbe):
     def figures(self, table, options, folder):
         plt = pyplot()
         summary = self.summary_table(table)
-        figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(options.targets)), 4))
+        figure, axis = plt.subplots(figsize=(max(6, 2.0 * len(options.targets)), 4))
         groups = run_labels(summary)
         width = 0.8 / len(groups)
         for index, name in enumerate(groups):
@@ -115,7 +115,7 @@ class FunctionalGroupProbe(TraceProbe):
             axis.bar(positions, part["size_mean"], width, label=name)
         labels = [t.replace(":", "\n", 1).replace("@", "\n@") for t in options.targets]
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.targets))], labels,
-                        fontsize=6)  # fmt: skip
+                        fontsize=SMALLEST_POINTS)  # fmt: skip
         axis.set_ylabel("units in the functional group (mean over runs)")
-        axis.legend(fontsize=7)
+        legend_beside(axis)
         return {"sizes": save_figure(figure, folder / "functional_group_sizes.png")}

@@ -13,7 +13,7 @@ from probes.command.base import (
     grouped,
     option,
 )
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.traces import site_values, trace_keys, valid_steps
 
 
@@ -69,5 +69,5 @@ class GateSaturationProbe(TraceProbe):
                 xlabel="fraction right-saturated",
                 ylabel="fraction left-saturated",
             )
-            axis.legend(markerscale=4, fontsize=7)
+        legend_beside(axes[0][-1], markerscale=4)  # the same run groups in every panel
         return {"saturation": save_figure(figure, folder / "gate_saturation.png")}

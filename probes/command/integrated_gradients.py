@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from probes.command.base import grouped
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import SMALLEST_POINTS, pyplot, save_figure
 from probes.command.token_positioning import (
     IntegratedGradientsOptions,
     TokenPositioningProbe,
@@ -71,7 +71,7 @@ class IntegratedGradientsProbe(TokenPositioningProbe):
         return {"importance": save_figure(figure, folder / "integrated_gradients.png")}
 
 
-LABEL_POINTS = 8
+LABEL_POINTS = SMALLEST_POINTS
 """The size of a token's label in the figure."""
 MOST_LABELS = 60
 """Token labels a heat map shows at most: beyond, every k-th token is labelled."""

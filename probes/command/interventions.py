@@ -4,7 +4,7 @@ unit values, with size-matched random controls."""
 from __future__ import annotations
 
 from probes.command.base import grouped, run_labels, units_text
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import SMALLEST_POINTS, legend_beside, pyplot, save_figure
 from probes.command.token_positioning import (
     MANIPULATED,
     InterventionsOptions,
@@ -80,7 +80,7 @@ class InterventionsProbe(TokenPositioningProbe):
         summary, controls = everything[~control], everything[control]
         names = list(MANIPULATIONS + DIAGNOSTICS)
         labels = run_labels(summary)
-        figure, axis = plt.subplots(figsize=(11, 4))
+        figure, axis = plt.subplots(figsize=(13, 4))
         width = 0.8 / len(labels)
         for index, label in enumerate(labels):
             part = summary[summary["group"] + " " + summary["checkpoint"] == label]
@@ -94,10 +94,11 @@ class InterventionsProbe(TokenPositioningProbe):
                          s=120, color="black", label="random units (control)" if not index
                          else None, zorder=3)  # fmt: skip
         ticks = [n.replace("counting_before_trigger_", "counting at\nT-2, ") for n in names]
-        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(names))],
-                        [n.replace("_", "\n", 1) for n in ticks], fontsize=6)  # fmt: skip
+        ticks = [n.replace("_", "\n", 1) for n in ticks]
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(names))], ticks,
+                        fontsize=SMALLEST_POINTS)  # fmt: skip
         axis.set(ylim=(0, 1), ylabel="accuracy after the manipulation (mean over runs)")
         axis.set_title("Table 1 and finding 4: the token at the expected position (hatched: "
                        "diagnostics, not in the paper)", fontsize=9)  # fmt: skip
-        axis.legend(fontsize=7)
+        legend_beside(axis)
         return {"table1": save_figure(figure, folder / "interventions_table1.png")}

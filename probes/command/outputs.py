@@ -11,6 +11,11 @@ import pandas as pd
 
 from storage.files import RunFileError, write_atomic
 
+SMALLEST_POINTS = 8
+"""The smallest text a figure of the suite draws (legends, tick labels, titles, annotations), in
+points: what is smaller cannot be read in a report. A legend that then covers the data goes
+outside the axes, and the figure grows, rather than the text shrinking."""
+
 
 def pyplot():
     """`matplotlib.pyplot` drawing to files only (the Agg backend), imported when first needed."""
@@ -20,6 +25,17 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def legend_beside(axis, **options):
+    """`axis`'s legend at `SMALLEST_POINTS`, right of the axes where it covers no data (`options`
+    as `Axes.legend`'s); the figure grows by the legend's width, so the axes keep theirs."""
+    legend = axis.legend(fontsize=SMALLEST_POINTS, loc="upper left", bbox_to_anchor=(1.02, 1),
+                         borderaxespad=0, **options)  # fmt: skip
+    figure = axis.figure
+    width = legend.get_window_extent(figure.canvas.get_renderer()).width / figure.dpi
+    figure.set_figwidth(figure.get_figwidth() + width + 0.1)
+    return legend
 
 
 def save_figure(figure, path: Path, dpi: int = 110) -> Path:

@@ -15,7 +15,7 @@ from probes.command.base import (
     run_labels,
     units_text,
 )
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import SMALLEST_POINTS, legend_beside, pyplot, save_figure
 from probes.interventions import KEEP_SHARE, PRUNED_MODULES, pruned_units, split_accuracy
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
@@ -113,9 +113,10 @@ class PruningProbe(ModelProbe):
                 axis.bar([p + (2 * index + offset) * width for p in positions], part[column],
                          width, color=f"C{index % 10}", hatch=hatch,
                          label=f"{name}, {'pruned' if offset else 'unpruned'}")  # fmt: skip
-        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.splits))],
-                        [s.replace("_", "\n") for s in options.splits], fontsize=7)  # fmt: skip
+        ticks = [s.replace("_", "\n") for s in options.splits]
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(options.splits))], ticks,
+                        fontsize=SMALLEST_POINTS)  # fmt: skip
         axis.set_ylabel("sequence accuracy (mean over runs)")
         axis.set_title(f"Keeping the strongest {options.share:.0%} of units (hatched)", fontsize=9)
-        axis.legend(fontsize=6)
+        legend_beside(axis)
         return {"accuracy": save_figure(figure, folder / "pruning_accuracy.png")}
