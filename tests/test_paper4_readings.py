@@ -14,6 +14,7 @@ from datamodules.token_positioning import SOS, SPECIALS, TokenPositioningDataMod
 from experiments.paper4.analysis import positioning_accuracy
 from experiments.paper4.readings import READING_IDS, reading_values, shown_beside
 from lightning_modules.seq2seq import Seq2Seq
+from probes.neuron_functions import TokenNeurons, Traced
 
 TEXT = "\n".join(f"{w} cat sat on the mat {w}\nthe dog ran to the cat {w}" for w in
                  "one two three four five six seven eight nine ten".split()) + "\n"  # fmt: skip
@@ -137,31 +138,23 @@ def test_the_planted_units_pass_every_reading():
     its controls d_par (held, read by nothing) for storing and triggering and the 7 units outside
     the register and g for counting: every reading hits on every trial and its control on none
     (but storing's, whose token stays), so every accuracy is 1 and every gap over the control 1."""
-    from probes.neuron_functions import TokenNeurons, complement, trace_rows
+    from probes.neuron_functions import complement, trace_rows
     from probes.neuron_manipulation import verify_neurons
     from tests.planted_counter_gru import (
+        COUNTING,
         D_PAR,
-        O_A,
-        REGISTER,
-        S_A,
         STEPS,
-        A,
-        B,
-        G,
         H,
-        P,
         build_model,
-        make_batch,
+        every_request,
+        planted_neurons,
     )  # fmt: skip
 
     model = build_model()
-    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in (0, 2)]
-    traced = trace_rows(model, make_batch(*zip(*combos, strict=True)), STEPS)
-    counting = torch.tensor(sorted(REGISTER + [G]))
+    traced = trace_rows(model, every_request(fillers=(0, 2)), STEPS)
     beyond_d_par = complement(torch.tensor([D_PAR]), H)
-    planted = TokenNeurons(A, torch.tensor([S_A]), counting, torch.tensor([G]),
-                           torch.tensor([O_A]), {}, {"storing": beyond_d_par, "counting": counting,
-                                                     "triggering": beyond_d_par})  # fmt: skip
+    planted = planted_neurons({"storing": beyond_d_par, "counting": torch.tensor(COUNTING),
+                               "triggering": beyond_d_par})  # fmt: skip
     verification = verify_neurons(model, traced, planted, control_draws=1, readings=True)
     analysis = {"tokens": {"A": {"verification": verification}},
                 "random_word_inputs_accuracy": 0.9, "test_position_acc": 1.0}  # fmt: skip
@@ -170,3 +163,34 @@ def test_the_planted_units_pass_every_reading():
                       for claim in READING_IDS}  # fmt: skip
     assert shown_beside(analysis) == {"single_step.storing_previous_before_last": 1.0,
                                       "control.single_step.storing_previous": 1.0}  # fmt: skip
+
+
+def planted_states() -> Traced:
+    """Two rows of token 7 at T = 3 (states t = -1..4, 4 units): unit 0 drops at t = 0 and then
+    rises (the paper's counting), unit 1 jumps up and then falls (counting "in the opposite
+    manner"), unit 2 jumps up and rises; unit 3 sits at 0.9 at h_T, the rest at 0.2 there."""
+    t = torch.arange(-1, 5, dtype=torch.float)
+    counting = torch.stack([torch.where(t < 0, 0.0, -0.8 + 0.2 * t),
+                            torch.where(t < 0, 0.0, 0.8 - 0.2 * t),
+                            torch.where(t < 0, 0.0, 0.5 + 0.1 * t)], -1)  # fmt: skip
+    states = torch.cat([counting, torch.full((6, 1), 0.9)], -1).repeat(2, 1, 1)
+    states[:, 4, :3] = 0.2 * torch.tensor([-1.0, 1.0, 1.0])  # h_T: |0.2| beside unit 3's 0.9
+    batch = {"signal_token": torch.tensor([[7], [7]]), "signal_position": torch.tensor([[3], [3]])}
+    return Traced(batch, {}, torch.zeros(2, 5, dtype=torch.long), states)
+
+
+def test_counting_units_record_their_jump_and_rise_and_curves_align_by_the_drop():
+    from experiments.paper4.analysis import counting_curves, counting_units, output_magnitude
+
+    empty = torch.tensor([], dtype=torch.long)
+    neurons = TokenNeurons(7, empty, torch.tensor([0, 1, 2]), empty, torch.tensor([3]), {}, {})
+    traced = planted_states()
+    units = counting_units(traced, neurons)
+    assert units["jump"] == pytest.approx([-0.8, 0.8, 0.5])
+    assert units["rise"] == pytest.approx([0.4, -0.4, 0.2])  # t = 0 -> T - 1 = 2
+    # by the rise, each unit is turned to rise: the mean curve at t = 0 is (-0.8 - 0.8 + 0.5) / 3;
+    # by the drop, units 1 and 2 are turned to drop: (-0.8 - 0.8 - 0.5) / 3
+    assert counting_curves(traced, [neurons])[3][1] == pytest.approx(-1.1 / 3)
+    assert counting_curves(traced, [neurons], by_drop=True)[3][1] == pytest.approx(-2.1 / 3)
+    assert output_magnitude(traced, neurons) == pytest.approx(0.9)
+    assert output_magnitude(traced, neurons, others=True) == pytest.approx(0.2)

@@ -99,19 +99,37 @@ def storing_change_ratio(traced, neurons: TokenNeurons) -> float:
     return float(change[:, neurons.storing].mean() / change[:, others].mean())
 
 
-def output_magnitude(traced, neurons: TokenNeurons) -> float:
+def output_magnitude(traced, neurons: TokenNeurons, others: bool = False) -> float:
     """Finding 4: the mean |h_T| of the outputting units over this token's rows ("their values
-    tend to be close to -1 or +1")."""
+    tend to be close to -1 or +1"); with `others`, of every other unit on the same rows (what
+    the outputting units are nearer to ±1 than)."""
     own = traced.rows(traced.token == neurons.token)
     if neurons.outputting.numel() == 0:
         return float("nan")
-    return float(own.states_at()[:, neurons.outputting].abs().mean())
+    chosen = torch.zeros(own.states.shape[-1], dtype=torch.bool)
+    chosen[neurons.outputting] = True
+    return float(own.states_at()[:, ~chosen if others else chosen].abs().mean())
 
 
 def counting_rise(own, units: torch.Tensor) -> torch.Tensor:
     """`[units]`: how much each of `units` rises from t = 0 to T - 1, on average over the rows
     of `own` (negative: it counts "in the opposite manner", finding 2)."""
     return (own.states_at(-1) - own.states[:, 1])[:, units].mean(0)
+
+
+def counting_jump(own, units: torch.Tensor) -> torch.Tensor:
+    """`[units]`: each of `units`' mean step h_0 - h_{-1} over the rows of `own`, when the signal
+    T reaches the encoder (the paper: counting units "face significant drop" there)."""
+    return (own.states[:, 1] - own.states[:, 0])[:, units].mean(0)
+
+
+def counting_units(traced, neurons: TokenNeurons) -> dict[str, list[float]]:
+    """Finding 2's mirrored process, per counting unit of this token: its `jump` at t = 0 and
+    its `rise` from t = 0 to T - 1 (a unit jumping up then falling counts "in the opposite
+    manner")."""
+    own = traced.rows(traced.token == neurons.token)
+    return {"jump": counting_jump(own, neurons.counting).tolist(),
+            "rise": counting_rise(own, neurons.counting).tolist()}  # fmt: skip
 
 
 def counting_directions(traced, neurons: TokenNeurons) -> dict[str, int]:
@@ -134,10 +152,12 @@ def signal_coverage(datamodule, tokens: list[int], positions) -> dict[str, float
     return {"tokens": float(np.mean(token_share)), "positions": float(np.mean(position_share))}
 
 
-def counting_curves(traced, neurons: list[TokenNeurons]) -> dict[int, list[float]]:
+def counting_curves(traced, neurons: list[TokenNeurons], by_drop: bool = False
+                    ) -> dict[int, list[float]]:  # fmt: skip
     """Figure 3: by T, the mean over rows (all tokens) of the counting units' average value at
     t = -1 .. T, each unit's sign turned so that it rises from t = 0 to T - 1 ("some neurons
-    perform counting in the opposite manner")."""
+    perform counting in the opposite manner"); with `by_drop`, so that it drops at t = 0 (the
+    sign of -jump, +1 where it is 0: the alignment does not look at the rise it tests)."""
     sums: dict[int, np.ndarray] = {}
     counts: dict[int, int] = {}
     for token_neurons in neurons:
@@ -145,8 +165,8 @@ def counting_curves(traced, neurons: list[TokenNeurons]) -> dict[int, list[float
         units = token_neurons.counting
         if units.numel() == 0:
             continue
-        rise = counting_rise(own, units)
-        aligned = own.states[:, :, units] * rise.sign().where(rise != 0, 1.0)
+        turn = -counting_jump(own, units) if by_drop else counting_rise(own, units)
+        aligned = own.states[:, :, units] * turn.sign().where(turn != 0, 1.0)
         for position in sorted(set(own.position.tolist())):
             curve = aligned[own.position == position][:, : position + 2].mean(-1)  # t=-1..T
             sums[position] = sums.get(position, 0) + curve.sum(0).numpy()
@@ -218,12 +238,16 @@ def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
                 model, traced, neurons, scale.control_draws, readings=True
             ),
             "outputting_abs": output_magnitude(traced, neurons),
+            "others_abs": output_magnitude(traced, neurons, others=True),
             "counting_directions": counting_directions(traced, neurons),
+            "counting_units": counting_units(traced, neurons),
             "gates": gate_interaction(model, traced, neurons),
             "storing_change_ratio": storing_change_ratio(traced, neurons),
         }
     curves = counting_curves(traced, found)
     rho, rises = counting_statistics(curves) if len(curves) > 2 else (float("nan"),) * 2
+    by_drop = counting_curves(traced, found, by_drop=True)
+    rises_by_drop = counting_statistics(by_drop)[1] if len(by_drop) > 2 else float("nan")
     return {
         "hidden_size": model.hparams.hidden_size,
         "coverage": signal_coverage(datamodule, tokens, POSITIONS),
@@ -234,6 +258,8 @@ def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
         "counting_curves": {str(p): c for p, c in curves.items()},
         "counting_rho": rho,
         "counting_rises": rises,
+        "counting_curves_by_drop": {str(p): c for p, c in by_drop.items()},
+        "counting_rises_by_drop": rises_by_drop,
         "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
         "random_word_inputs_accuracy": positioning_accuracy(
             model, datamodule, "test", random_seed=0, words_only=True
