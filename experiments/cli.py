@@ -465,8 +465,9 @@ def float32_kernels() -> None:
     """The suite's fits compute in float32 on every device, as the papers' models were trained.
     cuDNN's kernels (GRU, LSTM, convolutions) on Ampere and newer GPUs default to TF32, a 10-bit
     mantissa (`torch.backends.cudnn.allow_tf32`): on an H200 it moved a small LSTM layer's outputs
-    by 1.7e-4 and a GRU's by 2.7e-4 from float32, against 5e-6 with it off (2026-11-27: found by
-    `tests/test_cuda.py`, measured by hand). Matrix products are float32 by torch's default."""
+    by 1.7e-4 and a GRU's by 2.7e-4 from float32, against 5e-6 with it off (`tests/test_cuda.py`
+    checks the setting and, on a GPU, the fused kernel against the traced layer). Matrix
+    products are float32 by torch's default."""
     torch.backends.cudnn.allow_tf32 = False
 
 

@@ -145,7 +145,7 @@ def stopping_gently() -> Iterator[None]:
 def read_sittings(path: Path) -> list[dict]:
     """The sittings recorded in `path` (none where it does not exist: a run trained before
     `sittings.json` existed); a ValueError naming the file where it is not such a list. A
-    sitting's `device` and `cpu_seconds` are kept where recorded (from 2026-11-27 on)."""
+    sitting's `device` and `cpu_seconds` are optional: kept where recorded."""
     if not path.is_file():
         return []
     try:

@@ -106,8 +106,8 @@ PROBES = probes_of("gru")
 READINGS = (("probes", "coauthors", "every split"), ("probes_text", "text", "test sets"))
 """Tables 2-3's two readings: (result key, `site_functional_group` procedure, data). The
 co-authors' code (`functional_groups.py`) decides, on the activations of all the data (its
-`*_all.pt`: here every split's); the text's reading, which this reproduction's first reports used,
-stays beside it on the four test sets."""
+`*_all.pt`: here every split's); the text's reading stays beside it on the four test sets, its
+verdicts kept as the earlier ones."""
 STRING_ROWS = slice(3, None)  # decoder vocabulary: 0 pad, 1 <sos>, 2 <eos>, 3.. the 8 strings
 
 

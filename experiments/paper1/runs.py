@@ -10,13 +10,12 @@ same analysis of their untrained weights (`untrained_analysis`: the `epoch=init`
 29's null model). A retrain's are its new-composition accuracy and best epoch (and, pruned, the
 accuracy before it and the units kept). With `--reuse-runs` a run whose measurements were taken
 from the same command is never trained or measured again, so the report can be rebuilt from the
-measurement files alone (`reports/paper1/runs/`); measurements from before the untrained
-analysis get it from their run folder, the run kept, or, where that folder is gone, from the
-weights the same command starts from, rebuilt by a one-batch fit in a scratch folder: the seed
-fixes them, so nothing is trained again (`experiments.engine.measure`, shared with paper 4). The
-measurements added
-after the runs were first measured (`scales.OPTIONAL`: footnote 5's SHAP groups of every GRU and
-LSTM, the LSTMs' analyses for footnote 1, each trained and untrained) are measured on a kept run
+measurement files alone (`reports/paper1/runs/`); measurements without the untrained analysis
+get it from their run folder, the run kept, or, where that folder is gone, from the weights the
+same command starts from, rebuilt by a one-batch fit in a scratch folder: the seed fixes them, so
+nothing is trained again (`experiments.engine.measure`, shared with paper 4). The optional
+measurements (`scales.OPTIONAL`: footnote 5's SHAP groups of every GRU and LSTM, the LSTMs'
+analyses for footnote 1, each trained and untrained) are measured on a kept run lacking them
 only when asked (`--add-measurements`, `Scale.added`): from its run folder, or by training it
 again from its command where the folder is gone (bit for bit: its test accuracies must come out
 as kept, `experiments.engine.measure.same_model`); without them the report says which claims are not

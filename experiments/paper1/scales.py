@@ -42,7 +42,7 @@ OPTIONAL = {
     "footnote5": "footnote 5's SHAP-ranked functional groups of every GRU and LSTM, trained and "
     "untrained",
 }
-"""Measurements added after the runs were first measured: a kept run lacking them gets
+"""Optional measurements, each measured on every new run: a kept run lacking them gets
 them only when asked (`--add-measurements`), from its run folder, or by training it again from
 its command where the folder is gone (its seed fixes it; its test accuracies must come out as
 kept); without them the report says which claims are not measured."""
@@ -113,7 +113,7 @@ PAPER_SCHEDULE = Scale(None, 100, 20, 3)
 to 100 epochs, best held-out checkpoint), pruned models 20 epochs: 5,900 model-epochs of 232
 steps. Estimated 5 h on 2 CPU cores, two runs at a time, over several invocations with
 `--reuse-runs`. Measured with the kept-memory allocator setting (`experiments.allocator`): an
-epoch takes 4.7 s alone (6.3 s before it) and 6 s each with two fits at a time, which share the
+epoch takes 4.7 s alone (6.3 s without it) and 6 s each with two fits at a time, which share the
 memory bandwidth (a batch-1 step moves every weight, gradient and Adam moment); `make bench`
 shows why neither a vectorised ensemble nor `torch.compile` shortens a step."""
 
@@ -121,11 +121,11 @@ SCALES = {
     "paper": PAPER_SCHEDULE,
     "default": PAPER_SCHEDULE,
     # The paper's training and pruning; substitutions retrained 15 epochs of the paper's up to
-    # 100, by the same procedure otherwise (best held-out checkpoint): what fits a 3-hour
-    # session on 2 CPU cores (1,820 model-epochs; `paper`: 5,900).
+    # 100, by the same procedure otherwise (best held-out checkpoint): what fits in 3 hours on
+    # 2 CPU cores (1,820 model-epochs; `paper`: 5,900).
     "paper-training": Scale(None, 15, 20, 3),
-    # The earlier default: training 40 epochs, substitutions 5 (measured: training 47 min,
-    # ablations 62 min, analyses 8 min on 2 CPU cores).
+    # Training 40 epochs, substitutions 5 (measured: training 47 min, ablations 62 min,
+    # analyses 8 min on 2 CPU cores).
     "short": Scale(40, 5, 20, 3),
     # The whole pipeline on tiny sizes (used by the tests), not a reproduction: its verdicts
     # mean nothing. Two models of each variant (the fewest the claims take) of 8 units, 10

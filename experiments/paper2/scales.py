@@ -80,21 +80,20 @@ SCALES = {
     # The paper's corpus, a grid around its figures (the paper gives no k or n), 3 seeds: 96 runs
     # of 50 epochs on 1M tokens (18 of them Figure 3 by the authors' generator), for a GPU: 30-46
     # min per run on one CPU core (the default grid, two machines); on one H200, 14 runs at a
-    # time, about 32 s an epoch each (measured 2026-11-27): about 27 min a run, 3 h for all.
+    # time, about 32 s an epoch each (docs/reproductions.md): about 27 min a run, 3 h for all.
     "paper": Scale(1_000_000, 50, 40, (10, 100, 300, 1000), (1, 2, 4, 8), (4, 8), M_READINGS),
     # The paper's corpus and seeds on 2 CPU cores: Figure 3 with both readings of m, Figure 1 at
     # n = 10 to 1000 for k = 2, 4, 8, whose k = 8 cells are Figure 2's, that cell also with
     # momentum and with weight decay (section 3, two readings of their values, 12 runs); and
     # Figure 3 by the authors' generator. 84 runs of 30-46 min on one core each (two machines),
     # two at a time: 21-32 h over several invocations (`--reuse-runs` resumes them) or machines
-    # (`--shard`). A reading added later appends its runs, so the others keep their index and
-    # shard (the second optimizer reading, 2026-11-27, added runs 79-84). Until
-    # 2026-11-26 Figure 1 was n = 300 and 1000 only (n = 10 and 100 sat at chance at every k of
-    # the 100k-token runs); at 1M tokens those two sit at the ceiling by epoch 40 (P(omega |
-    # alpha) 0.999-1.000 at k = 2 and 4), so Figure 1's claims would be decided by the ceiling.
+    # (`--shard`). A new reading appends its runs, so the others keep their index and shard
+    # (the second optimizer reading is runs 79-84). Figure 1 takes n = 10 and 100 as well: at
+    # 1M tokens n = 300 and 1000 sit at the ceiling by epoch 40 (P(omega | alpha) 0.999-1.000
+    # at k = 2 and 4), so alone they would decide Figure 1's claims by the ceiling.
     "default": Scale(1_000_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), M_READINGS),
-    # The 45-minute run of earlier reports: 10x fewer tokens, one seed; m = 100 keeps the share
-    # of the corpus that m = 1000 fills at 1M tokens. Floor and ceiling decide several claims.
+    # About 45 minutes: 10x fewer tokens, one seed; m = 100 keeps the share of the corpus that
+    # m = 1000 fills at 1M tokens. Floor and ceiling decide several claims.
     "small": Scale(100_000, 50, 40, (10, 100, 300, 1000), (2, 4, 8), (4, 8), (100,), (0,)),
     # The whole pipeline on tiny sizes (used by the tests), not a reproduction: its verdicts
     # mean nothing. Every kind of run once: two k and two n, Figure 3 by both generators, both

@@ -1,13 +1,12 @@
 """Paper 3's claims (Gradient Descent Resists Compositionality, sections 5.1, 5.2 and 6) with the
 rules that decide them, computed from the runs' measurements (`experiments.paper3.runs`: one
-record per run); rules fixed before the runs.
+record per run), each rule dated in `reports/paper3/rules.json` (`history.md` lists those
+written after results existed).
 
 The toy's claims are decided under both of its readings (`experiments.paper3.toy`): the text's
 (ids `toy.*`, the primary verdicts) and the authors' playground (`playground.toy.*`), by the same
-rules on each reading's grid. `toy.step1_boundary_stable` was added to both after the
-text's other verdicts existed; they are unchanged. The two-digit images' claims are decided
-again, by the same rules, on the runs of the authors' TensorFlow program (`IMAGES_AUTHORS`, ids
-`authors.images.*`).
+rules on each reading's grid. The two-digit images' claims are decided again, by the same rules,
+on the runs of the authors' TensorFlow program (`IMAGES_AUTHORS`, ids `authors.images.*`).
 
 The toy's two claims compare setting A with its control, setting B, seed by seed, the
 direction first (`control_claim`; the rule they replaced stays beside each verdict, `Earlier`),
@@ -307,7 +306,7 @@ DATA_FACT = (
     "the split sizes are SCAN's add-jump files, which no model touches: a check of the data the "
     "runs read, not a finding"
 )
-"""Why SCAN's split sizes are uninformative (the pre-registered rule of 2026-11-28)."""
+"""Why SCAN's split sizes are uninformative (a pre-registered rule: `DATA_FACT_CHANGE`)."""
 DATA_FACT_CHANGE = (
     "the rule: a fact about the data, not a finding. Registered on 2026-11-28 before its result "
     "(reports/paper3/preregistration.md): the split sizes are counted and tested as before, then "

@@ -52,7 +52,7 @@ def report(request: Request, records: dict[tuple, dict]) -> Built:
     the untrained weights."""
     scale_name, scale, figures_folder = request.scale_name, request.scale, request.out / "figures"
     claims = judged_claims(records, scale.seeds)
-    if scale_name == "default":  # the earlier report was of this scale
+    if scale_name == "default":  # EARLIER is a report of this scale
         earlier = [Claim.from_json(r) for r in json.loads(EARLIER.read_text())]
         claims = with_earlier(claims, earlier, EARLIER_REASON)
     measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
