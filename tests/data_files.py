@@ -3,6 +3,8 @@
 
 from pathlib import Path
 
+import torch
+
 from datamodules.scan import SPLIT_FILES
 
 
@@ -20,3 +22,11 @@ def write_scan_split(splits: dict[str, list[tuple[str, str]]], folder: str | Pat
         lines = "".join(f"IN: {command} OUT: {actions}\n" for command, actions in pairs)
         (Path(folder) / SPLIT_FILES[split]).parent.mkdir(parents=True, exist_ok=True)
         (Path(folder) / SPLIT_FILES[split]).write_text(lines, encoding="utf-8")
+
+
+def write_best_checkpoint(folder: str | Path, checkpoint: dict) -> Path:
+    """``checkpoint`` as the run folder's ``checkpoints/best.ckpt``, as a fit leaves it; returns
+    the run folder."""
+    (Path(folder) / "checkpoints").mkdir(parents=True)
+    torch.save(checkpoint, Path(folder) / "checkpoints" / "best.ckpt")
+    return Path(folder)

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from datamodules.lookup_tables import generate_lookup_tables
 from datamodules.token_positioning import TokenPositioningDataModule
-from lightning_modules.seq2seq import Seq2Seq
-from tests.data_files import write_lookup_tables
-from tests.planted_counter_gru import EOS, PAD, POS, SOS, A, B, C, H, P, V, X, build_model
+from tests.data_files import write_best_checkpoint, write_lookup_tables
+from tests.planted_counter_gru import (
+    A,
+    B,
+    P,
+    X,
+    renumbered_model,
+    token_positioning_checkpoint,
+)
 from tests.test_two_digit_images import fake_images, write_fake_mnist
 
 WORDS = {A: "i", B: "the", X: "and"}
@@ -59,40 +63,9 @@ def planted_text(folder: Path) -> Path:
     return folder
 
 
-def planted_model(datamodule: TokenPositioningDataModule) -> Seq2Seq:
-    """`build_model()` with its token ids moved to the DataModule's vocabulary."""
-    ids = {word: i for i, word in enumerate(datamodule.vocab)}
-    moved = {PAD: ids["<pad>"], SOS: ids["<sos>"], EOS: ids["<eos>"],
-             **{token: ids[word] for token, word in WORDS.items()},
-             **{POS + t: ids[f"<pos={t}>"] for t in range(1, P + 1)}}  # fmt: skip
-    built, size = build_model(), len(datamodule.vocab)
-    model = Seq2Seq(size, size, cell="gru", embedding_size=V, hidden_size=H, attention="none",
-                    bridge="last")  # fmt: skip
-    state = {k: v for k, v in built.state_dict().items() if k.startswith(("encoder.", "decoder."))}
-    model.load_state_dict(state, strict=False)
-    old, new = list(moved), list(moved.values())
-    with torch.no_grad():
-        for name in ("encoder_embedding", "decoder_embedding"):
-            getattr(model, name).weight.zero_()
-            getattr(model, name).weight[new] = getattr(built, name).weight[old]
-        model.output.weight.zero_()
-        model.output.weight[new] = built.output.weight[old]
-        model.output.bias.fill_(-C)
-        model.output.bias[new] = built.output.bias[old]
-    return model.eval()
-
-
 def planted_paper4_run(run: Path, text: Path) -> Path:
     """The planted network as a paper-4 run folder trained on `text` (its best checkpoint)."""
     settings = {"data_dir": str(text), **PAPER4_DATA}
-    model = planted_model(TokenPositioningDataModule(**settings))
-    checkpoint = {
-        "state_dict": model.state_dict(),
-        "hyper_parameters": {"_class_path": "lightning_modules.seq2seq.Seq2Seq",
-                             **dict(model.hparams)},
-        "datamodule_hyper_parameters": {"_class_path": "datamodules.TokenPositioningDataModule",
-                                        **settings},
-    }  # fmt: skip
-    (run / "checkpoints").mkdir(parents=True)
-    torch.save(checkpoint, run / "checkpoints" / "best.ckpt")
-    return run
+    vocab = TokenPositioningDataModule(**settings).vocab
+    model = renumbered_model(vocab, WORDS)
+    return write_best_checkpoint(run, token_positioning_checkpoint(model, settings))

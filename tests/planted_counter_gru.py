@@ -21,9 +21,12 @@ decoder's steps):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 
 from lightning_modules.seq2seq import Seq2Seq
+from probes.neuron_functions import TokenNeurons
 
 # ---- the vocabulary (source and target share it) -------------------------------------------------
 PAD, SOS, EOS, X, A, B = 0, 1, 2, 3, 4, 5
@@ -45,6 +48,8 @@ D_PAR, D_CNT, D_OSC = (UNIT[n] for n in ("d_par", "d_cnt", "d_osc"))
 DISTRACTORS = [D_PAR, D_CNT, D_OSC]
 STORING = sorted([S_A, S_B])
 OUTPUTTING = sorted([O_A, O_B])
+COUNTING = sorted(REGISTER + [G])
+"""The counting units: the one-hot register and g, the unit it fires a step later."""
 
 BETA = 15.0
 """Gain of every saturating gate and candidate."""
@@ -137,9 +142,60 @@ def make_batch(positions, tokens, fillers) -> dict[str, torch.Tensor]:
     }
 
 
+def every_request(fillers: Iterable[int] = range(4)) -> dict[str, torch.Tensor]:
+    """`make_batch` of every position T in 1..P, both tokens (A, B) and each filler count of
+    `fillers`, T first: `2 * len(fillers)` rows at each T, half of them of token A."""
+    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in fillers]
+    return make_batch(*zip(*combos, strict=True))
+
+
+def planted_neurons(candidates: dict[str, torch.Tensor] | None = None) -> TokenNeurons:
+    """Token A's planted units as stage 3 reports them (s_A, the counting units, g, o_A), with
+    `candidates` (the units a control draws from) or none."""
+    return TokenNeurons(A, torch.tensor([S_A]), torch.tensor(COUNTING), torch.tensor([G]),
+                        torch.tensor([O_A]), {}, candidates or {})  # fmt: skip
+
+
 def expected_outputs(positions: list[int], tokens: torch.Tensor) -> torch.Tensor:
     """`[batch, STEPS]` x everywhere but `tokens` at each listed 1-based position."""
     expected = torch.full((tokens.shape[0], STEPS), X)
     for position in positions:
         expected[:, position - 1] = tokens
     return expected
+
+
+def renumbered_model(vocab: list[str], words: dict[int, str]) -> Seq2Seq:
+    """`build_model()` with its token ids moved to the ids of `vocab` (a
+    `TokenPositioningDataModule`'s): the specials, `<pos=1..P>` and the tokens of `words`
+    (A, B and the filler X, each as the word that stands for it). Other entries read as nothing
+    and are never output; the behaviour does not change."""
+    ids = {word: i for i, word in enumerate(vocab)}
+    moved = {PAD: ids["<pad>"], SOS: ids["<sos>"], EOS: ids["<eos>"],
+             **{token: ids[word] for token, word in words.items()},
+             **{POS + t: ids[f"<pos={t}>"] for t in range(1, P + 1)}}  # fmt: skip
+    built, size = build_model(), len(vocab)
+    model = Seq2Seq(size, size, cell="gru", embedding_size=V, hidden_size=H, attention="none",
+                    bridge="last")  # fmt: skip
+    state = {k: v for k, v in built.state_dict().items() if k.startswith(("encoder.", "decoder."))}
+    model.load_state_dict(state, strict=False)
+    old, new = list(moved), list(moved.values())
+    with torch.no_grad():
+        for name in ("encoder_embedding", "decoder_embedding"):
+            getattr(model, name).weight.zero_()
+            getattr(model, name).weight[new] = getattr(built, name).weight[old]
+        model.output.weight.zero_()
+        model.output.weight[new] = built.output.weight[old]
+        model.output.bias.fill_(-C)
+        model.output.bias[new] = built.output.bias[old]
+    return model.eval()
+
+
+def token_positioning_checkpoint(model: Seq2Seq, settings: dict) -> dict:
+    """What a fit of `model` on `TokenPositioningDataModule(**settings)` checkpoints."""
+    return {
+        "state_dict": model.state_dict(),
+        "hyper_parameters": {"_class_path": "lightning_modules.seq2seq.Seq2Seq",
+                             **dict(model.hparams)},
+        "datamodule_hyper_parameters": {"_class_path": "datamodules.TokenPositioningDataModule",
+                                        **settings},
+    }  # fmt: skip

@@ -38,6 +38,17 @@ def quick_reproduction(
     return done.stdout, {claim["id"]: claim for claim in claims}
 
 
+def shared_quick_reproduction(
+    tmp_path_factory, paper: int | str, env: dict[str, str] | None = None
+) -> tuple[Path, str, dict[str, dict]]:
+    """What a module's fixture shares among its tests: paper `paper`'s quick reproduction (or the
+    study's named `paper`) in a fresh folder `<paper>_quick`, as the folder, the output and the
+    claims by id."""
+    folder = tmp_path_factory.mktemp(f"{study_module(paper).rsplit('.', 1)[-1]}_quick")
+    output, claims = quick_reproduction(paper, folder, env=env)
+    return folder, output, claims
+
+
 def assert_quick_report(report: str, title: str = "# Paper ") -> None:
     """A quick reproduction's `report` (report.md's text, its first line starting with `title`)
     says on its first line that it is the quick scale, a check of the pipeline whose verdicts

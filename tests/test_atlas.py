@@ -45,7 +45,7 @@ from tests.planted_counter_gru import (
     build_model,
     every_request,
 )
-from tests.smoke import assert_quick_report, quick_reproduction
+from tests.smoke import assert_quick_report, quick_reproduction, shared_quick_reproduction
 from tests.test_probes import TABLES, UNITS, planted_gru, planted_inputs
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -260,9 +260,7 @@ QUICK_RUNS = ("paper1_baseline/seed=1", "paper1_guided/seed=1", "paper4_gru/seed
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """One quick atlas shared by the tests: its folder, output and claims."""
-    folder = tmp_path_factory.mktemp("atlas_quick")
-    output, claims = quick_reproduction("atlas", folder)
-    return folder, output, claims
+    return shared_quick_reproduction(tmp_path_factory, "atlas")
 
 
 def test_quick_atlas_measures_every_model_beside_its_null(quick):

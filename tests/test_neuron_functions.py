@@ -46,6 +46,7 @@ from tests.planted_counter_gru import (
     H,
     P,
     build_model,
+    every_request,
     expected_outputs,
     make_batch,
 )
@@ -59,8 +60,7 @@ def model() -> Seq2Seq:
 @pytest.fixture(scope="module")
 def everything(model):
     """Every T in 1..P, token and filler count 0..3: 64 rows, their trace and states."""
-    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in range(4)]
-    batch = make_batch(*zip(*combos, strict=True))
+    batch = every_request()
     record = model.trace(batch)
     return batch, record, paper_time_states(record, batch["source_lengths"])
 

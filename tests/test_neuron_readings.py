@@ -11,7 +11,6 @@ import torch
 from probes.neuron_functions import (
     DIAGNOSTICS,
     MANIPULATIONS,
-    TokenNeurons,
     complement,
     decoder_step,
     greedy_outputs,
@@ -25,8 +24,10 @@ from probes.neuron_manipulation import (
     verify_neurons,
 )
 from tests.planted_counter_gru import (
+    COUNTING as COUNTING_UNITS,
+)
+from tests.planted_counter_gru import (
     D_PAR,
-    O_A,
     REGISTER,
     S_A,
     STEPS,
@@ -36,13 +37,14 @@ from tests.planted_counter_gru import (
     H,
     P,
     build_model,
+    every_request,
     expected_outputs,
     make_batch,
+    planted_neurons,
 )
 
 T = 6
-COUNTING = torch.tensor(sorted(REGISTER + [G]))
-"""The planted counting units: the one-hot register and g, the unit it fires a step later."""
+COUNTING = torch.tensor(COUNTING_UNITS)
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +146,10 @@ def test_reading_trials_cover_every_step_that_t_allows(at_t):
 @pytest.fixture(scope="module")
 def traced(model):
     """Every T in 1..P, tokens A and B, 0..3 fillers: 4 rows of token A at each T."""
-    combos = [(t, tok, f) for t in range(1, P + 1) for tok in (A, B) for f in range(4)]
-    return trace_rows(model, make_batch(*zip(*combos, strict=True)), STEPS)
+    return trace_rows(model, every_request(), STEPS)
 
 
-PLANTED = TokenNeurons(A, torch.tensor([S_A]), COUNTING, torch.tensor([G]), torch.tensor([O_A]),
-                       {}, {})  # fmt: skip
+PLANTED = planted_neurons()
 
 
 def test_verify_neurons_records_the_readings_and_every_manipulation_by_t(model, traced):
@@ -194,8 +194,7 @@ def test_the_readings_have_size_matched_controls_by_t(model, traced):
         "counting": COUNTING,
         "triggering": torch.tensor([G]),
     }  # the storing control can only be d_par
-    planted = TokenNeurons(A, torch.tensor([S_A]), COUNTING, torch.tensor([G]),
-                           torch.tensor([O_A]), {}, candidates)  # fmt: skip
+    planted = planted_neurons(candidates)
     counts = verify_neurons(model, traced, planted, control_draws=2, seed=0, readings=True)
     single = counts["control.single_step.storing_previous"]
     assert single[0] == single[1] == 2 * counts["single_step.storing_previous"][1]

@@ -20,7 +20,7 @@ from tests.smoke import (
     assert_shards_merge,
     copy_kept_measurements,
     quick_command,
-    quick_reproduction,
+    shared_quick_reproduction,
 )
 
 
@@ -78,9 +78,7 @@ def test_requested_rows_put_the_token_at_its_position(tmp_path):
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     """One quick reproduction on one machine, shared by the tests: its folder, output, claims."""
-    folder = tmp_path_factory.mktemp("paper4_quick")
-    output, claims = quick_reproduction(4, folder)
-    return folder, output, claims
+    return shared_quick_reproduction(tmp_path_factory, 4)
 
 
 def test_quick_reproduction_writes_report_claims_and_figures(quick):

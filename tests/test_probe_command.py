@@ -26,6 +26,7 @@ import torch
 import probes.command.run
 from probes.command.cli import main
 from storage.files import save_tensors_atomic
+from tests.data_files import write_best_checkpoint
 from tests.test_probes import TABLES, UNITS, planted_gru
 
 SPLITS = ("first", "second")
@@ -72,9 +73,7 @@ def planted_run(folder: Path, seed: int, noise_units: int = 0, batch: int = 120)
             }, folder / "traces" / split / f"{tag}.safetensors")  # fmt: skip
     state = {f"encoder.{name}": value for name, value in gru.state_dict().items()}
     checkpoint = {"state_dict": state, "hyper_parameters": {"_class_path": "tests.PlantedGRU"}}
-    (folder / "checkpoints").mkdir(parents=True)
-    torch.save(checkpoint, folder / "checkpoints" / "best.ckpt")
-    return folder
+    return write_best_checkpoint(folder, checkpoint)
 
 
 @pytest.fixture(scope="module")

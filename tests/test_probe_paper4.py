@@ -21,7 +21,6 @@ import pytest
 import torch
 
 from datamodules.token_positioning import TokenPositioningDataModule
-from lightning_modules.seq2seq import Seq2Seq
 from probes.command.cli import main
 from probes.command.token_positioning import one_thread
 from probes.neuron_functions import (
@@ -34,25 +33,21 @@ from probes.neuron_functions import (
 from probes.neuron_manipulation import verify_neurons
 from storage.files import load_checkpoint
 from storage.run_folder import RunFolder
+from tests.data_files import write_best_checkpoint
 from tests.planted_counter_gru import (
-    EOS,
     O_A,
     O_B,
-    PAD,
-    POS,
     REGISTER,
     S_A,
     S_B,
-    SOS,
     A,
     B,
-    C,
     G,
     H,
     P,
-    V,
     X,
-    build_model,
+    renumbered_model,
+    token_positioning_checkpoint,
 )
 
 KEEP = str(2 / H)
@@ -72,45 +67,12 @@ def write_text(folder: Path) -> Path:
     return folder
 
 
-def renumbered_model(datamodule: TokenPositioningDataModule) -> Seq2Seq:
-    """`build_model()` with its token ids moved to the DataModule's (<unk> reads as nothing and
-    is never output)."""
-    ids = {word: i for i, word in enumerate(datamodule.vocab)}
-    moved = {PAD: ids["<pad>"], SOS: ids["<sos>"], EOS: ids["<eos>"], X: ids["x"], A: ids["a"],
-             B: ids["b"], **{POS + t: ids[f"<pos={t}>"] for t in range(1, P + 1)}}  # fmt: skip
-    built = build_model()
-    size = len(datamodule.vocab)
-    model = Seq2Seq(size, size, cell="gru", embedding_size=V, hidden_size=H, attention="none",
-                    bridge="last")  # fmt: skip
-    state = {k: v for k, v in built.state_dict().items() if k.startswith(("encoder.", "decoder."))}
-    model.load_state_dict(state, strict=False)
-    old, new = list(moved), list(moved.values())
-    with torch.no_grad():
-        for name in ("encoder_embedding", "decoder_embedding"):
-            getattr(model, name).weight.zero_()
-            getattr(model, name).weight[new] = getattr(built, name).weight[old]
-        model.output.weight.zero_()
-        model.output.weight[new] = built.output.weight[old]
-        model.output.bias.fill_(-C)
-        model.output.bias[new] = built.output.bias[old]
-    return model.eval()
-
-
 def planted_run(folder: Path, text: Path, data_seed: int) -> Path:
     settings = {"data_dir": str(text), **DATA, "data_seed": data_seed}
     datamodule = TokenPositioningDataModule(**settings)
     assert datamodule.vocab[4 + P :] == ["a", "b", "x"]
-    model = renumbered_model(datamodule)
-    checkpoint = {
-        "state_dict": model.state_dict(),
-        "hyper_parameters": {"_class_path": "lightning_modules.seq2seq.Seq2Seq",
-                             **dict(model.hparams)},
-        "datamodule_hyper_parameters": {"_class_path": "datamodules.TokenPositioningDataModule",
-                                        **settings},
-    }  # fmt: skip
-    (folder / "checkpoints").mkdir(parents=True)
-    torch.save(checkpoint, folder / "checkpoints" / "best.ckpt")
-    return folder
+    model = renumbered_model(datamodule.vocab, {X: "x", A: "a", B: "b"})
+    return write_best_checkpoint(folder, token_positioning_checkpoint(model, settings))
 
 
 @pytest.fixture(scope="module")
