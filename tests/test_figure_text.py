@@ -1,7 +1,9 @@
 """Every text of the figures drawn for pruning, contextual decomposition, gate saturation,
-functional groups and the neuron manipulations (the probes' and the reproductions') is readable:
-no legend entry, tick label, title, annotation or axis label below `SMALLEST_POINTS` (8 pt).
-Each figure is drawn on small hand-made measurements of the shape its caller passes."""
+functional groups, the neuron manipulations and SVM-RFE (the probes' and the reproductions'),
+paper 1's embedding, activations and Tables 5-6, paper 3's toy data and the atlas's matrix is
+readable: no legend entry, tick label, title, annotation or axis label below `SMALLEST_POINTS`
+(8 pt), and tick labels too many to fit are labelled one in k rather than shrunk. Each figure is
+drawn on small hand-made measurements of the shape its caller passes."""
 
 import matplotlib
 import pandas as pd
@@ -79,11 +81,69 @@ def paper1_pruning(tmp_path):
     ablation_figure(ablation, original, paper, tmp_path / "ablation.png")
 
 
-def paper1_saturation(tmp_path):
-    from experiments.paper1.analyses import GATES, saturation_figure
+def paper1_analyses(tmp_path):
+    from experiments.paper1.analyses import (
+        GATES,
+        activation_figure,
+        heatmap_figure,
+        saturation_figure,
+    )
 
     run = {"saturation": {site: {"right": [0.1, 0.9], "left": [0.8, 0.05]} for site in GATES}}
     saturation_figure({"baseline": [run], "guided": [run]}, tmp_path / "saturation.png")
+    vocabulary = ["<pad>", "<sos>", "<eos>", *(f"{i:03b}" for i in range(8))]
+    embedding = [[(t - u) / 100 for u in range(64)] for t in range(len(vocabulary))]
+    quantiles = [[-1.0, -0.5, 0.0, 0.5, 1.0]] * 512
+    figures = {"vocabulary": vocabulary, "embedding": embedding,
+               "quantiles": {"encoder": quantiles, "decoder": quantiles}}  # fmt: skip
+    runs = {variant: [{"figures": figures}] * 2 for variant in ("baseline", "guided")}
+    heatmap_figure(runs, [1, 2], tmp_path / "heatmap.png")
+    activation_figure({variant: {"figures": figures} for variant in runs}, tmp_path / "a.png")
+
+
+def paper1_tables(tmp_path):
+    from experiments.paper1.scales import SPLITS
+    from experiments.paper1.tables import figure
+
+    measured = {variant: [dict.fromkeys(SPLITS, 0.5)] * 2 for variant in ("baseline", "guided")}
+    curve = {"step": [0, 200, 400], "seq_acc": [0.1, 0.5, 0.9]}
+    figure(measured, {variant: [curve] * 2 for variant in measured}, tmp_path)
+
+
+def paper3_report(tmp_path):
+    from experiments.paper3 import report
+
+    frame = pd.DataFrame({"mean": [0.2, 0.6, 0.9], "std": [0.05] * 3}, index=[0, 50, 100])
+    curves = {(setting, split): frame for setting in ("A", "B") for split in ("train", "test")}
+    report.figure3(curves, curves, tmp_path / "3.png", "Figure 3b: SCAN", "accuracy")
+    report.figure4(tmp_path / "4.png")
+
+
+def paper3_toy_report(tmp_path):
+    from experiments.paper3 import toy_report
+
+    toy_report.figure4_playground(tmp_path / "4.png")
+
+
+def atlas_matrix(tmp_path):
+    from experiments.atlas import report
+    from experiments.atlas.questions import METHODS, MODELS
+
+    statuses = [report.NOT_APPLICABLE, report.NOT_YET]
+    cells = {model: {method: {"status": report.ABOVE, "value": -0.125, "null": 0.5}
+                     if (row + column) % 3 else {"status": statuses[row % 2]}
+                     for column, method in enumerate(METHODS)}
+             for row, model in enumerate(MODELS)}  # fmt: skip
+    report.matrix_figure(cells, tmp_path / "atlas.png")
+
+
+def svm_rfe(tmp_path):
+    from probes.command.svm_rfe import SvmRfeProbe
+    from probes.neuron_functions import HYPOTHESES
+
+    rows = [{"hypothesis": hypothesis, "accuracy": 0.9 + token / 100}
+            for hypothesis in HYPOTHESES for token in range(5)]  # fmt: skip
+    SvmRfeProbe().figures(probe_table(rows), None, tmp_path)
 
 
 def paper2_figures(tmp_path):
@@ -131,7 +191,12 @@ DRAWERS = {
     "probes.command.interventions": interventions,
     "probes.command.contextual_decomposition": contextual_decomposition,
     "experiments.paper1.ablations": paper1_pruning,
-    "experiments.paper1.analyses": paper1_saturation,
+    "experiments.paper1.analyses": paper1_analyses,
+    "experiments.paper1.tables": paper1_tables,
+    "experiments.paper3.report": paper3_report,
+    "experiments.paper3.toy_report": paper3_toy_report,
+    "experiments.atlas.report": atlas_matrix,
+    "probes.command.svm_rfe": svm_rfe,
     "experiments.paper2.figures": paper2_figures,
     "experiments.paper4.report": paper4_figures,
 }
@@ -158,3 +223,46 @@ def test_every_text_of_the_figure_is_at_least_8_pt(module, tmp_path, monkeypatch
                   and text.get_fontsize() < SMALLEST_POINTS]  # fmt: skip
         matplotlib.pyplot.close(figure)
     assert not small, f"{module}: {len(small)} texts below {SMALLEST_POINTS} pt: {small[:5]}"
+
+
+def overlapping_tick_labels(figure) -> list[str]:
+    """The pairs of visible tick labels of one axis of `figure` that overlap, laid out as saved."""
+    figure.tight_layout()
+    renderer = figure.canvas.get_renderer()
+    pairs = []
+    for axis in figure.axes:
+        for ticks in (axis.get_xticklabels(), axis.get_yticklabels()):
+            shown = [(t.get_text(), t.get_window_extent(renderer))
+                     for t in ticks if t.get_text().strip() and t.get_visible()]  # fmt: skip
+            pairs += [f"{a!r} and {b!r}" for i, (a, box) in enumerate(shown)
+                      for b, other in shown[i + 1:] if box.overlaps(other)]  # fmt: skip
+    return pairs
+
+
+@pytest.mark.parametrize(("tokens", "sampled", "every"), [(11, 50, 1), (21, 51, 2)])
+def test_paper1_tick_labels_fit_at_8_pt(tokens, sampled, every, tmp_path, monkeypatch):
+    """Figure 1 labels every token and Figure 3 every unit, at 8 pt and not overlapping, the
+    figure growing with them; beyond `MOST_TOKENS` tokens (`MOST_UNITS` units) one in k is
+    labelled and the axis label says so."""
+    from experiments.paper1 import analyses
+
+    drawn = []
+    monkeypatch.setattr(analyses, "save_figure", lambda figure, path: drawn.append(figure))
+    vocabulary = [f"t{index}" for index in range(tokens)]
+    quantiles = [[-1.0, -0.5, 0.0, 0.5, 1.0]] * 512
+    figures = {"vocabulary": vocabulary, "embedding": [[0.1] * 16] * tokens,
+               "quantiles": {"encoder": quantiles, "decoder": quantiles}}  # fmt: skip
+    runs = {variant: [{"figures": figures}] * 2 for variant in ("baseline", "guided")}
+    analyses.heatmap_figure(runs, [1, 2], tmp_path / "1.png")
+    analyses.activation_figure({v: {"figures": figures} for v in runs}, tmp_path / "3.png", sampled)
+    heatmap, activation = drawn
+    labelled = {"token": [a.get_yticklabels() for a in heatmap.axes if a.get_images()],
+                "unit": [a.get_xticklabels() for a in activation.axes]}  # fmt: skip
+    assert [len(t) for t in labelled["token"]] == [-(-tokens // every)] * 6
+    assert [len(t) for t in labelled["unit"]] == [-(-sampled // every)] * 2
+    named = "" if every == 1 else f" (one in {every} labelled)"
+    assert {a.get_ylabel() for a in heatmap.axes if a.get_images()} == {f"token{named}"}
+    assert {a.get_xlabel() for a in activation.axes} == {f"unit{named}"}
+    for figure in drawn:
+        assert not overlapping_tick_labels(figure)
+        matplotlib.pyplot.close(figure)

@@ -18,6 +18,7 @@ from experiments.atlas.questions import METHODS, MODELS, QUESTIONS, cell_status 
 from experiments.atlas.scales import WIRED_TASKS, Scale  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402
+from probes.command.outputs import SMALLEST_POINTS  # noqa: E402
 
 NOT_APPLICABLE = "does not apply"
 NOT_YET = "not yet measured"
@@ -99,16 +100,17 @@ def matrix_figure(cells: dict[str, dict[str, dict]], path: Path) -> Path:
                                          edgecolor="black", linewidth=0.5))  # fmt: skip
             text = (f"{entry['value']:.2f}\n(null {entry['null']:.2f})" if "value" in entry
                     else entry["status"].replace(" ", "\n", 1))  # fmt: skip
-            axis.text(column + 0.5, row + 0.5, text, ha="center", va="center", fontsize=7)
+            axis.text(column + 0.5, row + 0.5, text, ha="center", va="center",
+                      fontsize=SMALLEST_POINTS)  # fmt: skip
     axis.set_xlim(0, len(METHODS))
     axis.set_ylim(len(MODELS), 0)
     axis.set_xticks([c + 0.5 for c in range(len(METHODS))], list(METHODS), rotation=30,
-                    ha="right", fontsize=8)  # fmt: skip
-    axis.set_yticks([r + 0.5 for r in range(len(MODELS))], list(MODELS), fontsize=8)
+                    ha="right", fontsize=SMALLEST_POINTS)  # fmt: skip
+    axis.set_yticks([r + 0.5 for r in range(len(MODELS))], list(MODELS), fontsize=SMALLEST_POINTS)
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor="black")
                for colour in COLOURS.values()]  # fmt: skip
     axis.legend(handles, list(COLOURS), loc="upper center", bbox_to_anchor=(0.5, -0.35),
-                ncol=len(COLOURS), fontsize=7)  # fmt: skip
+                ncol=len(COLOURS), fontsize=SMALLEST_POINTS)  # fmt: skip
     axis.set_title("The atlas: each cell's value (mean over seeds) against its untrained null")
     return save_figure(figure, path)
 

@@ -17,6 +17,7 @@ the functional groups do not depend on the sign).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from lightning_modules.callbacks import record_traces
 from lightning_modules.seq2seq import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
+from probes.command.outputs import SMALLEST_POINTS
 from probes.traces import (
     PAPER1_GATE_SITES,
     STEP_LABEL,
@@ -280,17 +282,33 @@ def per_run(results: list[dict], *keys) -> list[float]:
 
 # ---- figures and tables ------------------------------------------------------------------------
 COLOURS = {"baseline": "tab:blue", "guided": "tab:orange"}
+LABEL_HEIGHT = 1.6 * SMALLEST_POINTS / 72
+"""The inches of axis one tick label of a line takes, at `SMALLEST_POINTS` 1.6 label heights
+apart; a figure grows with its labels rather than its text shrinking."""
+MOST_TOKENS = 20
+"""Token labels a heat map row of Figure 1 shows at most: beyond, one token in k is labelled."""
+MOST_UNITS = 50
+"""Unit labels an axis of Figure 3 shows at most: beyond, one unit in k is labelled."""
+
+
+def one_in(count: int, most: int) -> int:
+    """k such that labelling one tick in k labels at most `most` of `count` ticks."""
+    return max(1, math.ceil(count / most))
 
 
 def heatmap_figure(results: dict[str, list[dict]], seeds: Sequence[int], path: Path) -> Path:
     """Figure 1: the decoder embedding `[tokens, units]` of each baseline/guided pair (rows =
-    seeds) and the mean absolute weight over the seeds (last row), from the runs' analyses."""
+    seeds) and the mean absolute weight over the seeds (last row), from the runs' analyses.
+    Each token is labelled at `SMALLEST_POINTS` (one in k beyond `MOST_TOKENS`); the rows grow
+    with the labels."""
     weights = {v: [torch.tensor(r["figures"]["embedding"]) for r in runs]
                for v, runs in results.items()}  # fmt: skip
     vocabulary = results["guided"][0]["figures"]["vocabulary"]
     limit = max(float(w.abs().max()) for ws in weights.values() for w in ws)
     rows = len(results["guided"]) + 1
-    figure, axes = plt.subplots(rows, 2, figsize=(12, 1.3 * rows + 1), squeeze=False)
+    every = one_in(len(vocabulary), MOST_TOKENS)
+    height = max(0.8, LABEL_HEIGHT * math.ceil(len(vocabulary) / every))  # one panel's axes
+    figure, axes = plt.subplots(rows, 2, figsize=(12, (height + 0.8) * rows + 0.4), squeeze=False)
     for column, variant in enumerate(("baseline", "guided")):
         panels = [*weights[variant], torch.stack([w.abs() for w in weights[variant]]).mean(0)]
         for row, panel in enumerate(panels):
@@ -304,10 +322,13 @@ def heatmap_figure(results: dict[str, list[dict]], seeds: Sequence[int], path: P
                 vmax=limit,
                 interpolation="nearest",
             )
-            axis.set_yticks(range(len(vocabulary)), vocabulary, fontsize=5)
+            axis.set_yticks(range(0, len(vocabulary), every), vocabulary[::every],
+                            fontsize=SMALLEST_POINTS)  # fmt: skip
+            axis.set_ylabel("token" if every == 1 else f"token (one in {every} labelled)",
+                            fontsize=SMALLEST_POINTS)  # fmt: skip
             title = "mean |w| over seeds" if last else f"seed={seeds[row]}"
-            axis.set_title(f"{variant}: {title}", fontsize=8)
-            axis.tick_params(axis="x", labelsize=6)
+            axis.set_title(f"{variant}: {title}", fontsize=SMALLEST_POINTS)
+            axis.tick_params(axis="x", labelsize=SMALLEST_POINTS)
             if last:
                 axis.set_xlabel("decoder input unit (outgoing weights of a token)")
         figure.colorbar(image, ax=axes[-1][column], fraction=0.03)
@@ -349,8 +370,13 @@ def connectivity_figure(first: dict[str, dict], path: Path) -> Path:
 def activation_figure(first: dict[str, dict], path: Path, sampled: int = 50) -> Path:
     """Figure 3: value distributions (boxes: quartiles, whiskers: full range) of `sampled`
     randomly chosen units over the test sets, baseline (blue) and guided (orange), from the
-    quantiles in the analysis of each variant's first run."""
-    figure, axes = plt.subplots(2, 1, figsize=(14, 6))
+    quantiles in the analysis of each variant's first run. Each unit is labelled at
+    `SMALLEST_POINTS` (one in k beyond `MOST_UNITS`); the figure widens with the labels."""
+    count = max(len(first["baseline"]["figures"]["quantiles"][m]) for m in ("encoder", "decoder"))
+    every = one_in(min(sampled, count), MOST_UNITS)
+    label = (0.65 * len(str(count - 1)) + 0.6) * SMALLEST_POINTS / 72  # digits and a gap, inches
+    width = 1.5 + label * math.ceil(min(sampled, count) / every)
+    figure, axes = plt.subplots(2, 1, figsize=(max(14.0, width), 6))
     for row, module in enumerate(("encoder", "decoder")):
         for offset, variant in enumerate(("baseline", "guided")):
             quantiles = first[variant]["figures"]["quantiles"][module]
@@ -367,10 +393,11 @@ def activation_figure(first: dict[str, dict], path: Path, sampled: int = 50) -> 
             )
             for box in boxes["boxes"]:
                 box.set_facecolor(COLOURS[variant])
-        axes[row].set_xticks([3 * i + 0.5 for i in range(len(units))], units.tolist(), fontsize=6)
-        axes[row].set_xlabel("unit")
+        axes[row].set_xticks([3 * i + 0.5 for i in range(0, len(units), every)],
+                             units.tolist()[::every], fontsize=SMALLEST_POINTS)  # fmt: skip
+        axes[row].set_xlabel("unit" if every == 1 else f"unit (one in {every} labelled)")
         axes[row].set_ylabel(f"{module} activation")
-        axes[row].set_title(f"{module}: {sampled} random units (baseline blue, guided orange)")
+        axes[row].set_title(f"{module}: {len(units)} random units (baseline blue, guided orange)")
     return save_figure(figure, path)
 
 

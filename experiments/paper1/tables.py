@@ -29,6 +29,7 @@ from experiments.report import (  # noqa: E402
     save_figure,
     threshold_claim,
 )
+from probes.command.outputs import legend_beside  # noqa: E402
 
 
 def table_claims(measured: dict[str, list[dict[str, float]]], prefix: str = "") -> list[Claim]:
@@ -136,7 +137,7 @@ def figure(measured: dict[str, list[dict[str, float]]], curves: dict[str, list[d
     bars.set_ylabel("sequence accuracy")
     runs = len(next(iter(curves.values())))
     bars.set_title(f"Tables 5-6: test sets (mean ± std over {runs} runs)")
-    bars.legend(fontsize=7)
+    legend_beside(bars)
     lines.set_xlabel("training step (validation every 200)")
     lines.set_ylabel("validation sequence accuracy")
     lines.set_title("Validation accuracy during training")

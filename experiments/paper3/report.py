@@ -29,6 +29,7 @@ from experiments.report import (  # noqa: E402
     report_title,
     save_figure,
 )
+from probes.command.outputs import SMALLEST_POINTS, legend_beside  # noqa: E402
 
 CACHED_AT = re.compile(r" \(cached at [^)]*\)")
 """Where a run's data was cached on the machine that trained it (its record's `data_source`), which
@@ -60,7 +61,7 @@ def plot_curves(axis, curves: dict[tuple[str, str], pd.DataFrame], title: str, y
     axis.set_ylabel(ylabel)
     axis.set_ylim(-0.02, 1.02)
     axis.set_title(title, fontsize=9)
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=SMALLEST_POINTS)
 
 
 def figure3(curves, batch_curves, path: Path, title: str, ylabel: str) -> Path:
@@ -93,7 +94,7 @@ def figure4(path: Path) -> Path:
         axis.set_xlim(-1, 1), axis.set_ylim(-1, 1)
         axis.set_xlabel("X1"), axis.set_ylabel("X2")
         axis.set_title(f"Figure 4: setting {setting}", fontsize=9)
-        axis.legend(fontsize=7, loc="lower left")
+    legend_beside(axes[-1])  # the same markers in both panels
     return save_figure(fig, path)
 
 

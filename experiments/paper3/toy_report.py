@@ -19,6 +19,7 @@ from experiments.paper3.runs import figure5_run
 from experiments.paper3.scales import SETTINGS, Scale
 from experiments.paper3.toy import PLAYGROUND, STEP1_MIDDLE, STEP1_STABLE
 from experiments.report import markdown_table, save_figure
+from probes.command.outputs import legend_beside
 
 EXPERIMENT = PLAYGROUND.experiment
 
@@ -39,7 +40,7 @@ def figure4_playground(path: Path) -> Path:
         axis.set_xlabel("X1 (x)"), axis.set_ylabel("X2 (y)")
         axis.set_title(f"Figure 4, the authors' data: setting {setting} ({len(inputs)} training "
                        "points)", fontsize=9)  # fmt: skip
-        axis.legend(fontsize=7, loc="lower left")
+    legend_beside(axes[-1])  # the same markers in both panels
     return save_figure(fig, path)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from probes.command.base import grouped, run_labels, units_text
-from probes.command.outputs import pyplot, save_figure
+from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.command.token_positioning import (
     SvmRfeOptions,
     TokenPositioningProbe,
@@ -69,5 +69,5 @@ class SvmRfeProbe(TokenPositioningProbe):
         axis.set_ylabel("SVM training accuracy (balanced)")
         axis.set_title("Stage 1, one point per token and run: plausible above 95% (dashed)",
                        fontsize=9)  # fmt: skip
-        axis.legend(fontsize=7, markerscale=2)
+        legend_beside(axis, markerscale=2)
         return {"accuracy": save_figure(figure, folder / "svm_rfe_accuracy.png")}
