@@ -35,7 +35,7 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
 from datamodules.machine_tasks import SAMPLE1, Sample1Unavailable, resolve_sample1
-from datamodules.sampling import SplitLoaders, split_loader
+from datamodules.sampling import SplitLoaders, VocabularySizes, split_loader
 from datamodules.text_files import read_rows
 
 Row = tuple[str, str, str]
@@ -197,7 +197,7 @@ def decode_targets(ids: torch.Tensor, target_vocab: list[str]) -> list[str]:
     return decoded
 
 
-class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
+class LookupTableDataModule(VocabularySizes, SplitLoaders, pl.LightningDataModule):
     """Lookup-table splits as padded batches.
 
     Every batch is a dict of long tensors:
@@ -316,14 +316,6 @@ class LookupTableDataModule(SplitLoaders, pl.LightningDataModule):
             for name, split_rows in splits.items()
         }
         self.splits = splits
-
-    @property
-    def source_vocab_size(self) -> int:
-        return len(self.source_vocab)
-
-    @property
-    def target_vocab_size(self) -> int:
-        return len(self.target_vocab)
 
     def split_dataloader(
         self, name: str, shuffle: bool = False, batch_size: int | None = None

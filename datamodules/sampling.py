@@ -287,3 +287,19 @@ class SplitLoaders:
 
     def test_dataloader(self) -> list[DataLoader]:
         return [self.split_dataloader(name) for name in self.test_splits]
+
+
+class VocabularySizes:
+    """`source_vocab_size` and `target_vocab_size` (what the CLI links to a model's vocabulary
+    sizes) of a DataModule that spells token ids with `source_vocab` and `target_vocab`."""
+
+    source_vocab: list[str]
+    target_vocab: list[str]
+
+    @property
+    def source_vocab_size(self) -> int:
+        return len(self.source_vocab)
+
+    @property
+    def target_vocab_size(self) -> int:
+        return len(self.target_vocab)

@@ -30,7 +30,7 @@ from typing import Literal
 import torch
 
 from datamodules.lookup_tables import collate_sequences, decode_targets
-from datamodules.sampling import TrainTestDataModule
+from datamodules.sampling import TrainTestDataModule, VocabularySizes
 from datamodules.text_files import read_rows
 
 Pair = tuple[str, str]
@@ -214,7 +214,7 @@ def union_of_splits(split: dict[str, list[Pair]]) -> list[Pair]:
     return union
 
 
-class ScanDataModule(TrainTestDataModule):
+class ScanDataModule(VocabularySizes, TrainTestDataModule):
     """SCAN ``addprim_jump`` as padded batches, the layout of
     :class:`~datamodules.lookup_tables.LookupTableDataModule` without its attention/table keys:
 
@@ -286,14 +286,6 @@ class ScanDataModule(TrainTestDataModule):
                 "; setting B trained on the deduplicated union of the training and test rows "
                 "(the authors' uniform_scan): every test row is in training"
             )
-
-    @property
-    def source_vocab_size(self) -> int:
-        return len(self.source_vocab)
-
-    @property
-    def target_vocab_size(self) -> int:
-        return len(self.target_vocab)
 
     def prepare_data(self) -> None:
         if self.data_dir is not None:

@@ -50,7 +50,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from datamodules.cache import cache_dir
 from datamodules.lookup_tables import collate_sequences
-from datamodules.sampling import SplitLoaders, split_loader
+from datamodules.sampling import SplitLoaders, VocabularySizes, split_loader
 from datamodules.text_files import line_at
 from storage.files import write_text_atomic
 
@@ -338,7 +338,7 @@ class TokenPositioningDataset(Dataset):
         }
 
 
-class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
+class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningDataModule):
     """Token-positioning batches from consecutive text lines (see the module docstring).
 
     Every batch is a dict of long tensors:
@@ -488,13 +488,7 @@ class TokenPositioningDataModule(SplitLoaders, pl.LightningDataModule):
         self.setup()
         return self._vocab
 
-    @property
-    def source_vocab_size(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def target_vocab_size(self) -> int:
-        return len(self.vocab)
+    source_vocab = target_vocab = vocab  # one vocabulary serves source and target
 
     def requested_rows(
         self,

@@ -246,3 +246,11 @@ class ExampleRNNModel(nn.Module):
         weight = next(self.parameters())
         return (weight.new_zeros(self.nlayers, bsz, self.nhid),
                 weight.new_zeros(self.nlayers, bsz, self.nhid))  # fmt: skip
+
+
+def seeded_double(model_class: type[nn.Module], seed: int) -> nn.Module:
+    """`model_class()` built right after seeding torch with `seed`, in double precision and eval
+    mode: a client model whose traced and untraced outputs compare exactly (what is drawn next
+    follows from `seed` too)."""
+    torch.manual_seed(seed)
+    return model_class().double().eval()

@@ -8,7 +8,7 @@ from torch import nn
 
 from lightning_modules.recurrent import Intervention
 from probes.attach import attach
-from tests.client_models import PackedEncoder, TutorialSeq2Seq, WordLanguageModel
+from tests.client_models import PackedEncoder, TutorialSeq2Seq, WordLanguageModel, seeded_double
 
 
 def lstm_by_hand(module: nn.LSTM, layer: int, inputs: torch.Tensor, h, c):
@@ -40,8 +40,7 @@ def gru_step_by_hand(module: nn.GRU, suffix: str, x, h):
 
 @pytest.fixture
 def language_model():
-    torch.manual_seed(0)
-    return WordLanguageModel().double().eval(), torch.randint(50, (7, 3))
+    return seeded_double(WordLanguageModel, 0), torch.randint(50, (7, 3))
 
 
 def test_attaching_changes_no_output_and_tracing_matches_torch(language_model):
@@ -104,8 +103,7 @@ def test_an_edit_changes_exactly_what_it_names(language_model):
 
 
 def test_a_step_by_step_decoder_traces_one_time_axis_and_edits_by_its_steps():
-    torch.manual_seed(1)
-    model = TutorialSeq2Seq().double().eval()
+    model = seeded_double(TutorialSeq2Seq, 1)
     source = torch.randint(20, (4, 5))
     reference, _ = model(source)
     attached = attach(model)
@@ -136,8 +134,7 @@ def test_a_step_by_step_decoder_traces_one_time_axis_and_edits_by_its_steps():
 
 
 def test_a_bidirectional_packed_encoder_with_an_initial_state():
-    torch.manual_seed(2)
-    model = PackedEncoder().double().eval()
+    model = seeded_double(PackedEncoder, 2)
     tokens = torch.randint(1, 30, (6, 4))
     lengths = torch.tensor([3, 6, 2, 5])
     initial = torch.randn(4, 4, 8, dtype=torch.double)

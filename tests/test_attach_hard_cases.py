@@ -25,6 +25,7 @@ from tests.client_models import (
     LSTMClassifier,
     SiameseLSTM,
     WordLanguageModel,
+    seeded_double,
 )
 
 EXACT = {"rtol": 1e-10, "atol": 1e-12}
@@ -63,8 +64,7 @@ def classifier_by_hand(model: LSTMClassifier, tokens, edit_layer: int, edit):
 
 
 def test_a_step_edit_applies_to_every_batch_of_its_block():  # row A
-    torch.manual_seed(3)
-    model = LSTMClassifier().double().eval()
+    model = seeded_double(LSTMClassifier, 3)
     batches = [torch.randint(30, (4, 6)), torch.randint(30, (3, 5)), torch.randint(30, (4, 6))]
     attached = attach(model)
     edit = Intervention("lstm.l1.cell", units=(3,), steps=(2,), operation="zero")
@@ -82,8 +82,7 @@ def test_a_step_edit_applies_to_every_batch_of_its_block():  # row A
 
 
 def test_modules_named_encoder_and_decoder_are_masked_by_their_own_steps(tmp_path):  # row B
-    torch.manual_seed(4)
-    model = EncoderDecoderGRUs().double().eval()
+    model = seeded_double(EncoderDecoderGRUs, 4)
     lengths = torch.tensor([5, 2, 4, 3])
     batch = {"source": torch.randint(1, 12, (4, 5)), "lengths": lengths,
              "target": torch.randint(0, 3, (4, 6))}  # fmt: skip
@@ -186,8 +185,7 @@ def test_a_traced_training_step_with_fused_dropout_off_the_cpu_is_refused_in_one
 
 
 def test_every_call_of_a_module_is_a_sequence_of_its_own():  # row D
-    torch.manual_seed(9)
-    model = SiameseLSTM().double().eval()
+    model = seeded_double(SiameseLSTM, 9)
     first, second = (torch.randn(3, time, 5, dtype=torch.double) for time in (4, 7))
     reference = model(first, second)
     attached = attach(model)
@@ -212,8 +210,7 @@ def test_every_call_of_a_module_is_a_sequence_of_its_own():  # row D
 
 
 def test_a_step_by_step_attention_decoder_is_one_sequence():  # row D: continued calls
-    torch.manual_seed(10)
-    model = AttentionSeq2Seq().double().eval()
+    model = seeded_double(AttentionSeq2Seq, 10)
     tokens = torch.randint(20, (3, 4))
     reference, _ = model(tokens)
     attached = attach(model)
@@ -246,8 +243,7 @@ def test_edits_check_their_units_and_steps_against_every_direction():  # row E
 
 
 def test_a_copied_attached_model_has_its_own_attachment():  # row F
-    torch.manual_seed(11)
-    model = ContainerGRUs().double().eval()
+    model = seeded_double(ContainerGRUs, 11)
     inputs = torch.randn(2, 5, 4, dtype=torch.double)
     attached = attach(model)
     reference = model(inputs)
@@ -284,8 +280,7 @@ def test_recording_a_time_first_model_keeps_its_batch_tensors(tmp_path):  # row 
 
 
 def test_cd_through_an_attention_decoder_sums_to_its_states_and_logits():
-    torch.manual_seed(13)
-    model = AttentionSeq2Seq().double().eval()
+    model = seeded_double(AttentionSeq2Seq, 13)
     tokens = torch.randint(20, (3, 4))
     log_probabilities, _ = model(tokens)
     with attach(model) as attached, attached.trace() as trace:

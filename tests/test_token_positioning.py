@@ -5,6 +5,7 @@ import json
 import tarfile
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -216,6 +217,13 @@ def test_bad_data_dir_is_one_clear_error(tmp_path):
         TokenPositioningDataModule(data_dir=repeated_books(tmp_path / "b")).split_dataloader("x")
 
 
+def setup_error(books: Path) -> str:
+    """The one-line error that setting up the DataModule over the folder `books` raises."""
+    with pytest.raises(ValueError) as info:
+        TokenPositioningDataModule(data_dir=str(books)).setup()
+    return str(info.value)
+
+
 def test_books_are_read_leniently_but_binary_and_empty_files_are_refused(tmp_path):
     books = write_books(tmp_path / "books")
     (books / "c.txt").write_bytes("Caf\u00e9 au lait\nand more\n".encode("latin-1"))
@@ -228,9 +236,7 @@ def test_books_are_read_leniently_but_binary_and_empty_files_are_refused(tmp_pat
         "remove it from the folder"
     )
     (books / "c.txt").write_text(" \n\n")
-    with pytest.raises(ValueError) as info:
-        TokenPositioningDataModule(data_dir=str(books)).setup()
-    assert str(info.value) == (
+    assert setup_error(books) == (
         f"{books / 'c.txt'} is empty: a book needs consecutive non-blank lines to pair; fill it, "
         "or remove it from the folder"
     )
@@ -240,17 +246,13 @@ def test_text_without_pairs_or_too_few_for_a_split_is_refused(tmp_path):
     books = tmp_path / "books"
     books.mkdir()
     (books / "a.txt").write_text("one line\n\nanother line\n\n" + "word " * 40 + "\nshort\n")
-    with pytest.raises(ValueError) as info:
-        TokenPositioningDataModule(data_dir=str(books)).setup()
-    assert str(info.value) == (
+    assert setup_error(books) == (
         f"text folder {books} gives no line pairs: a pair is two consecutive non-blank lines of "
         "at most max_tokens=30 tokens, the second of at least signals=1; add such text, or "
         "raise --data.max_tokens"
     )
     (books / "a.txt").write_text("a b\nc d\ne f\ng h\ni j\n")  # 4 pairs: 5% of them is none
-    with pytest.raises(ValueError) as info:
-        TokenPositioningDataModule(data_dir=str(books)).setup()
-    assert str(info.value) == (
+    assert setup_error(books) == (
         f"text folder {books} gives 4 line pairs, none of them for the test split "
         "(validation_share=0.05, test_share=0.05): add text, or change "
         "--data.validation_share and --data.test_share"
