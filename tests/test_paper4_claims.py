@@ -5,6 +5,8 @@ accuracies are judged one-sided with the seeds' spread."""
 import json
 from pathlib import Path
 
+import pytest
+
 from experiments.findings import finding_verdicts, with_findings
 from experiments.paper4.claims import HIGHER, LOWER, added_claims, claims_of, exact, one_sided
 from experiments.paper4.findings import FINDINGS
@@ -124,3 +126,240 @@ def test_the_one_sided_rule_with_the_seeds_spread():
                               decimals=3)  # fmt: skip
     assert one_sided(above, LOWER, 0.002).verdict == "partially reproduced"
     assert one_sided(above, HIGHER, 0.002).verdict == "reproduced"
+
+
+# ---- items 2-4: the registered rules where the analysis records what they read ---------------
+def registered(
+    jumps: list[float],
+    rises: list[float],
+    rises_by_drop: float = 0.95,
+    outputting: float = 0.95,
+    others: float = 0.2,
+) -> dict:
+    """`analysis_with` recording items 2-4's fields: its counting units' `jumps` and `rises`,
+    Figure 3's share of rising steps aligned by the drop, and |h_T| of its outputting units and
+    of the others. The rules they replace read 0.95 rising steps and a falling share of 0.25
+    (reproduced both) and |h_T| `outputting`."""
+    analysis = analysis_with(0.1, 1.0)
+    token = analysis["tokens"]["the"]
+    token["counting_units"] = {"jump": jumps, "rise": rises}
+    token["outputting_abs"], token["others_abs"] = outputting, others
+    analysis["counting_rises_by_drop"] = rises_by_drop
+    return analysis
+
+
+def judged(analyses: list[dict], others: list[dict] = ()) -> dict[str, Claim]:
+    from experiments.paper4.reading_claims import every_claim
+
+    accuracies = {"gru": [0.99] * len(analyses), "lstm": [0.993], "two_signals": [0.951],
+                  "gru_teacher_forced": [0.5]}  # fmt: skip
+    return {c.id: c for c in every_claim(analyses, accuracies, others)}
+
+
+UP, DOWN = 0.5, -0.5
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "verdict"),
+    [
+        ((4, 1), (4, 1), "reproduced"),  # 0.8 of the up-jumping units fall in both models
+        ((3, 2), (3, 2), "partially reproduced"),  # 0.6
+        ((5, 0), None, "partially reproduced"),  # the second model has no up-jumping unit
+        ((5, 0), (0, 5), "not reproduced"),  # shares 1.0 and 0.0: mean 0.5
+        ((1, 1), (1, 1), "not reproduced"),  # 0.5
+        ((0, 4), (0, 4), "not reproduced"),  # none falls
+    ],
+)
+def test_some_count_the_opposite_way_reads_the_up_jumping_units_that_fall(first, second, verdict):
+    """Item 2: per model, among the counting units that jump up at t = 0, the share that then
+    fall; reproduced when every model has one and the mean share >= 0.8, partially when some
+    model has one and it is >= 0.6. A unit jumping down (here one falling, one rising) counts
+    for neither. The old rule's verdict (0.25 of the units fall: reproduced) is kept."""
+    models = []
+    for counts in (first, second):
+        falling, rising = counts if counts else (0, 0)
+        jumps = [UP] * (falling + rising) + [DOWN, DOWN]
+        rises = [-0.3] * falling + [0.3] * rising + [-0.3, 0.3]
+        models.append(registered(jumps, rises))
+    claim = judged(models)["finding2.some_count_the_opposite_way"]
+    assert claim.verdict == verdict, claim.rule
+    (before,) = claim.earlier
+    assert before.verdict == "reproduced" and before.rule.startswith("1 if the mean over models")
+    assert before.reason.startswith(
+        "the rule: an up-jumping unit must then fall. Registered on 2026-11-28 before its result"
+    )
+
+
+@pytest.mark.parametrize(
+    ("share", "verdict"),
+    [(0.9, "reproduced"), (0.7, "partially reproduced"), (0.6875, "not reproduced")],
+)
+def test_the_steady_rise_is_read_on_the_curves_aligned_by_the_drop(share, verdict):
+    """Item 3: the share of rising steps of the curves aligned by the drop at t = 0, thresholds
+    unchanged (0.9, 0.7); the verdict on the curves aligned by the rise (0.95) kept."""
+    claim = judged([registered([UP], [0.3], rises_by_drop=share)] * 2)["finding2.steady_rise"]
+    assert (claim.verdict, claim.measured.mean) == (verdict, share)
+    assert "turned to drop at t = 0" in claim.rule
+    (before,) = claim.earlier
+    assert (before.verdict, before.reason.split(". ")[0]) == (
+        "reproduced", "the rule: units aligned by their drop at t = 0")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("outputting", "others", "verdict"),
+    [
+        (0.8, 0.7, "reproduced"),  # L = 0.8, C = 0.1
+        (0.95, 0.875, "partially reproduced"),  # C = 0.075: below 0.1
+        (0.79, 0.2, "partially reproduced"),  # L below 0.8
+        (0.5, 0.48, "partially reproduced"),  # L = 0.5, C = 0.02
+        (0.5, 0.49, "not reproduced"),  # C = 0.01
+        (0.95, 0.95, "not reproduced"),  # as near +-1 as every other unit
+        (0.49, 0.0, "not reproduced"),
+    ],
+)
+def test_outputting_values_near_one_must_be_nearer_than_the_other_units(
+    outputting, others, verdict
+):
+    """Item 4: the outputting units' mean |h_T| L and its excess C over every other unit's:
+    reproduced with L >= 0.8 and C >= 0.1, partially with L >= 0.5 and C >= 0.02; the verdict
+    of L alone kept."""
+    claim = judged([registered([UP], [0.3], outputting=outputting, others=others)] * 2)[
+        "finding4.outputting_values_near_one"
+    ]
+    assert claim.verdict == verdict, claim.rule
+    assert claim.measured.mean == outputting
+    (before,) = claim.earlier
+    assert before.verdict == ("reproduced" if outputting >= 0.8 else "partially reproduced"
+                              if outputting >= 0.5 else "not reproduced")  # fmt: skip
+    assert before.reason.startswith("the rule: nearer ±1 than the other units. Registered")
+
+
+def test_an_analysis_without_the_fields_keeps_the_old_rules_and_has_no_readings():
+    """The committed runs were analysed before items 2-4's fields and the readings: every claim
+    stays as the rules before gave it, and there are no reading claims; one analysis without
+    them (on either side of the null) keeps the old rules for all."""
+    from experiments.paper4.readings import READING_IDS
+
+    old = analysis_with(0.1, 1.0)
+    before = judged([old] * 2)
+    assert not set(READING_IDS) & set(before)
+    for id in ("finding2.some_count_the_opposite_way", "finding2.steady_rise",
+               "finding4.outputting_values_near_one"):  # fmt: skip
+        assert before[id].earlier == () and before[id].verdict == "reproduced", id
+    new = registered([UP], [-0.3], rises_by_drop=0.5, others=0.9)
+    assert judged([new, old]) == before
+    assert judged([new, new], [old]) == judged([old, old])
+    assert judged([new] * 2)["finding2.steady_rise"].verdict == "not reproduced"
+
+
+# ---- items 7-10: the readings' claims --------------------------------------------------------
+def with_readings(analysis: dict, named: int, control: int, words: float = 0.99) -> dict:
+    """`analysis` with every reading's edit hitting `named` of 100 trials (its random-unit
+    control `control`), its accuracy with random words `words`, its test accuracy 1."""
+    verification = analysis["tokens"]["the"]["verification"]
+    names = [f"triggering_k{k}.T=6" for k in (1, 2, 3, 4)]
+    names += [f"{r}.counting_k{k}" for r in ("each_step", "lag_held") for k in (1, 2, 3)]
+    names += ["single_step.storing_previous", "single_step.storing_previous_before_last"]
+    for name in names:
+        verification[name], verification[f"control.{name}"] = [named, 100], [control, 100]
+    analysis["random_word_inputs_accuracy"] = words
+    analysis["test_position_acc"] = 1.0
+    return analysis
+
+
+def test_the_readings_are_judged_by_their_primary_claims_rules():
+    """The 28 reading ids, after the primary claims, in the preregistration's order: Table 1's
+    edits one-sided against the paper (every edit hits: reproduced), their controls by the gap
+    (1.0 - 0.1), storing previous at one step above 0.8, random words 0.99 against 0.98
+    (one-sided, the spread over seeds) and 0.99 of the test accuracy; none has an earlier
+    verdict (registered before their results)."""
+    from experiments.paper4.readings import READING_IDS
+
+    claims = judged([with_readings(analysis_with(0.1, 1.0), named=100, control=10)] * 2)
+    assert list(claims)[-len(READING_IDS) :] == list(READING_IDS)
+    for id in READING_IDS:
+        assert claims[id].verdict == "reproduced", (id, claims[id].rule)
+        assert claims[id].earlier == (), id
+    assert claims["t6.table1.triggering_k4"].paper == 0.904
+    assert claims["t6.control.triggering_k1"].measured.mean == pytest.approx(0.9)
+    assert "one-sided" in claims["each_step.table1.counting_k2"].rule
+    assert "the spread over seeds" in claims["words_only.accuracy.random_decoder_inputs"].rule
+
+
+@pytest.mark.parametrize(
+    ("named", "control", "words", "verdicts"),
+    [
+        # single step 0.8, control gap 0.1, ratio 0.98: the reproduced thresholds (Table 1's
+        # 0.8 is 0.033 short of 0.833: partially, within 0.05 with SE 0)
+        (80, 70, 0.98, ("partially reproduced", "reproduced", "reproduced", "reproduced")),
+        # 0.5, gap 0.02, ratio 0.9: the partially thresholds (Table 1: 0.333 short)
+        (50, 48, 0.9, ("not reproduced", "partially reproduced", "partially reproduced",
+                       "partially reproduced")),
+        # 0.4, a tie with the control, ratio 0.89: below them
+        (40, 40, 0.89, ("not reproduced",) * 4),
+    ],
+)  # fmt: skip
+def test_the_readings_rules_at_their_thresholds(named, control, words, verdicts):
+    """`single_step.table1.storing_previous` (item 6 against 0.833), `single_step.direction...`
+    (0.8, 0.5), a control (gap 0.1, 0.02; a tie is not a change), `words_only...barely_matter`
+    (ratio 0.98, 0.9)."""
+    claims = judged([with_readings(analysis_with(0.1, 1.0), named, control, words)] * 2)
+    ids = ("single_step.table1.storing_previous",
+           "single_step.direction.storing_previous_remains_high", "each_step.control.counting_k1",
+           "words_only.accuracy.random_inputs_barely_matter")  # fmt: skip
+    assert tuple(claims[id].verdict for id in ids) == verdicts, [claims[id].rule for id in ids]
+    assert claims["single_step.table1.storing_previous"].measured.mean == named / 100
+
+
+def test_the_readings_have_the_untrained_weights_as_their_null_and_are_marked():
+    """Judged on the untrained analyses as the primary claims are (every edit hits none: not
+    reproduced, so the trained verdicts stay); the random words' accuracy is the test split's,
+    not the analysed rows'; the findings mark the readings under their names; and untrained
+    analyses without the readings leave the readings out."""
+    from experiments.findings import finding_verdicts, with_findings
+    from experiments.paper4.readings import READING_IDS
+    from experiments.paper4.scales import SCALES, VARIANTS
+    from experiments.paper4.untrained import judged_claims, untrained_claims
+
+    scale = SCALES["quick"]
+    trained = [with_readings(analysis_with(0.1, 1.0), named=100, control=10)
+               for _ in scale.seeds["gru"]]  # fmt: skip
+    untrained = with_readings(synthetic_analysis(steady=0.25, outputting=0.1, hit=0), 0, 0, 0.0)
+    records = {(name, seed): {"untrained": {"analysis": untrained, "test_position_acc": 0.0}}
+               for name in VARIANTS for seed in scale.seeds[name]}  # fmt: skip
+    for seed, analysis in zip(scale.seeds["gru"], trained, strict=True):
+        records[("gru", seed)]["analysis"] = analysis
+    claims = list(judged(trained, [untrained] * len(trained)).values())
+    null = {c.id: c for c in judged_claims(claims, records, scale)}
+    for id in READING_IDS:
+        assert (null[id].verdict, null[id].null) == ("reproduced", "not reproduced"), id
+    accuracies = {name: [0.0] * len(scale.seeds[name]) for name in VARIANTS}
+    rules = {c.id: c.rule for c in untrained_claims([untrained] * 2, accuracies, trained)}
+    assert "every requested row" in rules["t6.table1.triggering_k1"]
+    assert "every requested row" not in rules["words_only.accuracy.random_decoder_inputs"]
+    marked = {c.id: c for c in with_findings(list(null.values()), FINDINGS)}
+    assert (marked["lag_held.control.counting_k3"].finding, marked["lag_held.control.counting_k3"]
+            .reading) == ("finding2.counting_verified", "lag held")  # fmt: skip
+    assert finding_verdicts(marked.values())["finding3.triggering"]["T = 6"] == "reproduced"
+    old_untrained = synthetic_analysis(steady=0.25, outputting=0.1, hit=0)
+    assert not set(READING_IDS) & set(judged(trained, [old_untrained]))
+
+
+def test_the_report_shows_the_readings_and_item_9s_values_beside_them():
+    """The readings' table: every claim's value per model, and item 9's accuracy over t <= T - 2
+    and its control's beside the single-step claims, marked not judged; none for an analysis
+    from before the readings."""
+    from experiments.paper4.readings import READING_IDS
+    from experiments.paper4.report import readings_table, readings_text
+
+    assert readings_table([analysis_with(0.1, 1.0)]) is None
+    assert readings_text({}) == ""
+    table = readings_table([with_readings(analysis_with(0.1, 1.0), named=100, control=10)])
+    at = list(table["reading"]).index("single_step.direction.storing_previous_remains_high")
+    beside = table.iloc[at + 1 : at + 3]
+    assert list(beside["reading"]) == ["single_step.storing_previous_before_last",
+                                       "control.single_step.storing_previous"]  # fmt: skip
+    assert list(beside["mean"]) == [1.0, 0.1]
+    assert beside["value"].str.endswith("(shown beside, not judged)").all()
+    assert set(READING_IDS) <= set(table["reading"]) and len(table) == len(READING_IDS) + 2
+    assert "not judged" in readings_text({"readings": table})

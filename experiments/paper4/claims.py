@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from experiments.report import (
     compare_summaries,
     direction_claim,
     direction_first,
+    graded,
     graded_distance,
     margins,
     ratio_claim,
@@ -111,10 +113,14 @@ def manipulation_accuracy(analysis: dict, name: str) -> float:
     return hits / rows if rows else float("nan")
 
 
-def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[Claim]:
+def claims_of(analyses: list[dict], accuracies: dict[str, list[float]],
+              other_analyses: Sequence[dict] = ()) -> list[Claim]:  # fmt: skip
     """Every number and finding of sections 2, 4 and 5, each with its rule (fixed before the
     runs), then the size-matched controls and directional claims of Table 1 and the claims added
-    later (`control_claims`, `added_claims`)."""
+    later (`control_claims`, `added_claims`). Items 2-4's registered rules judge their claims
+    where `analyses` and `other_analyses` (the other side of the null: the untrained analyses
+    for the trained claims, the trained for the null's) all record what they read
+    (`registered_measured`), so that a claim and its null share one rule."""
     paper = PAPER
     accuracy_claims = [
         compare_summaries("accuracy.gru", "GRU token-positioning accuracy (section 2, Gutenberg)",
@@ -165,7 +171,9 @@ def claims_of(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[
             f"Share of units that are {function} neurons per token (paper: "
             f"{paper['share_text'][function]})", paper["shares"][function], shares, within=1.5,
         ), SHARE_SET_BY_METHOD[function]))  # fmt: skip
-    return claims + finding_claims(analyses) + control_claims(analyses) + added_claims(analyses)
+    registered = registered_measured([*analyses, *other_analyses])
+    return (claims + finding_claims(analyses, registered) + control_claims(analyses)
+            + added_claims(analyses, registered))  # fmt: skip
 
 
 SEPARABLE = ("storing", "triggering")
@@ -192,8 +200,11 @@ CIRCULAR = ("finding4.outputting_zero", "finding4.others_zero", "control.outputt
             "control.others_zero")  # fmt: skip
 
 
-def finding_claims(analyses: list[dict]) -> list[Claim]:
-    """Findings 1-4 (Table 1 among them) and section 5's gate interaction."""
+def finding_claims(analyses: list[dict], registered: bool | None = None) -> list[Claim]:
+    """Findings 1-4 (Table 1 among them) and section 5's gate interaction; with `registered`
+    (None: where every analysis records it), the steady rise of finding 2 by item 3's rule."""
+    if registered is None:
+        registered = registered_measured(analyses)
     paper = PAPER
     claims = []
     steadiness = per_model(analyses, lambda a: 1 / mean_over_tokens(
@@ -224,14 +235,7 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
         "mean over models of -Spearman rho(T, aligned counting value at t = 0), T = 2..13",
         0.8, 0.5,
     ))  # fmt: skip
-    rises = per_model(analyses, lambda a: a["counting_rises"])
-    claims.append(threshold_claim(
-        "finding2.steady_rise",
-        "Counting neurons then rise step by step until T - 1 (finding 2, Figure 3)",
-        "rise every step", rises, float(np.mean(rises)),
-        "mean share of steps t -> t+1 (t = 0..T-2) where the mean aligned value rises",
-        0.9, 0.7,
-    ))  # fmt: skip
+    claims.append(steady_rise_claim(analyses, registered))
     for key, direction, text in (
         ("update_output", 1, "the mean update gate of outputting neurons at T rises"),
         ("reset_store", -1, "the mean reset gate of storing neurons at T falls"),
@@ -275,6 +279,36 @@ def finding_claims(analyses: list[dict]) -> list[Claim]:
             claim = direction_first(claim, change, "mean change from the unmasked value")
         claims.append(claim)
     return claims
+
+
+def steady_rise_claim(analyses: list[dict], registered: bool) -> Claim:
+    """Finding 2's steady rise: each counting unit turned to rise from t = 0 to T - 1, or with
+    `registered` (item 3) to drop at t = 0, its verdict before kept (`ALIGNED_BY_DROP`)."""
+    text = "Counting neurons then rise step by step until T - 1 (finding 2, Figure 3)"
+    rises = per_model(analyses, lambda a: a["counting_rises"])
+    claim = threshold_claim(
+        "finding2.steady_rise", text, "rise every step", rises, float(np.mean(rises)),
+        "mean share of steps t -> t+1 (t = 0..T-2) where the mean aligned value rises",
+        0.9, 0.7,
+    )  # fmt: skip
+    if not registered:
+        return claim
+    by_drop = per_model(analyses, lambda a: a["counting_rises_by_drop"])
+    aligned = threshold_claim(
+        "finding2.steady_rise", text, "rise every step", by_drop, float(np.mean(by_drop)),
+        "mean over models of the share of steps t -> t+1 (t = 0..T-2, T = 2..13) where the "
+        "mean counting value rises, each unit turned to drop at t = 0 (multiplied by "
+        "-sign(jump h_0 - h_-1), +1 where 0)", 0.9, 0.7,
+    )  # fmt: skip
+    return after_rule_change(aligned, claim.verdict, claim.rule, ALIGNED_BY_DROP)
+
+
+ALIGNED_BY_DROP = (
+    f"the rule: units aligned by their drop at t = 0. {REGISTERED}each counting unit was turned "
+    "by its own rise from t = 0 to T - 1, the window then tested for a rise; now each is turned "
+    "by its jump at t = 0, so that a unit that drops there keeps its sign"
+)
+"""Why finding 2's steady rise keeps its verdict before the registered rule (`Earlier`)."""
 
 
 MANIPULATION_TEXT = {
@@ -386,9 +420,13 @@ DATA_FACT_CHANGE = (
 """Why the coverage's verdicts before the pre-registered rule are kept (`Earlier`)."""
 
 
-def added_claims(analyses: list[dict]) -> list[Claim]:
+def added_claims(analyses: list[dict], registered: bool | None = None) -> list[Claim]:
     """The statements of sections 4-5 added later, each with its rule; the data's coverage is a
-    fact about the corpus (`DATA_FACT`: uninformative, its rule's verdict beside it)."""
+    fact about the corpus (`DATA_FACT`: uninformative, its rule's verdict beside it); with
+    `registered` (None: where every analysis records it), counting the opposite way and the
+    outputting values near +-1 by items 2 and 4's rules."""
+    if registered is None:
+        registered = registered_measured(analyses)
     claims = []
     for key, paper, text in (("tokens", 0.48, "the 50 most common tokens"),
                              ("positions", 0.75, "positions 1-13")):  # fmt: skip
@@ -412,20 +450,24 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
         "storing group loses the token in at least half the rows", 0.9, 0.5,
     ))  # fmt: skip
     opposite = per_model(analyses, _opposite_counting_share)
-    claims.append(threshold_claim(
+    claim = threshold_claim(
         "finding2.some_count_the_opposite_way",
         "Some counting neurons count the opposite way: they jump up at t = 0 and fall (finding 2)",
         "some", opposite, float(np.mean(opposite) > 0) * float(np.mean(opposite) <= 0.5),
         "1 if the mean over models of the share of counting units that fall from t = 0 to "
         "T - 1 is in (0, 0.5], else 0", 1.0, 1.0,
-    ))  # fmt: skip
+    )  # fmt: skip
+    claims.append(after_rule_change(opposite_way_claim(analyses, claim.claim), claim.verdict,
+                                    claim.rule, UP_THEN_DOWN) if registered else claim)  # fmt: skip
     extreme = per_model(analyses, lambda a: mean_over_tokens(a, lambda t: t["outputting_abs"]))
-    claims.append(threshold_claim(
+    claim = threshold_claim(
         "finding4.outputting_values_near_one",
         "Outputting neurons' values at T lie close to -1 or +1 (finding 4)", "close to -1 or +1",
         extreme, float(np.mean(extreme)),
         "mean over models and tokens of |h_T| over the outputting units", 0.8, 0.5,
-    ))  # fmt: skip
+    )  # fmt: skip
+    claims.append(after_rule_change(near_one_claim(analyses, claim), claim.verdict, claim.rule,
+                                    NEARER_THAN_OTHERS) if registered else claim)  # fmt: skip
     shared = per_model(analyses, lambda a: mean_over_tokens(a, _has_multi_function_unit))
     chance = float(np.mean(per_model(analyses, lambda a: mean_over_tokens(
         a, lambda t: _chance_of_a_shared_unit(t, a["hidden_size"])))))  # fmt: skip
@@ -442,6 +484,79 @@ def added_claims(analyses: list[dict]) -> list[Claim]:
                             f"unit with probability {chance:.3f}")  # fmt: skip
     claims.append(claim)
     return claims
+
+
+def registered_measured(analyses: Sequence[dict]) -> bool:
+    """Whether every analysis records what items 2-4's registered rules read (each token's
+    `counting_units` and `others_abs`, the `counting_rises_by_drop`)."""
+    return all("counting_rises_by_drop" in a and all(
+        "counting_units" in t and "others_abs" in t for t in a["tokens"].values())
+        for a in analyses)  # fmt: skip
+
+
+UP_THEN_DOWN = (
+    f"the rule: an up-jumping unit must then fall. {REGISTERED}a GRU unit and its negation are "
+    "equally learnable, so the share of falling counting units sits near 0.5 by symmetry and "
+    "untrained weights pass; now, among the counting units that jump up at t = 0, the share "
+    "that then fall"
+)
+NEARER_THAN_OTHERS = (
+    f"the rule: nearer ±1 than the other units. {REGISTERED}the outputting units' mean |h_T| "
+    "must also exceed every other unit's on the same rows, by the control margins (0.1 for "
+    f"reproduced, {CONTROL_GAP} for partially)"
+)
+"""Why finding 2's opposite counting and finding 4's values near +-1 keep their verdicts before."""
+
+
+def _up_then_down(analysis: dict) -> tuple[int, float]:
+    """Among one model's counting units that jump up at t = 0 (mean h_0 - h_-1 > 0, every
+    token's pooled): how many then fall (mean h_(T-1) - h_0 < 0), and their share (NaN with
+    none jumping up)."""
+    rises = [rise for t in analysis["tokens"].values()
+             for jump, rise in zip(t["counting_units"]["jump"], t["counting_units"]["rise"],
+                                   strict=True) if jump > 0]  # fmt: skip
+    falling = sum(rise < 0 for rise in rises)
+    return falling, falling / len(rises) if rises else float("nan")
+
+
+def opposite_way_claim(analyses: list[dict], text: str) -> Claim:
+    """Item 2: some counting units jump up at t = 0 and then fall. Reproduced when every model
+    has such a unit and, on average over the models with up-jumping units, at least 0.8 of them
+    fall; partially when some model has one and the mean is at least 0.6."""
+    counted = [_up_then_down(a) for a in analyses]
+    shares = [share for _, share in counted]
+    defined = [share for share in shares if share == share]
+    mean = float(np.mean(defined)) if defined else float("nan")
+    having = sum(falling > 0 for falling, _ in counted)
+    verdict = graded(having == len(counted) and mean >= 0.8, having > 0 and mean >= 0.6)
+    rule = (
+        f"per model, among the counting units that jump up at t = 0 (mean h_0 - h_-1 > 0, tokens "
+        f"pooled), the share that then fall (mean h_(T-1) - h_0 < 0); mean over the models with "
+        f"up-jumping units = {mean:.3f}; models with a unit that jumps up and falls: {having} of "
+        f"{len(counted)}; reproduced if every model has one and the mean >= 0.8, partially if "
+        "some model has one and the mean >= 0.6"
+    )
+    return Claim("finding2.some_count_the_opposite_way", text, "some", Measured.of(shares), rule,
+                 verdict)  # fmt: skip
+
+
+def near_one_claim(analyses: list[dict], level_claim: Claim) -> Claim:
+    """Item 4: the outputting units' mean |h_T| (`level_claim`'s statistic, L) lies near 1 and
+    above every other unit's on the same rows (C, the mean over models and tokens of the
+    difference): reproduced when L >= 0.8 and C >= 0.1, partially when L >= 0.5 and C >=
+    `CONTROL_GAP`."""
+    level = level_claim.measured.mean
+    contrast = float(np.mean(per_model(analyses, lambda a: mean_over_tokens(
+        a, lambda t: t["outputting_abs"] - t["others_abs"]))))  # fmt: skip
+    verdict = graded(level >= 0.8 and contrast >= 0.1,
+                     level >= 0.5 and contrast >= CONTROL_GAP)  # fmt: skip
+    rule = (
+        f"mean over models and tokens of |h_T| over the outputting units L = {level:.3f}, and of "
+        f"that minus |h_T| over every other unit on the same rows C = {contrast:.3f}; reproduced "
+        f"if L >= 0.8 and C >= 0.1, partially if L >= 0.5 and C >= {CONTROL_GAP} (the control "
+        "margins)"
+    )
+    return replace(level_claim, rule=rule, verdict=verdict, threshold=None)
 
 
 def _chance_of_a_shared_unit(token: dict, units: int) -> float:

@@ -21,6 +21,7 @@ from experiments.paper4.claims import (  # noqa: E402
     manipulation_accuracy,
     mean_over_tokens,
 )
+from experiments.paper4.readings import READING_IDS, reading_values, shown_beside  # noqa: E402
 from experiments.paper4.scales import Scale  # noqa: E402
 from experiments.report import (  # noqa: E402
     current_commit,
@@ -208,6 +209,53 @@ def table1(analyses: list[dict]) -> pd.DataFrame:
     frame["paper (Lyrics)"] = [PAPER["table1_lyrics"].get(paper_name[m], float("nan"))
                                for m in names]  # fmt: skip
     return frame.reset_index(names="manipulation")
+
+
+BESIDE = {"single_step.storing_previous_before_last": "accuracy over t <= T - 2 only",
+          "control.single_step.storing_previous": "random units' accuracy"}  # fmt: skip
+"""Item 9's values shown beside its claims, not judged (`readings.shown_beside`)."""
+
+
+def readings_table(analyses: list[dict]) -> pd.DataFrame | None:
+    """Items 7-10's readings beside Table 1, per model and their mean: each claim's value (an
+    accuracy, a gap over the random-unit control, or a ratio; judged in the claims table) and,
+    beside the single-step replacement, item 9's values not judged; None where an analysis was
+    taken before the readings."""
+    try:
+        values = [reading_values(a) | shown_beside(a) for a in analyses]
+    except ValueError:  # measured before the readings
+        return None
+    at = READING_IDS.index("single_step.direction.storing_previous_remains_high") + 1
+    ids = [*READING_IDS[:at], *BESIDE, *READING_IDS[at:]]
+    frame = pd.DataFrame({f"seed {i}": [v[id] for id in ids] for i, v in enumerate(values)},
+                         index=ids)  # fmt: skip
+    frame.insert(0, "mean", frame.mean(axis=1))
+    frame.insert(0, "value", [
+        f"{BESIDE[id]} (shown beside, not judged)" if id in BESIDE
+        else "named - control accuracy" if ".control." in id
+        else "ratio to the test accuracy" if id.endswith("barely_matter") else "accuracy"
+        for id in ids])  # fmt: skip
+    return frame.reset_index(names="reading")
+
+
+def readings_text(tables: dict) -> str:
+    """The pre-registered readings' section below Table 1, where they were measured."""
+    if tables.get("readings") is None:
+        return ""
+    return f"""
+### Other readings, registered before their results (items 7-10 of preregistration.md)
+
+Per model: Table 1's triggering edit on the rows with T = 6 only (`t6.*`, the paper's setting);
+counting edited at every step t before the output, one trial per step (`each_step.*`), and held
+k steps behind from each start t to the output (`lag_held.*`); the storing units replaced by
+their previous values at one step t = 1..T-1, one trial per step (`single_step.*`); random
+decoder inputs drawn from the words only, `<sos>` first (`words_only.*`). Each claim is judged
+by its primary claim's rule, the untrained weights its null (claims table); the single-step
+replacement's accuracy over t <= T - 2 only (the paper's "before t = T - 1") and its
+random-unit control's accuracy are shown beside it, not judged.
+
+{markdown_table(tables["readings"], 3, index=False)}
+"""
 
 
 def token_table(analysis: dict, count: int = 10) -> pd.DataFrame:
@@ -491,6 +539,7 @@ are not the function's stage-1 candidates ({scale.control_draws} draws per token
 reader sees whether the named units matter more than any units (claims `control.*`).
 
 {markdown_table(tables["table1"], 3, index=False)}
+{readings_text(tables)}
 
 Per token, first model (the ten most common tokens; units and hit rates):
 

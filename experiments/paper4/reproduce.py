@@ -14,13 +14,14 @@ import pandas as pd
 
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper4.analysis import FIGURE2_TOKENS
-from experiments.paper4.claims import claims_of
 from experiments.paper4.findings import FINDINGS
+from experiments.paper4.reading_claims import every_claim
 from experiments.paper4.report import (
     accuracy_table,
     figure2,
     figure3,
     figure5,
+    readings_table,
     report_text,
     setting_table,
     shares_table,
@@ -31,7 +32,7 @@ from experiments.paper4.report import (
 )
 from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS, Scale, command_line
-from experiments.paper4.untrained import judged_claims, null_text
+from experiments.paper4.untrained import judged_claims, null_text, untrained_inputs
 from experiments.report import Claim, claims_frame, with_earlier
 
 EARLIER_VERDICTS = (
@@ -92,7 +93,8 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
     by_variant = {name: [records[(name, s)] for s in scale.seeds[name]] for name in VARIANTS}
     accuracies = {name: [r["test_position_acc"] for r in runs]
                   for name, runs in by_variant.items()}  # fmt: skip
-    claims = claims_of(analyses, accuracies)
+    null = untrained_inputs(records, scale)
+    claims = every_claim(analyses, accuracies, null[0] if null else ())
     if scale_name == "default":
         claims = earlier_verdicts(claims)
     claims = judged_claims(claims, records, scale)
@@ -113,6 +115,9 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
         "training": training_table(records),
         "settings": setting_table(scale, SCALES["paper"]),
     }
+    readings = readings_table(analyses)  # None: analysed before the pre-registered readings
+    if readings is not None:
+        tables["readings"] = readings
     markdown = report_text(scale_name, scale, tables, request.clock, records) + null_text(
         records, scale_name, scale
     )

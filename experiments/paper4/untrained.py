@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from experiments.paper4.claims import claims_of
+from experiments.paper4.reading_claims import every_claim
 from experiments.paper4.scales import VARIANTS, Scale
 from experiments.report import Claim, judged_against_untrained
 
@@ -68,15 +68,19 @@ def missing_untrained(records: dict[tuple, dict]) -> list[str]:
     return [f"{name} seed={seed}" for (name, seed), r in records.items() if "untrained" not in r]
 
 
-def untrained_claims(analyses: list[dict], accuracies: dict[str, list[float]]) -> list[Claim]:
-    """`claims_of` decided on the untrained weights, but for `NO_NULL`; each rule read on the
-    analysis says on which rows it ran."""
+def untrained_claims(analyses: list[dict], accuracies: dict[str, list[float]],
+                     trained: Sequence[dict] = ()) -> list[Claim]:  # fmt: skip
+    """`every_claim` decided on the untrained weights, but for `NO_NULL`, by the rules the
+    `trained` analyses are judged by too; each rule read on the analysis says on which rows it
+    ran (a test accuracy's, `accuracy.*` and `words_only.accuracy.*`, on the test split)."""
     rows = ", ".join(f"{a['correct']:,} of {a['rows']:,}" for a in analyses)
     where = (f"; untrained: the analysis on every requested row, since the untrained GRUs "
              f"answer almost none correctly ({rows} per seed)")  # fmt: skip
     return [
-        c if c.id.startswith(ACCURACIES) else replace(c, rule=c.rule + where)
-        for c in claims_of(analyses, accuracies)
+        c
+        if c.id.removeprefix("words_only.").startswith(ACCURACIES)
+        else replace(c, rule=c.rule + where)
+        for c in every_claim(analyses, accuracies, trained)
         if c.id not in NO_NULL
     ]
 
@@ -87,7 +91,9 @@ def judged_claims(claims: Sequence[Claim], records: dict[tuple, dict], scale: Sc
     null = untrained_inputs(records, scale)
     if null is None:
         return list(claims)
-    return judged_against_untrained(claims, untrained_claims(*null), NULL_MODEL)
+    trained = [records[("gru", seed)].get("analysis") for seed in scale.seeds["gru"]]
+    trained = [analysis for analysis in trained if analysis is not None]
+    return judged_against_untrained(claims, untrained_claims(*null, trained), NULL_MODEL)
 
 
 def null_text(records: dict[tuple, dict], scale_name: str, scale: Scale) -> str:
