@@ -22,6 +22,7 @@ from experiments.cli import main
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
 from storage.trusted_classes import UntrustedClassError, resolve_class
+from tests.smoke import HANG_GUARD
 from tests.tiny_run import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -112,7 +113,8 @@ def test_probe_command_refuses_a_malicious_checkpoint(tmp_path, payload, model, 
     done = subprocess.run(
         [sys.executable, "-m", "probes", "pruning", "--runs", str(run), "--out",
          str(tmp_path / "out")],
-        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path, timeout=300,
+        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path,
+        timeout=HANG_GUARD,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "best.ckpt" in done.stderr
@@ -128,7 +130,8 @@ def test_fit_refuses_a_malicious_ckpt_path(tmp_path, payload, model, data):
     done = subprocess.run(
         [sys.executable, "-m", "experiments", "fit", "--config", str(config), "--run.root",
          str(tmp_path / "runs"), "--ckpt_path", str(run / "checkpoints" / "last.ckpt")],
-        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path, timeout=300,
+        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path,
+        timeout=HANG_GUARD,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and model in done.stderr

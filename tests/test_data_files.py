@@ -10,6 +10,7 @@ import pytest
 from datamodules.lookup_tables import generate_lookup_tables
 from datamodules.text_files import decode_text, line_at, read_rows
 from tests.data_files import write_lookup_tables
+from tests.smoke import HANG_GUARD
 
 BASELINE = str(Path(__file__).parents[1] / "experiments" / "configs" / "paper1" / "baseline.yaml")
 
@@ -60,7 +61,7 @@ def test_cli_reports_a_bad_data_file_in_one_line(tmp_path, file, bad, message):
     done = subprocess.run(
         [sys.executable, "-m", "experiments", "fit", "--config", BASELINE,
          "--data.init_args.data_dir", str(data), "--run.root", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=HANG_GUARD,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]

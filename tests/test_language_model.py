@@ -17,6 +17,7 @@ from lightning_modules.language_model import LanguageModel
 from lightning_modules.recurrent import Intervention
 from probes.contextual_decomposition import decompose_language_model
 from storage.run_folder import RunFolder
+from tests.smoke import HANG_GUARD
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "configs" / "paper2" / "language_model.yaml"
 SMALL = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
@@ -129,7 +130,7 @@ def test_batched_cd_equals_the_per_example_reference_loop():
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "experiments", *args],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+                          capture_output=True, text=True, timeout=HANG_GUARD)  # fmt: skip
 
 
 def fit_language_model(root: Path, epochs: int, *extra: str) -> Path:

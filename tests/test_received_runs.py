@@ -25,6 +25,7 @@ from experiments.engine import fit as fitting
 from storage import RunFolder, RunLayout
 from storage.files import RunFileError, load_checkpoint, read_saved_config
 from storage.replacement import settle_replacement
+from tests.smoke import HANG_GUARD
 from tests.test_run_writers import ROOT
 from tests.tiny_run import TINY
 
@@ -356,7 +357,7 @@ def test_a_replacing_fit_killed_midway_is_restored_by_the_next_command(runs, fin
         [sys.executable, "-m", "experiments", "fit", "--config", str(runs["config"]),
          "--run.root", str(finished.parents[2]), "--run.replace", "true",
          f"--trainer.callbacks+={json.dumps(kill)}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=HANG_GUARD,
     )  # fmt: skip
     assert killed.returncode == 9, killed.stderr
     assert holding_folders(finished) == [".old-run"]

@@ -46,6 +46,7 @@ from storage.files import (
     write_text_atomic,
 )
 from tests.fake_fit import ended_fit, fit_pids
+from tests.smoke import HANG_GUARD
 from tests.tiny_run import TINY
 
 ROOT = Path(__file__).parents[1]
@@ -80,7 +81,7 @@ def kill_inside(process: subprocess.Popen, phase_file: Path, phase: str, epoch: 
                 batch: int) -> str:  # fmt: skip
     """SIGKILL `process` (and its children) once it reports `phase` (at `epoch`, any epoch if
     None) at batch `batch` or later; the phase it was killed in."""
-    deadline = time.time() + 240
+    deadline = time.time() + HANG_GUARD
     while time.time() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"the fit ended before the kill: {process.stderr.read()}")
@@ -99,7 +100,7 @@ def kill_inside(process: subprocess.Popen, phase_file: Path, phase: str, epoch: 
 def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     run = Path("paper1") / "tiny" / "seed=3"
     whole = start_fit(config_file(tmp_path, tmp_path / "phase-whole", 0.0), tmp_path / "whole")
-    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+    assert whole.wait(timeout=HANG_GUARD) == 0, whole.stderr.read()
 
     phase_file = tmp_path / "phase"
     config = config_file(tmp_path, phase_file, 0.1)
@@ -114,7 +115,7 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
         process = start_fit(config, root, *resume)
         killed.append(kill_inside(process, phase_file, phase, epoch, batch))
     final = start_fit(config, root, "--ckpt_path", str(last))
-    assert final.wait(timeout=300) == 0, final.stderr.read()
+    assert final.wait(timeout=HANG_GUARD) == 0, final.stderr.read()
 
     resumed_csv = (root / run / "metrics.csv").read_text()
     assert resumed_csv == (tmp_path / "whole" / run / "metrics.csv").read_text(), killed
@@ -154,7 +155,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
 
     thread = threading.Thread(target=interrupted)
     thread.start()
-    deadline = time.time() + 240
+    deadline = time.time() + HANG_GUARD
     while not phase_file.is_file() or phase_file.read_text().split()[:2] != ["train", "1"]:
         assert time.time() < deadline and thread.is_alive(), "the fit never reached epoch 1"
         time.sleep(0.01)
@@ -162,7 +163,7 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     (running,) = sittings.read_sittings(layout.sittings)  # recorded while it runs
     for pid in fit_pids(str(parts_root), "experiments"):
         os.kill(pid, signal.SIGTERM)  # as `kill`, a time limit (SIGKILL: kill_inside)
-    thread.join(timeout=60)
+    thread.join(timeout=HANG_GUARD)
     assert failures and not layout.command.exists()  # stopped: not a finished run
     assert "stopped by SIGTERM before the fit ended" in layout.train_log.read_text()
     assert layout.started.is_file() and layout.checkpoint("last").is_file()
@@ -434,9 +435,9 @@ def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path, replacing):
     ddp = ("--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp")
     if replacing:
         old = start_fit(config, tmp_path / "runs", *ddp, "--trainer.max_epochs", "1")
-        assert old.wait(timeout=300) == 0, old.stderr.read()
+        assert old.wait(timeout=HANG_GUARD) == 0, old.stderr.read()
     process = start_fit(config, tmp_path / "runs", *ddp, "--run.replace", str(replacing).lower())
-    assert process.wait(timeout=300) == 0, process.stderr.read()
+    assert process.wait(timeout=HANG_GUARD) == 0, process.stderr.read()
     layout = RunLayout(tmp_path / "runs" / "paper1" / "tiny" / "seed=3")
     assert not any(p.name.startswith(".old-run") for p in layout.path.iterdir())
     metrics = rows(layout.metrics)
@@ -476,7 +477,7 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
          str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads,
              "MKL_NUM_THREADS": threads},
-        capture_output=True, timeout=300,
+        capture_output=True, timeout=HANG_GUARD,
     )  # fmt: skip
     assert killed.returncode == 9, killed.stderr
     main(["fit", *arguments, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])

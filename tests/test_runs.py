@@ -22,6 +22,7 @@ from experiments.engine import pool, sittings, store
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
 from tests.fake_fit import fit_pids
+from tests.smoke import HANG_GUARD
 from tests.tiny_run import fit, weights
 
 
@@ -68,7 +69,7 @@ def test_resumed_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "experiments", *args],
-        capture_output=True, text=True, cwd=cwd, timeout=300,
+        capture_output=True, text=True, cwd=cwd, timeout=HANG_GUARD,
     )  # fmt: skip
 
 
@@ -455,7 +456,7 @@ def test_a_second_signal_ends_a_stopping_reproduction_at_once(signals):
         stopped = time.monotonic()
         if signals == 2:
             child.send_signal(signal.SIGTERM)
-        assert child.wait(timeout=30) == 143
+        assert child.wait(timeout=HANG_GUARD) == 143
         waited = time.monotonic() - stopped
         assert (waited < 10) if signals == 2 else (waited >= 1.5)
     finally:

@@ -17,6 +17,7 @@ from experiments.engine.committed import wandb_folder
 from experiments.report import Claim, Measured, current_commit, log_to_wandb
 from experiments.wandb_summary import read_runs
 from storage.layout import SCALE_ENV
+from tests.smoke import HANG_GUARD
 from tests.tiny_run import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ def flushed() -> None:
 
 def summary_command(*paths: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "experiments", "wandb-summary", *map(str, paths)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+                          capture_output=True, text=True, timeout=HANG_GUARD, cwd=ROOT)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
