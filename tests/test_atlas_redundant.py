@@ -19,9 +19,9 @@ from experiments.atlas.redundant import (
 )
 from experiments.atlas.report import ABOVE, NOT_APPLICABLE, cell, not_yet_text
 from experiments.atlas.scales import SCALES
-from experiments.atlas.targets import Rows, token_positioning_rows
+from experiments.atlas.targets import token_positioning_rows
 from lightning_modules.seq2seq import Seq2Seq
-from probes.neuron_functions import trace_rows
+from tests.test_atlas_decomposition import planted_rows  # the same rows, lines named by tokens
 
 # Token positioning's vocabulary: 4 specials, <pos=1..3>, then the words: the tokens A and B, the
 # distractors D1 and D2, and the line words LA and LB (which name A and B to the copying model).
@@ -56,22 +56,6 @@ def planted_seq2seq(writers: tuple[int, int, int, int]) -> Seq2Seq:
 
 SIGNAL_ONLY = (A, B, D1, D2)
 COPYING = (LA, LB, D1, D2)
-
-
-def planted_rows(model: Seq2Seq, lines: list[list[int]], tokens: list[int],
-                 positions: list[int]) -> Rows:  # fmt: skip
-    """Token-positioning rows: each source line then its signal pair (token, <pos=T>)."""
-    sources = [line + [token, 3 + position] for line, token, position
-               in zip(lines, tokens, positions, strict=True)]  # fmt: skip
-    width = max(map(len, sources))
-    batch = {
-        "source": torch.tensor([source + [0] * (width - len(source)) for source in sources]),
-        "source_lengths": torch.tensor([len(source) for source in sources]),
-        "signal_token": torch.tensor(tokens)[:, None],
-        "signal_position": torch.tensor(positions)[:, None],
-    }
-    traced = trace_rows(model, batch, POSITIONS + 2)
-    return Rows(traced, traced.answered, [A, B], {A: "A", B: "B"})
 
 
 # Each line names its row's token (LA for A, LB for B) among distractors; some lines repeat.
