@@ -31,19 +31,22 @@ V = 11
 UNITS = 4
 
 
-def planted_seq2seq() -> Seq2Seq:
-    """A GRU seq2seq, no attention, whose logit of A (B) reads unit 0 (1) only, written by the
-    source token A (B) alone; the distractor words write units 2 and 3, which no logit reads.
-    Every bias but the update gates' (z = sigmoid(2), a slow decay) is 0, the decoder ignores its
-    inputs: the logit of the signal's token at T comes from the signal pair alone."""
+def planted_seq2seq(writers: tuple[int, int, int, int] = (A, B, D1, D2),
+                    vocabulary: int = V) -> Seq2Seq:  # fmt: skip
+    """A GRU seq2seq over `vocabulary` words, no attention, in which the words `writers` each
+    write one unit (in order 0 .. 3) and every other word nothing; the logit of A (B) reads unit
+    0 (1) only. Every bias but the update gates' (z = sigmoid(2), a slow decay) is 0, the units
+    never mix, the decoder ignores its inputs. With the default writers, A (B) writes unit 0 (1)
+    and the distractor words units 2 and 3, which no logit reads: the logit of the signal's token
+    at T comes from the signal pair alone."""
     torch.manual_seed(0)
-    model = Seq2Seq(V, V, cell="gru", embedding_size=UNITS, hidden_size=UNITS, attention="none",
-                    bridge="last").eval()  # fmt: skip
+    model = Seq2Seq(vocabulary, vocabulary, cell="gru", embedding_size=UNITS, hidden_size=UNITS,
+                    attention="none", bridge="last").eval()  # fmt: skip
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.zero_()
         model.decoder_embedding.weight.normal_()  # ignored: the decoder's input weights are 0
-        for unit, word in enumerate((A, B, D1, D2)):
+        for unit, word in enumerate(writers):
             model.encoder_embedding.weight[word, unit] = 1.0
         model.encoder.weight_ih_l0[2 * UNITS :] = 3 * torch.eye(UNITS)  # the candidate n
         for layer in (model.encoder, model.decoder):

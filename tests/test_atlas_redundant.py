@@ -22,36 +22,20 @@ from experiments.atlas.scales import SCALES
 from experiments.atlas.targets import token_positioning_rows
 from lightning_modules.seq2seq import Seq2Seq
 from tests.test_atlas_decomposition import planted_rows  # the same rows, lines named by tokens
+from tests.test_atlas_decomposition import planted_seq2seq as planted_decomposition_seq2seq
 
 # Token positioning's vocabulary: 4 specials, <pos=1..3>, then the words: the tokens A and B, the
 # distractors D1 and D2, and the line words LA and LB (which name A and B to the copying model).
 POSITIONS = 3
 A, B, D1, D2, LA, LB = 7, 8, 9, 10, 11, 12
 V = 13
-UNITS = 4
 
 
 def planted_seq2seq(writers: tuple[int, int, int, int]) -> Seq2Seq:
-    """A GRU seq2seq, no attention, in which the words `writers` each write one unit (in order
-    0 .. 3) and every other word nothing; the logit of A (B) reads unit 0 (1) only, so the model
-    outputs A (B) at every step after the first writer (second) and nothing else. Every bias but
-    the update gates' (z = sigmoid(2), a slow decay) is 0, the units never mix, the decoder
-    ignores its inputs. With A and B as the writers the output at T comes from the signal alone;
-    with LA and LB it is copied from the source line."""
-    torch.manual_seed(0)
-    model = Seq2Seq(V, V, cell="gru", embedding_size=UNITS, hidden_size=UNITS, attention="none",
-                    bridge="last").eval()  # fmt: skip
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.zero_()
-        model.decoder_embedding.weight.normal_()  # ignored: the decoder's input weights are 0
-        for unit, word in enumerate(writers):
-            model.encoder_embedding.weight[word, unit] = 1.0
-        model.encoder.weight_ih_l0[2 * UNITS :] = 3 * torch.eye(UNITS)  # the candidate n
-        for layer in (model.encoder, model.decoder):
-            layer.bias_ih_l0[UNITS : 2 * UNITS] = 2.0  # the update gate z
-        model.output.weight[A, 0] = model.output.weight[B, 1] = 5.0
-    return model
+    """The decomposition tests' planted GRU (`tests.test_atlas_decomposition.planted_seq2seq`)
+    over this file's vocabulary: with A and B as the writers the output at T comes from the
+    signal alone; with LA and LB it is copied from the source line."""
+    return planted_decomposition_seq2seq(writers, vocabulary=V)
 
 
 SIGNAL_ONLY = (A, B, D1, D2)
