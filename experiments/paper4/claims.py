@@ -344,6 +344,21 @@ CONTROL_GAP = 0.02
 noise of an accuracy over a few hundred rows."""
 
 
+def control_claim(id: str, edit: str, effect: str, gaps: list[float], control: float,
+                  note: str = "") -> Claim:  # fmt: skip
+    """The controls' rule: per model the named units' accuracy minus the same `edit`'s on as
+    many random non-candidate units (mean accuracy `control`), signed so that the paper's
+    direction (`effect`) is positive; reproduced from 0.1, partially from `CONTROL_GAP`; `note`
+    ends the rule's text."""
+    return direction_claim(
+        id, f"{edit}: the named units {effect} more often than as many random non-candidate "
+        f"units (control accuracy {control:.3f})", "named units matter", gaps,
+        float(np.mean(gaps)), "mean over models of (named - control accuracy), signed by the "
+        f"paper's direction (partially from {CONTROL_GAP}: smaller gaps are within the rows' "
+        f"sampling noise{note})", 0.1, CONTROL_GAP,
+    )  # fmt: skip
+
+
 def control_claims(analyses: list[dict]) -> list[Claim]:
     """For every manipulation with a direction: the named units' accuracy minus the control's,
     signed so that the paper's direction is positive; reproduced when the mean over models is at
@@ -356,15 +371,10 @@ def control_claims(analyses: list[dict]) -> list[Claim]:
         gaps = per_model(analyses, lambda a, n=name, d=sign: d * (
             manipulation_accuracy(a, n) - manipulation_accuracy(a, f"control.{n}")))  # fmt: skip
         control = per_model(analyses, lambda a, n=name: manipulation_accuracy(a, f"control.{n}"))
-        claim = direction_claim(
-            f"control.{name}",
-            f"{MANIPULATION_TEXT[name].split(':')[0]}: the named units "
-            f"{'lose the token' if sign < 0 else 'have the effect'} more often than as many "
-            f"random non-candidate units (control accuracy {np.mean(control):.3f})",
-            "named units matter", gaps, float(np.mean(gaps)),
-            "mean over models of (named - control accuracy), signed by the paper's direction "
-            f"(partially from {CONTROL_GAP}: smaller gaps are within the rows' sampling noise; "
-            "earlier, any gap above 0)", 0.1, CONTROL_GAP,
+        claim = control_claim(
+            f"control.{name}", MANIPULATION_TEXT[name].split(":")[0],
+            "lose the token" if sign < 0 else "have the effect", gaps, float(np.mean(control)),
+            "; earlier, any gap above 0",
         )  # fmt: skip
         claims.append(cannot_fail(claim, CHOSEN_ON_THE_OUTPUT) if claim.id in CIRCULAR else claim)
     claims.append(restraining_claim(analyses))
