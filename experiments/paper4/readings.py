@@ -32,12 +32,17 @@ def pooled_accuracy(analysis: dict, name: str) -> float:
     return hits / rows if rows else float("nan")
 
 
-def _check_measured(analysis: dict) -> None:
-    """One clear error where the analysis was taken before these readings were measured."""
-    measured = WORDS_ONLY in analysis and all(
+def measured(analysis: dict) -> bool:
+    """Whether the analysis records the pre-registered readings (an analysis taken before them
+    does not)."""
+    return WORDS_ONLY in analysis and all(
         "single_step.storing_previous" in t["verification"] for t in analysis["tokens"].values()
     )
-    if not measured:
+
+
+def _check_measured(analysis: dict) -> None:
+    """One clear error where the analysis was taken before these readings were measured."""
+    if not measured(analysis):
         raise ValueError(
             "this paper 4 analysis has no pre-registered readings (items 7-10: "
             f"{WORDS_ONLY}, the verification's single_step/each_step/lag_held and .T= counts): "

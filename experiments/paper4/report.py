@@ -21,7 +21,7 @@ from experiments.paper4.claims import (  # noqa: E402
     manipulation_accuracy,
     mean_over_tokens,
 )
-from experiments.paper4.readings import READING_IDS, reading_values, shown_beside  # noqa: E402
+from experiments.paper4.readings import READING_IDS, measured, reading_values, shown_beside  # noqa: E402
 from experiments.paper4.scales import Scale  # noqa: E402
 from experiments.report import (  # noqa: E402
     current_commit,
@@ -221,10 +221,9 @@ def readings_table(analyses: list[dict]) -> pd.DataFrame | None:
     accuracy, a gap over the random-unit control, or a ratio; judged in the claims table) and,
     beside the single-step replacement, item 9's values not judged; None where an analysis was
     taken before the readings."""
-    try:
-        values = [reading_values(a) | shown_beside(a) for a in analyses]
-    except ValueError:  # measured before the readings
+    if not all(map(measured, analyses)):
         return None
+    values = [reading_values(a) | shown_beside(a) for a in analyses]
     at = READING_IDS.index("single_step.direction.storing_previous_remains_high") + 1
     ids = [*READING_IDS[:at], *BESIDE, *READING_IDS[at:]]
     frame = pd.DataFrame({f"seed {i}": [v[id] for id in ids] for i, v in enumerate(values)},
