@@ -6,8 +6,8 @@ A model's measurements (no weights) are everything the report reads of it: the c
 trained it (without the run root, so a copy elsewhere is the same run), its test accuracies under
 both checkpoint selections and where each selected checkpoint lies, its validation curve and,
 for the baseline and guided GRUs, sections 3-4's analysis with the data of Figures 1-3, and the
-same analysis of their untrained weights (`untrained_analysis`: the `epoch=init` snapshot, issue
-29's null model). A retrain's are its new-composition accuracy and best epoch (and, pruned, the
+same analysis of their untrained weights (`untrained_analysis`: the `epoch=init` snapshot, the
+null model). A retrain's are its new-composition accuracy and best epoch (and, pruned, the
 accuracy before it and the units kept). With `--reuse-runs` a run whose measurements were taken
 from the same command is never trained or measured again, so the report can be rebuilt from the
 measurement files alone (`reports/paper1/runs/`); measurements without the untrained analysis
