@@ -151,14 +151,15 @@ def test_paper4s_rows_split_into_their_pairs_line_and_signal(tmp_path, monkeypat
     assert found["value"] == pytest.approx(found["before"] - found["after"])
 
 
-def test_tasks_without_redundant_input_say_so_and_scan_is_not_built():
+def test_tasks_without_redundant_input_say_so_and_an_unknown_task_stops():
     """Lookup tables and the rule corpus have no redundant input: the cell says so without
-    reading the rows; SCAN's is not built here and stops in one line."""
+    reading the rows; a task whose redundant input is not built stops in one line (SCAN's is
+    tests/test_atlas_scan.py's)."""
     for task in ("lookup tables", "rule corpus"):
         found = redundant_cell(None, None, task)
         assert found["value"] is None and "no redundant input" in found["does_not_apply"]
-    with pytest.raises(ValueError, match="redundant input of 'SCAN' rows is not built yet"):
-        redundant_cell(None, None, "SCAN")
+    with pytest.raises(ValueError, match="redundant input of 'images' rows is not built yet"):
+        redundant_cell(None, None, "images")
 
 
 def test_the_matrix_reads_the_cell_beside_its_null():

@@ -159,8 +159,9 @@ def token_statistics(tokens: dict[str, dict], units: int) -> dict:
 
 
 def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tensor],
-                  control_draws: int) -> dict:  # fmt: skip
-    """Every wired cell of one model (trained or untrained) on its analysed `rows`: the cells'
+                  control_draws: int, datamodule=None) -> dict:  # fmt: skip
+    """Every wired cell of one model (trained or untrained) on its analysed `rows` (and, for a
+    cell that reads whole splits, SCAN's redundant input, its run's `datamodule`): the cells'
     values under `cells`, what each was computed from beside them."""
     traced, gate = rows.traced, update_gate(cell)
     torch.manual_seed(0)
@@ -172,7 +173,7 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
         "gate_saturation": saturation_cell(traced, gate),
         "connectivity": connectivity_cell(state, gate),
         "contextual_decomposition": decomposition_cell(model, rows, task),
-        "redundant_input": redundant_cell(model, rows, task),
+        "redundant_input": redundant_cell(model, rows, task, datamodule),
     }
     cells = {name: part["value"] for name, part in parts.items()}
     cells |= {"integrated_gradients": statistics["ig_top_share"],

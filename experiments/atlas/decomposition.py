@@ -12,7 +12,10 @@ The determining phrase, as source positions (`PHRASES`):
   the source line (the analysed signal is the last pair: `signal_token[:, -1]`);
 - lookup tables: the input bits and the tables applied up to the output at T, i.e. the source
   positions the attention targets of decoder steps 0 .. T - 1 point at (the bits at step 0, each
-  table at the step that applies it; the final string's T applies every table).
+  table at the step that applies it; the final string's T applies every table);
+- SCAN: the command word the last action comes from, as its table index (its verb, or its
+  direction for a turn): the one source position `action_source` names for step T - 1
+  (`targets.scan_batch`).
 
 beta + gamma must give the model's own logits (relative error, `TOLERANCE`); a decomposition that
 does not is a bug and stops the measurement. A model CD cannot follow (`refused_seq2seq`: paper
@@ -73,7 +76,26 @@ def applied_tables(traced: Traced) -> Tensor:
     return phrase
 
 
-PHRASES = {"token positioning": signal_pair, "lookup tables": applied_tables}
+def command_word(traced: Traced) -> Tensor:
+    """`[rows, source time]`: SCAN's determining phrase, the command word the last action comes
+    from (its verb, or its direction for a turn: `targets.action_words`), at the source position
+    the row's `action_source` names for its step T - 1."""
+    sources = traced.batch.get("action_source")
+    if sources is None:
+        raise ValueError("SCAN rows need the source word of each action (action_source): "
+                         "analyse rows of targets.scan_batch")  # fmt: skip
+    rows = torch.arange(len(sources))
+    at = sources[rows, traced.position - 1]
+    if bool((at < 0).any()):
+        raise ValueError("a SCAN row has no source word for its last action: analyse rows of "
+                         "targets.scan_batch")  # fmt: skip
+    phrase = torch.zeros_like(traced.batch["source"], dtype=torch.bool)
+    phrase[rows, at] = True
+    return phrase
+
+
+PHRASES = {"token positioning": signal_pair, "lookup tables": applied_tables,
+           "SCAN": command_word}  # fmt: skip
 """Each wired task's determining phrase of its analysed rows (`questions.COUNTERPARTS`)."""
 
 

@@ -25,9 +25,15 @@ What the pre-registration leaves open, chosen here:
 - a model with fewer than two distinct lines among its rows has no other line to take: the cell
   is None and says why.
 
+SCAN's redundant input is the correlation of input words with output syntax that setting A keeps
+and setting B removes (paper 3): no part of a row to swap, so the cell is paper 3's own reading of
+it, the model's sentence accuracy (every action and `<eos>` greedily right) on all its training
+rows minus that on all its test rows, the splits as the run's datamodule serves them (setting A's
+1,467 `jump` rows counted as paper 3 counts them), whatever the analysed rows (`scan_cell`); the
+same on the untrained weights is its null.
+
 Lookup tables and the rule corpus have no redundant input (`questions.NOT_APPLICABLE`): the cell
-says so (`does_not_apply`). SCAN's (the correlation setting A keeps, read as training minus test
-accuracy) is not built here.
+says so (`does_not_apply`).
 """
 
 from __future__ import annotations
@@ -40,12 +46,15 @@ from torch import Tensor
 from datamodules.lookup_tables import collate_sequences
 from experiments.atlas.decomposition import signal_pair
 from experiments.atlas.targets import Rows
+from lightning_modules.seq2seq import sequence_correct
 from probes.neuron_functions import Traced, greedy_outputs, position_hits
 
 SEED = 0
 """The seed of the order the donors are taken in (`donors`)."""
 NO_REDUNDANT_INPUT = ("lookup tables", "rule corpus")
 """The tasks with no redundant input (`questions.NOT_APPLICABLE`)."""
+BATCH = 512
+"""Rows decoded at once for SCAN's sentence accuracies."""
 
 
 def lines_and_signals(traced: Traced) -> tuple[list[Tensor], list[Tensor]]:
@@ -98,17 +107,46 @@ def answered_after_swap(model, traced: Traced, taken: Tensor) -> Tensor:
     return position_hits(outputs, traced.token, traced.position)
 
 
-def redundant_cell(model, rows: Rows, task: str) -> dict:
+@torch.no_grad()
+def sentence_accuracy(model, rows: list[dict[str, Tensor]], batch: int = BATCH) -> float:
+    """The share of encoded seq2seq `rows` the model answers exactly when decoding greedily for
+    as many steps as each batch's targets (`lightning_modules.seq2seq.sequence_correct`, the
+    sentence accuracy its fit logs), `batch` rows at a time."""
+    hits = 0
+    for start in range(0, len(rows), batch):
+        part = collate_sequences(rows[start : start + batch])
+        outputs = greedy_outputs(model, part, part["target"].shape[1])
+        hits += int(sequence_correct(outputs, part["target"]).sum())
+    return hits / len(rows)
+
+
+def scan_cell(model, datamodule) -> dict:
+    """SCAN's `redundant_input` cell: `value`, the sentence accuracy on all training rows
+    (`train`) minus that on all test rows (`test`), and the rows of each split."""
+    datamodule.setup()
+    splits = {split: datamodule.datasets[split] for split in ("train", "test")}
+    accuracy = {split: sentence_accuracy(model, rows) for split, rows in splits.items()}
+    return {"value": accuracy["train"] - accuracy["test"], **accuracy,
+            "rows": {split: len(rows) for split, rows in splits.items()}}  # fmt: skip
+
+
+def redundant_cell(model, rows: Rows, task: str, datamodule=None) -> dict:
     """The `redundant_input` cell of `model` on its analysed `rows` of `task`: `value` (the
     accuracy at T lost when each row's source line is another row's, `before` - `after`), the
-    loss per analysed token and the rows; for a task with no redundant input, `value` None and
+    loss per analysed token and the rows; for SCAN, training minus test sentence accuracy on the
+    run's `datamodule` (`scan_cell`); for a task with no redundant input, `value` None and
     `does_not_apply` (why)."""
     if task in NO_REDUNDANT_INPUT:
         return {"value": None, "does_not_apply": f"the pre-registration defines no redundant "
                 f"input for {task} rows"}  # fmt: skip
+    if task == "SCAN":
+        if datamodule is None:
+            raise ValueError("SCAN's redundant-input cell needs the run's SCAN datamodule "
+                             "(its training and test splits): pass datamodule")  # fmt: skip
+        return scan_cell(model, datamodule)
     if task != "token positioning":
         raise ValueError(f"the redundant input of {task!r} rows is not built yet "
-                         "(built: token positioning)")  # fmt: skip
+                         "(built: token positioning, SCAN)")  # fmt: skip
     traced = rows.traced
     taken = donors(lines_and_signals(traced)[0])
     if not len(taken) or bool((taken < 0).any()):

@@ -80,7 +80,7 @@ def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: b
         rows = ROWS[info.task](network, datamodule, scale.tokens, scale.rows_per_token,
                                correct_only)  # fmt: skip
     return measure_model(network, rows, info.task, info.cell, run.state_dict(tag),
-                         scale.control_draws)  # fmt: skip
+                         scale.control_draws, datamodule)  # fmt: skip
 
 
 def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[str, ...]) -> dict:

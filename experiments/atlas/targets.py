@@ -6,7 +6,12 @@ other method read any task's rows alike, and the table index labels its decoder 
 - token positioning (paper 4): paper 4's own rows (`probes.neuron_functions.analysed_rows`);
 - lookup tables (paper 1): every split's rows; T the position of the final output string, the
   analysed token that string; the table index of a decoder step the table its attention target
-  points at (paper 1, Table 2).
+  points at (paper 1, Table 2);
+- SCAN (paper 3): every split's rows, each command once (SCAN's training file repeats `jump`
+  1,467 times; a repeated command is the same row); T the position of the last action before
+  `<eos>`, the analysed token that action; the table index of a decoder step the command word its
+  action comes from (`action_words`: its verb, or its direction for a turn), the batch's
+  `action_source` (the word's source position).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS as LOOKUP_SPLITS
 from datamodules.lookup_tables import collate_sequences
+from datamodules.scan import CONJUNCTIONS, PRIMITIVES, TURNS, interpret
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,
@@ -51,13 +57,11 @@ def selected(batch: dict[str, Tensor], keep: Tensor) -> dict[str, Tensor]:
     return {key: value[keep] for key, value in batch.items()}
 
 
-def lookup_table_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
-    """Every split's lookup-table rows as one batch, each with its final output string
-    (`signal_token`) at its position T (`signal_position`: 1 + the number of tables), at most
-    `per_token` rows of each of the `tokens` most common final strings (drawn with `seed`),
-    ordered by string, then T; and the strings' ids."""
-    datamodule.setup()
-    rows = [row for split in LOOKUP_SPLITS for row in datamodule.datasets[split]]
+def final_output_batch(rows: list[dict[str, Tensor]], tokens: int, per_token: int, seed: int):
+    """`rows` (encoded seq2seq rows) as one batch, each with its final output before `<eos>`
+    (`signal_token`) at its position T (`signal_position`), at most `per_token` rows of each of
+    the `tokens` most common final outputs (drawn with `seed`), ordered by output, then T; the
+    kept rows' indices in `rows` and the outputs' ids."""
     batch = collate_sequences(rows)
     position = (batch["target"] > EOS).sum(1)
     final = batch["target"][torch.arange(len(position)), position - 1]
@@ -71,17 +75,129 @@ def lookup_table_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
     batch = selected(batch, torch.tensor(kept))
     batch["signal_token"] = final[kept][:, None]
     batch["signal_position"] = position[kept][:, None]
+    return batch, kept, chosen
+
+
+def lookup_table_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
+    """Every split's lookup-table rows as one batch, each with its final output string
+    (`signal_token`) at its position T (`signal_position`: 1 + the number of tables), at most
+    `per_token` rows of each of the `tokens` most common final strings (drawn with `seed`),
+    ordered by string, then T; and the strings' ids."""
+    datamodule.setup()
+    rows = [row for split in LOOKUP_SPLITS for row in datamodule.datasets[split]]
+    batch, _, chosen = final_output_batch(rows, tokens, per_token, seed)
     return batch, chosen
+
+
+def traced_rows(model, batch: dict[str, Tensor], chosen: list[int], vocabulary: list[str],
+                correct_only: bool) -> Rows:  # fmt: skip
+    """A batch of final outputs (`final_output_batch`) decoded greedily for T + 3 steps; with
+    `correct_only` only the rows whose final output the model gives at T."""
+    traced = trace_rows(model, batch, int(batch["signal_position"].max()) + 3)
+    correct = traced.answered
+    names = {token: vocabulary[token] for token in chosen}
+    return Rows(traced.rows(correct) if correct_only else traced, correct, chosen, names)
 
 
 def lookup_table_rows(model, datamodule, tokens: int, per_token: int, correct_only: bool) -> Rows:
     """Paper 1's task as paper 4's rows (`lookup_table_batch`), decoded greedily for T + 3
     steps; with `correct_only` only the rows whose final string the model outputs at T."""
     batch, chosen = lookup_table_batch(datamodule, tokens, per_token)
-    traced = trace_rows(model, batch, int(batch["signal_position"].max()) + 3)
-    correct = traced.answered
-    names = {token: datamodule.target_vocab[token] for token in chosen}
-    return Rows(traced.rows(correct) if correct_only else traced, correct, chosen, names)
+    return traced_rows(model, batch, chosen, datamodule.target_vocab, correct_only)
+
+
+SCAN_SPLITS = ("train", "test")
+"""SCAN's splits (`datamodules.scan.ScanDataModule`); its samples are rows of these."""
+
+
+def action_words(command: str) -> list[int]:
+    """The position in the SCAN `command` of the word each of its actions (in output order)
+    comes from: a primitive action's verb (walk, look, run, jump), a turn's direction (left,
+    right). Read from SCAN's grammar (`datamodules.scan.interpret`): each sentence of the command
+    has one verb and at most one direction, and an `after` command outputs its second sentence
+    first; a string outside the grammar is a ValueError.
+
+    >>> action_words("jump twice after turn left")  # I_TURN_LEFT I_JUMP I_JUMP
+    [4, 0, 0]
+    """
+    actions = interpret(command).split()
+    words = command.split()
+    joint = next((i for i, word in enumerate(words) if word in CONJUNCTIONS), None)
+    spans = [(0, len(words))] if joint is None else [(0, joint), (joint + 1, len(words))]
+    if joint is not None and words[joint] == "after":
+        spans.reverse()
+    sources, produced = [], []
+    for start, end in spans:
+        sentence = words[start:end]
+        for action in interpret(" ".join(sentence)).split():
+            meaning = TURNS if action in TURNS.values() else PRIMITIVES
+            sources.append(
+                start + next(i for i, w in enumerate(sentence) if meaning.get(w) == action)
+            )
+            produced.append(action)
+    if produced != actions:  # the grammar composes sentences only by and / after
+        raise ValueError(f"SCAN command {command!r}: its sentences give {produced}, the whole "
+                         f"command {actions}")  # fmt: skip
+    return sources
+
+
+def distinct_commands(datamodule) -> tuple[list[dict[str, Tensor]], list[str]]:
+    """Every split's SCAN rows (`SCAN_SPLITS`), each command once (at its first row), and their
+    commands."""
+    datamodule.setup()
+    seen, rows, commands = set(), [], []
+    for split in SCAN_SPLITS:
+        pairs = datamodule.splits[split]
+        for row, (command, _) in zip(datamodule.datasets[split], pairs, strict=True):
+            if command not in seen:
+                seen.add(command)
+                rows.append(row)
+                commands.append(command)
+    return rows, commands
+
+
+def scan_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
+    """Every split's SCAN commands (`distinct_commands`) as one batch, each with its last action
+    (`signal_token`) at its position T (`signal_position`), at most `per_token` rows of each of
+    the `tokens` most common last actions (drawn with `seed`), ordered by action, then T, with
+    `action_source` `[rows, target time]` (the source position of the word each target action
+    comes from, `action_words`; -1 at `<eos>` and padding); and the actions' ids."""
+    rows, commands = distinct_commands(datamodule)
+    batch, kept, chosen = final_output_batch(rows, tokens, per_token, seed)
+    sources = torch.full(batch["target"].shape, -1)
+    for row, index in enumerate(kept):
+        words = action_words(commands[index])
+        sources[row, : len(words)] = torch.tensor(words)
+    if not torch.equal((sources >= 0).sum(1), batch["signal_position"][:, 0]):
+        raise ValueError("SCAN rows whose targets are not their commands' actions: analyse rows "
+                         "of datamodules.scan.ScanDataModule")  # fmt: skip
+    batch["action_source"] = sources
+    return batch, chosen
+
+
+def traceable(model) -> None:
+    """Refuse, in one line, a seq2seq whose encoder and decoder states differ in size (paper 3's
+    bidirectional encoder handing its first and last states to the decoder): paper 4's time
+    (`probes.neuron_functions.paper_time_states`) puts the encoder's last state at t = 0 in the
+    decoder's units."""
+    settings = model.hparams
+    encoder = settings.hidden_size * (2 if settings.bidirectional else 1)
+    decoder = model.decoder.hidden_size
+    if encoder != decoder:
+        raise ValueError(f"the model's encoder's states have {encoder} units and its decoder's "
+                         f"{decoder}: paper 4's time t = 0 (the encoder's last state, in the "
+                         "decoder's units) does not exist for it, so its SCAN rows cannot be "
+                         "traced; analyse a model whose decoder starts from its encoder's last "
+                         "state")  # fmt: skip
+
+
+def scan_rows(model, datamodule, tokens: int, per_token: int, correct_only: bool) -> Rows:
+    """Paper 3's task as paper 4's rows (`scan_batch`), decoded greedily for T + 3 steps; with
+    `correct_only` only the rows whose last action the model outputs at T. A model paper 4's
+    time cannot trace is refused (`traceable`)."""
+    traceable(model)
+    batch, chosen = scan_batch(datamodule, tokens, per_token)
+    return traced_rows(model, batch, chosen, datamodule.target_vocab, correct_only)
 
 
 def token_positioning_rows(model, datamodule, tokens: int, per_token: int,
@@ -94,7 +210,11 @@ def token_positioning_rows(model, datamodule, tokens: int, per_token: int,
     return Rows(traced, correct, chosen, {token: datamodule.vocab[token] for token in chosen})
 
 
-ROWS = {"lookup tables": lookup_table_rows, "token positioning": token_positioning_rows}
+ROWS = {
+    "lookup tables": lookup_table_rows,
+    "token positioning": token_positioning_rows,
+    "SCAN": scan_rows,
+}
 """The analysed rows of each wired task (`scales.WIRED_TASKS`)."""
 
 
@@ -111,18 +231,28 @@ def encoder_steps(traced: Traced) -> Tensor:
     return time[None] < traced.batch["source_lengths"][:, None]
 
 
+POINTERS = {
+    "lookup tables": ("attention_target", "source_table"),
+    "SCAN": ("action_source", "source"),
+}
+"""The batch's keys a decoder step's table index is read from: the source position each step
+points at, and what the source holds there."""
+
+
 def table_index(traced: Traced, task: str) -> Tensor:
     """`[rows, decoder time]` the table index of each decoder step (`questions.COUNTERPARTS`),
     `NO_LABEL` where a step has none: lookup tables, the table the step's attention target points
-    at, for steps 0 .. T - 1; token positioning, the analysed token at the step that outputs it
+    at, for steps 0 .. T - 1; SCAN, the command word (its id) the step's target action comes
+    from, for steps 0 .. T - 1; token positioning, the analysed token at the step that outputs it
     (T - 1)."""
     steps = traced.record["decoder.hidden"].shape[1]
     labels = torch.full((len(traced.token), steps), NO_LABEL)
     if task == "token positioning":
         labels[torch.arange(len(traced.token)), traced.position - 1] = traced.token
         return labels
-    attention = traced.batch["attention_target"][:, :steps]
-    tables = traced.batch["source_table"].gather(1, attention.clamp_min(0))
+    pointer, table = POINTERS[task]
+    attention = traced.batch[pointer][:, :steps]
+    tables = traced.batch[table].gather(1, attention.clamp_min(0))
     width = attention.shape[1]
     labels[:, :width] = torch.where(attention >= 0, tables, NO_LABEL)
     return torch.where(decoder_steps(traced), labels, NO_LABEL)

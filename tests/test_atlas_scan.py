@@ -1,0 +1,214 @@
+"""The atlas's SCAN rows (`experiments.atlas.targets.scan_rows`) and cells with known answers: the
+command word each action comes from (its verb, or its direction for a turn) on hand-written
+commands and on every command of the grammar, the rows' T and analysed token, the table index of
+their decoder steps, contextual decomposition with the command word as the phrase on a planted
+seq2seq, the redundant-input cell as training minus test sentence accuracy, and paper 3's own
+model shape refused in one line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from datamodules.scan import PRIMITIVES, TURNS, ScanDataModule, generate_scan_commands, interpret
+from experiments.atlas.cells import measure_model
+from experiments.atlas.decomposition import command_word, decomposition_cell, phrase_shares
+from experiments.atlas.redundant import redundant_cell, sentence_accuracy
+from experiments.atlas.targets import NO_LABEL, ROWS, action_words, scan_rows, table_index
+from lightning_modules.seq2seq import Seq2Seq
+from tests.test_atlas_decomposition import planted_seq2seq
+
+# SCAN's vocabularies (`ScanDataModule`): the source's <pad>, <eos>, then the words in order; the
+# target's <pad>, <sos>, <eos>, then the actions in order.
+WORDS = ["<pad>", "<eos>", "after", "and", "around", "jump", "left", "look", "opposite", "right",
+         "run", "thrice", "turn", "twice", "walk"]  # fmt: skip
+WORD = {word: i for i, word in enumerate(WORDS)}
+I_TURN_RIGHT, I_WALK = 7, 8
+# The planted seq2seq (`tests.test_atlas_decomposition.planted_seq2seq`): "right" writes unit 0,
+# which the logit of I_TURN_RIGHT reads, "walk" unit 1, which that of I_WALK reads; "left" and
+# "jump" write units no logit reads.
+WRITERS = (WORD["right"], WORD["walk"], WORD["left"], WORD["jump"])
+
+# Hand-written rows: four distinct commands end in I_TURN_RIGHT, three in I_WALK ("walk twice"
+# three times over the splits, counted once), two in I_JUMP, one in I_LOOK.
+TRAIN = ["turn right", "walk twice", "walk twice", "turn left and turn right", "walk right",
+         "turn right after walk", "jump around right", "look opposite right"]  # fmt: skip
+TEST = ["walk twice", "turn opposite right twice", "walk after turn right",
+        "jump twice after turn right"]  # fmt: skip
+
+
+def test_each_action_comes_from_its_verb_or_for_a_turn_its_direction():
+    """Hand-worked commands: each action's source word position (an `after` command's actions
+    start with its second sentence); a string outside the grammar is refused."""
+    assert action_words("jump twice after turn left") == [4, 0, 0]
+    assert action_words("walk opposite right thrice and look") == [2, 2, 0] * 3 + [5]
+    assert action_words("turn around left") == [2] * 4
+    assert action_words("run left after jump around right twice") == [5, 3] * 8 + [1, 0]
+    assert action_words("jump") == [0]
+    with pytest.raises(ValueError, match="not a SCAN command"):
+        action_words("jump and")
+
+
+def test_every_command_of_the_grammar_has_each_actions_word():
+    """On all 20,910 commands: one source word per action, which names that action (a primitive's
+    verb or a turn's direction, never `turn` or a modifier)."""
+    for command, actions in generate_scan_commands():
+        words, sources = command.split(), action_words(command)
+        assert len(sources) == len(actions.split())
+        for action, source in zip(actions.split(), sources, strict=True):
+            assert {**PRIMITIVES, **TURNS}[words[source]] == action
+
+
+@pytest.fixture(scope="module")
+def scan_data(tmp_path_factory):
+    """A SCAN datamodule reading the hand-written rows as its split files."""
+    folder = tmp_path_factory.mktemp("scan")
+    for name, commands in (("train", TRAIN), ("test", TEST)):
+        lines = [f"IN: {command} OUT: {interpret(command)}" for command in commands]
+        (folder / f"tasks_{name}_addprim_jump.txt").write_text("\n".join(lines) + "\n")
+    data = ScanDataModule(data_dir=str(folder), eval_size=None)
+    data.setup()
+    return data
+
+
+@pytest.fixture(scope="module")
+def planted(scan_data):
+    model = planted_seq2seq(WRITERS, vocabulary=len(WORDS))
+    with torch.no_grad():
+        rows = scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
+    return model, rows
+
+
+def test_scan_rows_are_every_distinct_command_of_the_two_most_common_last_actions(planted):
+    """`tokens=2`: I_TURN_RIGHT (4 commands) then I_WALK (3); each command once, its T the
+    number of its actions, its analysed token its last action; SCAN is a task with rows."""
+    _, rows = planted
+    traced = rows.traced
+    assert ROWS["SCAN"] is scan_rows
+    assert rows.tokens == [I_TURN_RIGHT, I_WALK]
+    assert rows.names == {I_TURN_RIGHT: "I_TURN_RIGHT", I_WALK: "I_WALK"}
+    commands = [" ".join(WORDS[w] for w in source if w > 1) for source in traced.batch["source"]]
+    expected = {"turn right": 1, "turn left and turn right": 2, "turn right after walk": 2,
+                "turn opposite right twice": 4, "walk twice": 2, "walk right": 2,
+                "walk after turn right": 2}  # fmt: skip
+    assert sorted(commands) == sorted(expected)
+    for row, command in enumerate(commands):
+        assert int(traced.position[row]) == expected[command]
+        last = interpret(command).split()[-1]
+        assert rows.names[int(traced.token[row])] == last
+    assert traced.token.tolist() == [I_TURN_RIGHT] * 4 + [I_WALK] * 3
+
+
+def test_per_token_keeps_a_seeded_draw_of_each_tokens_rows(scan_data, planted):
+    """At most `per_token` rows of each token, the same draw every time."""
+    model, _ = planted
+    first, second = (scan_rows(model, scan_data, 2, 2, False).traced for _ in range(2))
+    assert first.token.tolist() == [I_TURN_RIGHT] * 2 + [I_WALK] * 2
+    assert torch.equal(first.batch["source"], second.batch["source"])
+
+
+def test_the_table_index_of_a_step_is_the_command_word_its_action_comes_from(planted):
+    """ "turn left and turn right" (I_TURN_LEFT I_TURN_RIGHT): left, right; "walk right"
+    (I_TURN_RIGHT I_WALK): right, walk; no label from T on."""
+    _, rows = planted
+    traced = rows.traced
+    labels = table_index(traced, "SCAN")
+    sources = traced.batch["source"]
+    for command, words in (("turn left and turn right", ["left", "right"]),
+                           ("walk right", ["right", "walk"]),
+                           ("turn opposite right twice", ["right"] * 4)):  # fmt: skip
+        ids = torch.tensor([WORD[w] for w in command.split()] + [1])
+        row = next(r for r in range(len(sources)) if sources[r, : len(ids)].tolist() == ids.tolist()
+                   and int(traced.batch["source_lengths"][r]) == len(ids))  # fmt: skip
+        steps = len(words)
+        assert labels[row, :steps].tolist() == [WORD[w] for w in words]
+        assert (labels[row, steps:] == NO_LABEL).all()
+
+
+def test_the_command_word_carries_the_whole_logit_of_the_last_action(planted):
+    """The planted model's logit of I_TURN_RIGHT reads only what "right" writes, that of I_WALK
+    only what "walk" writes: with the command word of the last action as the phrase (the one
+    "right" or "walk" it comes from) the cell is 1 on every row; with the command's first word
+    where that is another word ("turn", which writes nothing), 0."""
+    model, rows = planted
+    traced = rows.traced
+    phrase = command_word(traced)
+    assert (phrase.sum(1) == 1).all()
+    found = decomposition_cell(model, rows, "SCAN")
+    assert found["value"] == pytest.approx(1.0, abs=1e-6) and found["rows"] == 7
+    assert found["tokens"] == pytest.approx({"I_TURN_RIGHT": 1.0, "I_WALK": 1.0}, abs=1e-6)
+    first = torch.zeros_like(phrase)
+    first[:, 0] = True
+    other = ~phrase[:, 0]
+    shares, _ = phrase_shares(model, traced, first)
+    assert other.sum() == 4 and shares[other].abs().max() < 1e-6
+
+
+class Answers(torch.nn.Module):
+    """A stand-in seq2seq answering, from a table of sources, the right actions of the commands
+    `known` and I_WALK at every step for any other command."""
+
+    def __init__(self, data: ScanDataModule, known: set[str]):
+        super().__init__()
+        self.answers = {}
+        for split in ("train", "test"):
+            for row, (command, _) in zip(data.datasets[split], data.splits[split], strict=True):
+                if command in known:
+                    self.answers[tuple(row["source"].tolist())] = row["target"]
+
+    def forward(self, source, lengths, steps, edits=(), **_):
+        logits = torch.zeros(len(source), steps, 9)
+        logits[:, :, I_WALK] = 1.0
+        for row, length in enumerate(lengths.tolist()):
+            target = self.answers.get(tuple(source[row, :length].tolist()))
+            if target is not None:
+                logits[row, : len(target)] = torch.nn.functional.one_hot(target, 9)[:steps]
+        return logits, None
+
+
+def test_scans_redundant_input_is_training_minus_test_sentence_accuracy(scan_data):
+    """Paper 3's reading: the share of all training rows answered exactly (every action and
+    <eos>) minus that of all test rows, the splits as they are (duplicates counted), whatever
+    the analysed rows."""
+    known = {"turn right", "walk twice", "look opposite right", "walk after turn right"}
+    model = Answers(scan_data, known)
+    train = sum(command in known for command in TRAIN) / len(TRAIN)
+    test = sum(command in known for command in TEST) / len(TEST)
+    assert sentence_accuracy(model, scan_data.datasets["train"], batch=3) == train == 4 / 8
+    found = redundant_cell(model, None, "SCAN", scan_data)
+    assert found["value"] == pytest.approx(train - test) and found["value"] == 0.0
+    assert (found["train"], found["test"]) == (0.5, 0.5)
+    model = Answers(scan_data, {"walk twice"})
+    found = redundant_cell(model, None, "SCAN", scan_data)
+    assert found["value"] == pytest.approx(2 / 8 - 1 / 4)
+    with pytest.raises(ValueError, match="needs the run's SCAN datamodule"):
+        redundant_cell(model, None, "SCAN")
+
+
+def test_a_models_cells_on_scan_rows(scan_data):
+    """Every cell of a tiny untrained LSTM seq2seq on SCAN rows: the table index feeds the
+    functional groups, the redundant input is its training minus test sentence accuracy."""
+    torch.manual_seed(0)
+    model = Seq2Seq(len(WORDS), 9, cell="lstm", embedding_size=4, hidden_size=6, attention="none",
+                    bridge="last").eval()  # fmt: skip
+    with torch.no_grad():
+        rows = scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
+    state = {key: value.detach() for key, value in model.state_dict().items()}
+    found = measure_model(model, rows, "SCAN", "lstm", state, 1, scan_data)
+    expected = redundant_cell(model, rows, "SCAN", scan_data)["value"]
+    assert found["cells"]["redundant_input"] == expected
+    assert found["functional_groups"]["value"] is not None
+    assert found["rows"] == 7 and -1 <= found["cells"]["contextual_decomposition"] <= 1
+    assert set(found["tokens"]) == {"I_TURN_RIGHT", "I_WALK"}  # paper 4's stages on each token
+    assert None not in found["cells"].values()
+
+
+def test_paper3s_model_shape_is_refused_in_one_line(scan_data):
+    """Paper 3's encoder (bidirectional, its first and last states handed to a decoder twice its
+    size) has no state in the decoder's units at paper 4's t = 0: the rows say so instead of
+    failing inside the probe."""
+    model = Seq2Seq(len(WORDS), 9, cell="lstm", embedding_size=4, hidden_size=4,
+                    attention="general", attention_placement="input_feeding", bidirectional=True,
+                    bridge="first_last").eval()  # fmt: skip
+    with pytest.raises(ValueError, match="encoder's states have 8 units and its decoder's 16"):
+        scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
