@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 from experiments.atlas.cells import WIRED  # noqa: E402
 from experiments.atlas.claims import Records, not_judged  # noqa: E402
 from experiments.atlas.questions import METHODS, MODELS, QUESTIONS, cell_status  # noqa: E402
-from experiments.atlas.scales import WIRED_TASKS, Scale  # noqa: E402
+from experiments.atlas.scales import NOT_WIRED, WIRED_TASKS, Scale  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402
 from probes.command.outputs import SMALLEST_POINTS  # noqa: E402
@@ -133,16 +133,17 @@ def pending_text(claims: list[Claim]) -> str:
 
 
 def not_yet_text(scale: Scale) -> str:
-    """Why cells are not yet measured: models the scale does not train, tasks and methods not
-    wired yet."""
+    """Why cells are not yet measured: models the scale does not train, tasks (each with its
+    reason, `scales.NOT_WIRED`) and methods not wired yet."""
     absent = [m for m in MODELS if m not in scale.models]
     unwired = [m for m in scale.models if MODELS[m].task not in WIRED_TASKS]
     parts = []
     if absent:
         parts.append(f"this scale trains no {', '.join(f'`{m}`' for m in absent)}")
-    if unwired:
-        parts.append(f"the analysed rows of {', '.join(f'`{m}`' for m in unwired)} are not "
-                     "built yet, so they are not trained")  # fmt: skip
+    for task in dict.fromkeys(MODELS[m].task for m in unwired):
+        models = [f"`{m}`" for m in unwired if MODELS[m].task == task]
+        verb = "is" if len(models) == 1 else "are"
+        parts.append(f"{', '.join(models)} ({task}) {verb} not trained: {NOT_WIRED[task]}")
     methods = [m for m in METHODS if m not in WIRED]
     if methods:
         parts.append(f"the methods {', '.join(f'`{m}`' for m in methods)} are not wired yet")
