@@ -16,6 +16,11 @@ Every file is checked against the SHA-256 recorded here (the blobs are the same 
 ``LookupTables/data/samples/sample1``). ``LookupTableDataModule(data_dir="sample1")`` reads the
 files so found; a reproduction calls :func:`lookup_data` to fall back to generated tables, with a
 notice, where none can be found.
+
+Paper 1's reading of Figure 4 by the authors' gate data also reads three files of
+``LookupTables/data/longer_compositions/sample1`` at the same commit (``LONGER_SHA256``, the
+length-4 versions of sample1's test sets); :func:`resolve_longer` finds them the same three ways,
+the first next to the ``$RECURRENT_PROBES_SAMPLE1`` folder, as in a clone.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ SAMPLE1_SHA256 = {
     "heldout_tables.tsv": "6686119dad70088c74735c172e7768fdf2cad3e8d1e4e6a2438a67707f75c142",
     "new_compositions.tsv": "c3626dc590158f33b12b465690255cfc42f6b674c3bb1d4bb46a22577bea279e",
 }
+LONGER_PATH = "LookupTables/data/longer_compositions/sample1"
+LONGER_SHA256 = {
+    "heldout_tables4.csv": "b970a12b33e49d1a701be26398e603174646dfd06345b8e66975d6c3650bbebf",
+    "heldout_compositions4.csv": "9bad8285e99832f1b513d140023234049f70e12d5135ea45fc62218e3ea15226",
+    "new_compositions4.csv": "111ed92cd7d6c7f9dd0279d15f6322c0ca42cbc8d3b7e8d643e492e212b82c35",
+}
+"""The length-4 versions of sample1's heldout tables, heldout compositions and new compositions
+(input and outputs, no attention column, no ``.`` ending the input)."""
 SAMPLE1_RECORD = {
     "source": f"{REPOSITORY}/{SAMPLE1_PATH}",
     "commit": COMMIT,
@@ -49,6 +62,7 @@ SAMPLE1_RECORD = {
 """What a run trained on sample1 records of its data (`data` in its measurements): a rebuild
 matches on it, so the committed runs are recognised where sample1 cannot be had."""
 DOWNLOAD_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/{SAMPLE1_PATH}"
+LONGER_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/{LONGER_PATH}"
 HOW_TO_GET = (
     f"set ${SAMPLE1_ENV} to the {SAMPLE1_PATH} folder of a clone of "
     f"https://github.com/{REPOSITORY} (git checkout {COMMIT[:7]}), or run once where "
@@ -65,18 +79,41 @@ class Sample1Unavailable(FileNotFoundError):
     """No verified copy of sample1 was found or could be downloaded; the message says how."""
 
 
-def cached_sample1() -> Path:
-    """Where the downloaded copy is kept."""
-    return cache_dir() / f"machine-tasks-{COMMIT[:7]}" / SAMPLE1_PATH
+def cached_sample1(path: str = SAMPLE1_PATH) -> Path:
+    """Where the downloaded copy of machine-tasks' folder `path` is kept."""
+    return cache_dir() / f"machine-tasks-{COMMIT[:7]}" / path
 
 
-def mismatched_files(folder: Path) -> list[str]:
-    """The files of ``SAMPLE1_SHA256`` that are missing from `folder` or differ from sample1's."""
+def mismatched_files(folder: Path, digests: dict[str, str] | None = None) -> list[str]:
+    """The files of `digests` (sample1's, ``SAMPLE1_SHA256``, by default) that are missing from
+    `folder` or differ."""
     return [
         name
-        for name, digest in SAMPLE1_SHA256.items()
+        for name, digest in (SAMPLE1_SHA256 if digests is None else digests).items()
         if not (folder / name).is_file() or sha256(folder / name) != digest
     ]
+
+
+def cached_or_downloaded(name: str, path: str, digests: dict[str, str], url: str,
+                         download: bool, how: str) -> tuple[Path, str]:  # fmt: skip
+    """machine-tasks' folder `path` (`name` in messages; its files `digests`) from the data
+    cache, else downloaded there from `url` (the folder at the pinned commit) if `download` and
+    ``$RECURRENT_PROBES_OFFLINE`` is unset, and where it came from; :class:`Sample1Unavailable`
+    saying `how` to get it otherwise."""
+    cached = cached_sample1(path)
+    missing = mismatched_files(cached, digests)
+    if not missing:
+        return cached, "the data cache"
+    if not download or os.environ.get(OFFLINE_ENV):
+        raise Sample1Unavailable(f"machine-tasks' {name} is not in {cached}: {how}.")
+    try:
+        for file in missing:
+            download_verified(f"{url}/{file}", cached / file, digests[file])
+    except OSError as error:
+        raise Sample1Unavailable(
+            f"machine-tasks' {name} could not be downloaded ({error}): {how}."
+        ) from error
+    return cached, "a download into the data cache"
 
 
 def resolve_sample1(download: bool = True) -> tuple[Path, str]:
@@ -96,20 +133,34 @@ def resolve_sample1(download: bool = True) -> tuple[Path, str]:
                 "sample folder as --data.init_args.data_dir."
             )
         return folder, f"${SAMPLE1_ENV}"
-    cached = cached_sample1()
-    missing = mismatched_files(cached)
-    if not missing:
-        return cached, "the data cache"
-    if not download or os.environ.get(OFFLINE_ENV):
-        raise Sample1Unavailable(f"machine-tasks' sample1 is not in {cached}: {HOW_TO_GET}.")
-    try:
-        for name in missing:
-            download_verified(f"{DOWNLOAD_URL}/{name}", cached / name, SAMPLE1_SHA256[name])
-    except OSError as error:
-        raise Sample1Unavailable(
-            f"machine-tasks' sample1 could not be downloaded ({error}): {HOW_TO_GET}."
-        ) from error
-    return cached, "a download into the data cache"
+    return cached_or_downloaded(SAMPLE1, SAMPLE1_PATH, SAMPLE1_SHA256, DOWNLOAD_URL, download,
+                                HOW_TO_GET)  # fmt: skip
+
+
+def resolve_longer(download: bool = True) -> tuple[Path, str]:
+    """A folder holding ``LONGER_SHA256``'s files, verified, and where it came from: next to the
+    ``$RECURRENT_PROBES_SAMPLE1`` folder as in a clone (``../../longer_compositions/sample1``),
+    else the data cache, else a download there (as :func:`resolve_sample1`). A copy next to it
+    that differs is a :class:`~datamodules.cache.ChecksumError`; none there, the cache is tried."""
+    named = os.environ.get(SAMPLE1_ENV)
+    if named:
+        folder = Path(named).expanduser() / ".." / ".." / "longer_compositions" / "sample1"
+        wrong = mismatched_files(folder, LONGER_SHA256)
+        if not wrong:
+            return folder, f"next to ${SAMPLE1_ENV}"
+        if len(wrong) < len(LONGER_SHA256) or any((folder / name).exists() for name in wrong):
+            raise ChecksumError(
+                f"{folder}: {', '.join(wrong)} missing or not machine-tasks' {LONGER_PATH} (commit "
+                f"{COMMIT[:7]}); check out {COMMIT[:7]} in that clone, or remove them to use the "
+                "data cache."
+            )
+    how = (
+        f"set ${SAMPLE1_ENV} to the {SAMPLE1_PATH} folder of a clone of https://github.com/"
+        f"{REPOSITORY} (git checkout {COMMIT[:7]}), whose {LONGER_PATH} is read, or run once "
+        "where raw.githubusercontent.com can be reached"
+    )
+    return cached_or_downloaded("longer compositions of sample1", LONGER_PATH, LONGER_SHA256,
+                                LONGER_URL, download, how)  # fmt: skip
 
 
 @dataclass(frozen=True)
