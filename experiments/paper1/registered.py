@@ -88,11 +88,12 @@ def seed_split_null(claim: Claim, statistics: Sequence[float]) -> Claim:
 
 
 def judged_against_nulls(claims: Sequence[Claim], untrained: Sequence[Claim],
-                         results: dict[str, list[dict]], build: Build) -> list[Claim]:  # fmt: skip
-    """`claims` beside their nulls: the `COMPARISONS` beside the seed split of `results` (the
+                         results: dict[str, list[dict]], build: Build,
+                         comparisons: Sequence[str] = COMPARISONS) -> list[Claim]:  # fmt: skip
+    """`claims` beside their nulls: the `comparisons` beside the seed split of `results` (the
     trained analyses by variant, the claims rebuilt by `build`), every other claim beside the
     same claim on the untrained models (`untrained`: `judged_against_untrained`)."""
-    compared = [c.id for c in claims if c.id in COMPARISONS]
+    compared = [c.id for c in claims if c.id in comparisons]
     judged = judged_against_untrained(claims, [c for c in untrained if c.id not in compared])
     statistics = split_statistics(build, results, compared)
     return [seed_split_null(c, statistics[c.id]) if c.id in statistics else c for c in judged]
