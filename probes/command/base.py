@@ -97,8 +97,15 @@ class RunProbe:
     def rows(self, run: RunFolder, tag: str, options, device: torch.device) -> list[dict]:
         raise NotImplementedError
 
+    summary_by: list[str]
+    """The columns the summary groups by, besides the run group and the checkpoint."""
+    summary_columns: dict
+    """The summary's columns: name -> (column of the rows, aggregation), as `grouped` takes."""
+
     def summary_table(self, table: pd.DataFrame) -> pd.DataFrame:
-        raise NotImplementedError
+        """`summary_columns` per run group, checkpoint and `summary_by`; a probe whose summary
+        derives columns first overrides it."""
+        return grouped(table, self.summary_by, self.summary_columns)
 
     def figures(self, table: pd.DataFrame, options, folder: Path) -> dict[str, Path]:
         return {}

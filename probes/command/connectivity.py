@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.command.base import WeightProbe, convention_option, grouped, option
+from probes.command.base import WeightProbe, convention_option, option
 from probes.command.outputs import pyplot, save_figure
 from probes.weights import connectivity, gate_weights
 from storage.files import RunFileError
@@ -70,6 +70,12 @@ class ConnectivityProbe(WeightProbe):
         "The figure shows each matrix of the first run as a heat map (section 3.1)."
     )
     options = ConnectivityOptions
+    summary_by = ["matrix"]
+    summary_columns = {
+        "runs": ("run", "count"), "edge_share": ("edge_share", "mean"),
+        "connected": ("connected", "mean"), "hub_share": ("hub_share", "mean"),
+        "polar": ("polar", "mean"),
+    }  # fmt: skip
 
     def validate(self, options) -> None:
         for matrix in options.matrices:
@@ -111,13 +117,6 @@ class ConnectivityProbe(WeightProbe):
                     side, options.hub_share), "polar": graph.polar(side),
             })  # fmt: skip
         return rows
-
-    def summary_table(self, table):
-        return grouped(table, ["matrix"], {
-            "runs": ("run", "count"), "edge_share": ("edge_share", "mean"),
-            "connected": ("connected", "mean"), "hub_share": ("hub_share", "mean"),
-            "polar": ("polar", "mean"),
-        })  # fmt: skip
 
     def figures(self, table, options, folder):
         plt = pyplot()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from probes.command.base import ModelProbe, epoch_of, grouped, option, units_text
+from probes.command.base import ModelProbe, epoch_of, option, units_text
 from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.contextual_decomposition import (
     CloseProbabilities,
@@ -84,6 +84,13 @@ class ContextualDecompositionProbe(ModelProbe):
         "datamodules.RuleCorpusDataModule (experiments/configs/paper2)."
     )
     options = ContextualDecompositionOptions
+    summary_by = ["phrase"]
+    summary_columns = {
+        "runs": ("run", "nunique"), "conduit_length": ("conduit_length", "first"),
+        "rules": ("rules", "first"), "probability": ("probability", "mean"),
+        "full_probability": ("full_probability", "mean"),
+        "approximation_error": ("approximation_error", "max"),
+    }  # fmt: skip
     model_classes = (LANGUAGE_MODEL,)
 
     def validate(self, options) -> None:
@@ -152,14 +159,6 @@ class ContextualDecompositionProbe(ModelProbe):
                 "approximation_error": measured.error,
             })  # fmt: skip
         return rows
-
-    def summary_table(self, table):
-        return grouped(table, ["phrase"], {
-            "runs": ("run", "nunique"), "conduit_length": ("conduit_length", "first"),
-            "rules": ("rules", "first"), "probability": ("probability", "mean"),
-            "full_probability": ("full_probability", "mean"),
-            "approximation_error": ("approximation_error", "max"),
-        })  # fmt: skip
 
     def figures(self, table, options, folder):
         plt = pyplot()

@@ -9,7 +9,6 @@ from probes.command.base import (
     PAPER1_SPLITS,
     TraceProbe,
     convention_option,
-    grouped,
     option,
     run_labels,
     units_text,
@@ -68,6 +67,12 @@ class FunctionalGroupProbe(TraceProbe):
         "(--procedure). One row per run, checkpoint and target."
     )
     options = FunctionalGroupOptions
+    summary_by = ["target"]
+    summary_columns = {
+        "runs": ("run", "count"), "accuracy_group": ("accuracy", "mean"),
+        "accuracy_all": ("accuracy_all", "mean"), "size_mean": ("size", "mean"),
+        "sizes": ("size", lambda s: ", ".join(str(int(v)) for v in s)),
+    }  # fmt: skip
 
     def validate(self, options) -> None:
         for target in options.targets:
@@ -95,13 +100,6 @@ class FunctionalGroupProbe(TraceProbe):
                 "units": units_text(group.units),
             })  # fmt: skip
         return rows
-
-    def summary_table(self, table):
-        return grouped(table, ["target"], {
-            "runs": ("run", "count"), "accuracy_group": ("accuracy", "mean"),
-            "accuracy_all": ("accuracy_all", "mean"), "size_mean": ("size", "mean"),
-            "sizes": ("size", lambda s: ", ".join(str(int(v)) for v in s)),
-        })  # fmt: skip
 
     def figures(self, table, options, folder):
         plt = pyplot()

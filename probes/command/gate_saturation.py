@@ -10,7 +10,6 @@ from probes.command.base import (
     PAPER1_TEST_SPLITS,
     TraceProbe,
     convention_option,
-    grouped,
     option,
 )
 from probes.command.outputs import legend_beside, pyplot, save_figure
@@ -31,6 +30,11 @@ class GateSaturationOptions:
 class GateSaturationProbe(TraceProbe):
     details = "After Karpathy et al. (2015). One row per run, checkpoint, gate and unit."
     options = GateSaturationOptions
+    summary_by = ["site"]
+    summary_columns = {
+        "runs": ("run", "nunique"), "left": ("left", "mean"), "right": ("right", "mean"),
+        "off_axes": ("off_axes", "mean"),
+    }  # fmt: skip
 
     def keys(self, options, recorded=()) -> list[str]:
         return trace_keys(options.gates, recorded=recorded)
@@ -47,12 +51,6 @@ class GateSaturationProbe(TraceProbe):
                       "off_axes": bool(both)}
                      for unit, (left, right, both) in enumerate(units)]  # fmt: skip
         return rows
-
-    def summary_table(self, table):
-        return grouped(table, ["site"], {
-            "runs": ("run", "nunique"), "left": ("left", "mean"), "right": ("right", "mean"),
-            "off_axes": ("off_axes", "mean"),
-        })  # fmt: skip
 
     def figures(self, table, options, folder):
         plt = pyplot()
