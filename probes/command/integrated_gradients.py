@@ -12,10 +12,8 @@ from probes.command.token_positioning import (
     IntegratedGradientsOptions,
     TokenPositioningProbe,
     reaches_the_decoder,
-    token_columns,
 )
 from probes.neuron_functions import attributions_before_output
-from storage.run_folder import RunFolder
 
 
 class IntegratedGradientsProbe(TokenPositioningProbe):
@@ -32,23 +30,20 @@ class IntegratedGradientsProbe(TokenPositioningProbe):
     )
     options = IntegratedGradientsOptions
 
-    def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
-        model, datamodule, traced, tokens = self.analysed(run, tag, options)
+    def rows_of_token(self, model, traced, token: int, options) -> list[dict]:
+        if not reaches_the_decoder(traced, token):
+            return []  # no decoder state h_(T-1) to attribute to
         rows = []
-        for token in tokens:
-            if not reaches_the_decoder(traced, token):
-                continue  # no decoder state h_(T-1) to attribute to
-            maps = attributions_before_output(model, traced, token, options.ig_steps)
-            for before, attributions in maps.items():
-                importance = attributions.abs().mean(0)
-                signed = attributions.mean(0)
-                threshold = importance.mean()
-                base = {**token_columns(datamodule, traced, token), "time": f"T-{before}",
-                        "samples": len(attributions)}  # fmt: skip
-                rows += [{**base, "unit": unit, "importance": float(importance[unit]),
-                          "attribution": float(signed[unit]),
-                          "above_mean": bool(importance[unit] >= threshold)}
-                         for unit in range(len(importance))]  # fmt: skip
+        maps = attributions_before_output(model, traced, token, options.ig_steps)
+        for before, attributions in maps.items():
+            importance = attributions.abs().mean(0)
+            signed = attributions.mean(0)
+            threshold = importance.mean()
+            base = {"time": f"T-{before}", "samples": len(attributions)}
+            rows += [{**base, "unit": unit, "importance": float(importance[unit]),
+                      "attribution": float(signed[unit]),
+                      "above_mean": bool(importance[unit] >= threshold)}
+                     for unit in range(len(importance))]  # fmt: skip
         return rows
 
     def summary_table(self, table):

@@ -10,11 +10,9 @@ from probes.command.token_positioning import (
     InterventionsOptions,
     TokenPositioningProbe,
     reaches_the_decoder,
-    token_columns,
 )
 from probes.neuron_functions import DIAGNOSTICS, MANIPULATIONS, identify_neurons
 from probes.neuron_manipulation import verify_neurons
-from storage.run_folder import RunFolder
 
 
 class InterventionsProbe(TokenPositioningProbe):
@@ -37,28 +35,26 @@ class InterventionsProbe(TokenPositioningProbe):
     options = InterventionsOptions
     version = 2  # 2: with the random-unit control rows
 
-    def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
-        model, datamodule, traced, tokens = self.analysed(run, tag, options)
+    def rows_of_token(self, model, traced, token: int, options) -> list[dict]:
+        if not reaches_the_decoder(traced, token):
+            return []  # nothing to filter or manipulate (experiments.paper4 would stop)
+        neurons = identify_neurons(model, traced, token, options.keep, options.seed,
+                                   options.ig_steps)  # fmt: skip
+        verification = verify_neurons(model, traced, neurons, options.control_draws,
+                                      options.seed)  # fmt: skip
+        controls = [f"control.{m}" for m in MANIPULATIONS if f"control.{m}" in verification]
         rows = []
-        for token in tokens:
-            if not reaches_the_decoder(traced, token):
-                continue  # nothing to filter or manipulate (experiments.paper4 would stop)
-            neurons = identify_neurons(model, traced, token, options.keep, options.seed,
-                                       options.ig_steps)  # fmt: skip
-            verification = verify_neurons(model, traced, neurons, options.control_draws,
-                                          options.seed)  # fmt: skip
-            controls = [f"control.{m}" for m in MANIPULATIONS if f"control.{m}" in verification]
-            for manipulation in MANIPULATIONS + DIAGNOSTICS + tuple(controls):
-                hits, total = verification[manipulation]
-                control = manipulation.startswith("control.")
-                function = MANIPULATED[manipulation.removeprefix("control.")]
-                rows.append({
-                    **token_columns(datamodule, traced, token), "manipulation": manipulation,
-                    "diagnostic": manipulation in DIAGNOSTICS, "control": control, "hits": hits,
-                    "rows": total, "accuracy": hits / total if total else None,
-                    "function": function, "size": len(neurons.units(function)),
-                    "units": "" if control else units_text(neurons.units(function)),
-                })  # fmt: skip
+        for manipulation in MANIPULATIONS + DIAGNOSTICS + tuple(controls):
+            hits, total = verification[manipulation]
+            control = manipulation.startswith("control.")
+            function = MANIPULATED[manipulation.removeprefix("control.")]
+            rows.append({
+                "manipulation": manipulation, "diagnostic": manipulation in DIAGNOSTICS,
+                "control": control, "hits": hits, "rows": total,
+                "accuracy": hits / total if total else None, "function": function,
+                "size": len(neurons.units(function)),
+                "units": "" if control else units_text(neurons.units(function)),
+            })  # fmt: skip
         return rows
 
     def summary_table(self, table):

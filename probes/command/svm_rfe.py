@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import torch
 
-from probes.command.base import grouped, run_labels, units_text
+from probes.command.base import run_labels, units_text
 from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.command.token_positioning import (
     SvmRfeOptions,
     TokenPositioningProbe,
-    token_columns,
 )
 from probes.neuron_functions import HYPOTHESES, PLAUSIBLE, candidate_units
-from storage.run_folder import RunFolder
 
 
 class SvmRfeProbe(TokenPositioningProbe):
@@ -28,28 +26,24 @@ class SvmRfeProbe(TokenPositioningProbe):
         "checkpoint, token and hypothesis; units indexed from 0."
     )
     options = SvmRfeOptions
+    summary_by = ["hypothesis"]
+    summary_columns = {
+        "runs": ("run", "nunique"), "tokens": ("token", "count"),
+        "accuracy": ("accuracy", "mean"), "plausible": ("plausible", "mean"),
+        "size": ("size", "mean"),
+    }  # fmt: skip
 
-    def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
-        _, datamodule, traced, tokens = self.analysed(run, tag, options)
+    def rows_of_token(self, model, traced, token: int, options) -> list[dict]:
+        found = candidate_units(traced, token, options.keep, options.seed)
         rows = []
-        for token in tokens:
-            found = candidate_units(traced, token, options.keep, options.seed)
-            for hypothesis in HYPOTHESES:
-                candidates = found[hypothesis]
-                rows.append({
-                    **token_columns(datamodule, traced, token), "hypothesis": hypothesis,
-                    "samples": candidates.samples, "accuracy": candidates.accuracy,
-                    "plausible": candidates.plausible, "size": len(candidates.units),
-                    "candidates": units_text(candidates.units),
-                })  # fmt: skip
+        for hypothesis in HYPOTHESES:
+            candidates = found[hypothesis]
+            rows.append({
+                "hypothesis": hypothesis, "samples": candidates.samples,
+                "accuracy": candidates.accuracy, "plausible": candidates.plausible,
+                "size": len(candidates.units), "candidates": units_text(candidates.units),
+            })  # fmt: skip
         return rows
-
-    def summary_table(self, table):
-        return grouped(table, ["hypothesis"], {
-            "runs": ("run", "nunique"), "tokens": ("token", "count"),
-            "accuracy": ("accuracy", "mean"), "plausible": ("plausible", "mean"),
-            "size": ("size", "mean"),
-        })  # fmt: skip
 
     def figures(self, table, options, folder):
         plt = pyplot()

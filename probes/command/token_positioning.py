@@ -133,7 +133,13 @@ class TokenPositioningProbe(ModelProbe):
             return self.token_rows(run, tag, options)
 
     def token_rows(self, run: RunFolder, tag: str, options) -> list[dict]:
-        """`rows`, in one torch thread."""
+        """`rows`, in one torch thread: each analysed token's `token_columns`, then its own."""
+        model, datamodule, traced, tokens = self.analysed(run, tag, options)
+        return [{**token_columns(datamodule, traced, token), **row} for token in tokens
+                for row in self.rows_of_token(model, traced, token, options)]  # fmt: skip
+
+    def rows_of_token(self, model, traced: Traced, token: int, options) -> list[dict]:
+        """The probe's rows of one analysed token (without its `token_columns`)."""
         raise NotImplementedError
 
     def analysed(self, run: RunFolder, tag: str, options):
