@@ -72,26 +72,24 @@ def test_words_only_needs_a_seed(datamodule):
 
 
 # ---- the values the new claim ids read -----------------------------------------------------------
-def token(verification: dict[str, list[int]]) -> dict:
-    return {"verification": {"single_step.storing_previous": [0, 1], **verification}}
+COUNTED = ("triggering_k1", "triggering_k1.T=6", "control.triggering_k1.T=6",
+           "each_step.counting_k2", "control.each_step.counting_k2", "lag_held.counting_k3",
+           "single_step.storing_previous", "single_step.storing_previous_before_last",
+           "control.single_step.storing_previous")  # fmt: skip
+"""The verification entries a token of `test_reading_values_read_each_claims_counts` holds."""
+
+
+def token(*counts: list[int]) -> dict:
+    """A token's analysis whose `COUNTED` entries hold `counts` ([hits, rows] each)."""
+    return {"verification": dict(zip(COUNTED, counts, strict=True))}
 
 
 def test_reading_values_read_each_claims_counts():
     """Two tokens: triggering hits every row pooled but only 4 of 8 at T = 6 (its control 1 of
     8); each reading's hits and controls pooled over the tokens; words-only accuracy 0.6 of the
     model's 0.8."""
-    first = token({"triggering_k1": [20, 20], "triggering_k1.T=6": [3, 4],
-                   "control.triggering_k1.T=6": [0, 4], "each_step.counting_k2": [9, 10],
-                   "control.each_step.counting_k2": [1, 10], "lag_held.counting_k3": [5, 10],
-                   "single_step.storing_previous": [7, 10],
-                   "single_step.storing_previous_before_last": [6, 8],
-                   "control.single_step.storing_previous": [2, 10]})  # fmt: skip
-    second = token({"triggering_k1": [20, 20], "triggering_k1.T=6": [1, 4],
-                    "control.triggering_k1.T=6": [1, 4], "each_step.counting_k2": [7, 10],
-                    "control.each_step.counting_k2": [3, 10], "lag_held.counting_k3": [0, 10],
-                    "single_step.storing_previous": [1, 10],
-                    "single_step.storing_previous_before_last": [0, 8],
-                    "control.single_step.storing_previous": [4, 10]})  # fmt: skip
+    first = token([20, 20], [3, 4], [0, 4], [9, 10], [1, 10], [5, 10], [7, 10], [6, 8], [2, 10])
+    second = token([20, 20], [1, 4], [1, 4], [7, 10], [3, 10], [0, 10], [1, 10], [0, 8], [4, 10])
     analysis = {"tokens": {"a": first, "b": second}, "random_word_inputs_accuracy": 0.6,
                 "test_position_acc": 0.8}  # fmt: skip
     values = reading_values(analysis)
