@@ -18,9 +18,10 @@ from storage.run_folder import RunFolder
 from tests.smoke import assert_initial_weights_rebuilt, assert_quick_report, quick_reproduction
 
 ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.", "sec4_1.",
-                   "footnote5.")  # fmt: skip
-"""Sections 3-4's and footnote 5's claims, decided on the analyses: also on the untrained GRUs
-(issue 29)."""
+                   "footnote5.", "all_weights.", "mean_sign.", "cloud.",
+                   "authors_gates.")  # fmt: skip
+"""Sections 3-4's and footnote 5's claims and their pre-registered readings, decided on the
+analyses: also on the untrained GRUs (issue 29)."""
 FOOTNOTE_FIELDS = {"footnote5": None, "untrained_footnote5": None}
 """The fields of `OPTIONAL` every analysed model has; the LSTMs also `analysis` and
 `untrained_analysis`."""

@@ -6,7 +6,11 @@ code), the update gate read as torch's `z` and the co-authors' functional groups
 checkpoint selection (best validation accuracy) repeats Tables 5-6 as the `text selection`
 reading. Claims about the data or the setup stay unmarked: Tables 5-6's LSTM accuracies against
 machine-zoo's tables (`footnote1.*_lstm.*`), the majority classifier's chance level, the share of
-weights Figure 2's thresholds keep and the 26 units pruning keeps.
+weights Figure 2's thresholds keep (also over all weights, `all_weights.*`) and the 26 units
+pruning keeps. The other readings registered before their results
+(`reports/paper1/preregistration.md`, items 6-7) mark their claims where the runs record them:
+Figure 4 on the authors' gate data (`authors_gates.*`) and by where the cloud of units lies
+(`cloud.*`), polarity as the sign of a neuron's mean weight (`mean_sign.*`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ FINDINGS: tuple[Finding, ...] = (
         "polar neurons, and strongly connected neurons in the encoder's W_hz, W_hr and the "
         "decoder's W_iz, W_ir (section 3.2, Figure 2)",
         ("fig2.fewer_connected_neurons.*", "fig2.hub_neurons.*", "fig2.polar_neurons.*"),
+        {"mean sign": ("mean_sign.fig2.polar_neurons.*",)},
         because="in the decoder's W_iz the baseline has more strongly polar neurons than the "
         "guided models, and in the encoder's W_hz two groups of one kind of model differ as much "
         "in polar neurons by their seeds alone",
@@ -55,6 +60,7 @@ FINDINGS: tuple[Finding, ...] = (
         "The polarity of the neurons that are on average strongly positive or negative are "
         "inversely related between update and reset gates (section 3.2)",
         ("sec3_2.inverse_gate_polarity.*",),
+        {"mean sign": ("mean_sign.sec3_2.inverse_gate_polarity.*",)},
     ),
     Finding(
         "fig3",
@@ -102,6 +108,11 @@ FINDINGS: tuple[Finding, ...] = (
         "considerable amount of outliers; AG decoder gates are often right-saturated; AG gates "
         "stick to the axes, baseline gates lie between them (section 4.2, Figure 4)",
         ("fig4.*",),
+        {
+            "authors' gate data": ("authors_gates.fig4.*",),
+            "cloud": ("cloud.fig4.*",),
+            "authors' gate data, cloud": ("authors_gates.cloud.fig4.*",),
+        },
         because="on the test sets our update gates are seldom closed: most units are neither "
         "left- nor right-saturated, and the baseline's gates are open more often than the guided "
         "models', in the encoder and the decoder",

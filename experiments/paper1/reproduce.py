@@ -55,6 +55,8 @@ from experiments.paper1.analyses import (
 from experiments.paper1.claims import activation_claims, primary_claims, probe_claims, weight_claims
 from experiments.paper1.findings import FINDINGS
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
+from experiments.paper1.reading_claims import FIELDS as READING_FIELDS
+from experiments.paper1.reading_claims import beside, judged_readings, readings_text
 from experiments.paper1.registered import BEFORE, judged_against_nulls, registered_history
 from experiments.paper1.runs import ablations, lookup_data_of, measure_all
 from experiments.paper1.scales import (
@@ -180,6 +182,9 @@ def report(request: Request, runs: Runs) -> Built:
     shap, untrained_shap = measured_on_all(models, FOOTNOTE5_FIELDS, VARIANTS, seeds)
     gru = judged_against_nulls(analysis_claims(analysed), analysis_claims(untrained), analysed,
                                primary_claims)  # fmt: skip
+    readings = measured_on_all(models, READING_FIELDS, VARIANTS, seeds)
+    if readings[0] is not None:
+        gru = beside(gru, judged_readings(analysed, untrained, *readings))
     if shap is not None:
         gru += judged_against_untrained(footnote5_claims(analysed, shap),
                                         footnote5_claims(untrained, untrained_shap))  # fmt: skip
@@ -218,6 +223,7 @@ def report(request: Request, runs: Runs) -> Built:
         + footnote1_text(measured)
         + footnote1_analyses_text(gru, lstm, lstm_analysed)
         + analyses_text(analysed)
+        + readings_text(analysed, readings[0])
         + footnote5_text(analysed, shap)
         + ablation_text(scale, ablation, original)
     )

@@ -43,6 +43,7 @@ from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
 from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
 from experiments.paper1.analyses import analyse_run
+from experiments.paper1.readings import measure_readings
 from experiments.paper1.scales import (
     ABBREVIATION,
     ANALYSED,
@@ -121,7 +122,8 @@ def untrained_fields(variant: str, seed: int) -> dict:
 def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[str, Field]]:
     """The measurements of `OPTIONAL` a model has, field -> (group, measure): footnote 5's SHAP
     groups of every GRU and LSTM of Tables 5-6, trained (two sample seeds) and untrained (one),
-    and the LSTMs' analyses of sections 3-4, trained and untrained (footnote 1)."""
+    the LSTMs' analyses of sections 3-4, trained and untrained (footnote 1), and the baseline and
+    guided GRUs' pre-registered readings, trained and untrained (`readings.measure_readings`)."""
     if variant not in (*VARIANTS, *FOOTNOTE1):
         return {}
 
@@ -132,6 +134,9 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
         "footnote5": ("footnote5", shap(ANALYSED, SAMPLE_SEEDS)),
         "untrained_footnote5": ("footnote5", shap(UNTRAINED, SAMPLE_SEEDS[:1])),
     }
+    if variant in VARIANTS:
+        fields["readings"] = ("readings", lambda run: measure_readings(run, ANALYSED))
+        fields["untrained_readings"] = ("readings", lambda run: measure_readings(run, UNTRAINED))
     if variant in FOOTNOTE1:
         fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed))
         fields["untrained_analysis"] = ("footnote1", lambda run: analysis_of(run, seed, UNTRAINED))

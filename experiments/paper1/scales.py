@@ -41,6 +41,8 @@ OPTIONAL = {
     "footnote1": "sections 3-4's analyses of the LSTMs, trained and untrained",
     "footnote5": "footnote 5's SHAP-ranked functional groups of every GRU and LSTM, trained and "
     "untrained",
+    "readings": "the pre-registered readings of Figure 4 on the authors' gate data and of Figure 2 "
+    "over all weights, of every baseline and guided GRU, trained and untrained",
 }
 """Optional measurements, each measured on every new run: a kept run lacking them gets
 them only when asked (`--add-measurements`), from its run folder, or by training it again from
