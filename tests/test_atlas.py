@@ -264,8 +264,10 @@ def quick(tmp_path_factory):
 
 
 def test_quick_atlas_measures_every_model_beside_its_null(quick):
-    """The quick atlas trains paper 1's baseline and guided GRUs and paper 4's GRU, measures each
-    by the wired methods trained and untrained into its measurements file beside the report,
+    """The quick atlas trains paper 1's baseline and guided GRUs and paper 4's GRU as their
+    papers' own runs (in their papers' run folders, where a paper's reproduction under the same
+    run root would have trained them), measures each by the wired methods trained and untrained
+    into its measurements file under `atlas/` and beside the report,
     and writes the matrix (table and figure) and the questions it can judge, each beside its
     verdict on the untrained weights; the rest are listed as not yet judged."""
     folder, output, claims = quick
@@ -275,7 +277,13 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
         record = json.loads((folder / "report" / "runs" / "atlas" / run / "measurements.json")
                             .read_text())  # fmt: skip
         assert "--run.root" not in record["command"] and record["schema"] == 1
-        assert record["command"][-4:] == ["--run.paper", "atlas", "--run.variant", run[:-7]]
+        paper, variant = run[:-7].split("_", 1)  # trained as its paper's own run, in its folder
+        assert "atlas" not in record["command"]
+        trained = folder / "runs" / paper / variant / run[-6:]
+        assert (trained / "checkpoints" / "best.ckpt").is_file()
+        assert [p.name for p in (folder / "runs" / "atlas" / run).iterdir()] == [
+            "measurements.json"
+        ]
         for measured in (record, record["untrained"]):
             assert set(measured["cells"]) == set(WIRED)
             assert all((value is None) == (cell_status(run[:-7], name) != "measured")

@@ -16,7 +16,7 @@ from experiments.atlas.decomposition import command_word, decomposition_cell, ph
 from experiments.atlas.questions import MODELS
 from experiments.atlas.redundant import redundant_cell, sentence_accuracy
 from experiments.atlas.report import not_yet_text
-from experiments.atlas.runs import arguments_of
+from experiments.atlas.runs import arguments_of, paper_layout
 from experiments.atlas.scales import NOT_WIRED, SCALES, WIRED_TASKS
 from experiments.atlas.targets import NO_LABEL, ROWS, action_words, scan_rows, table_index
 from lightning_modules.seq2seq import Seq2Seq
@@ -230,7 +230,7 @@ def test_the_report_says_why_scan_models_are_not_trained():
 
 def test_scan_models_train_by_paper3s_own_arguments_at_its_default_scale(tmp_path):
     """The atlas's SCAN runs are paper 3's SCAN runs of setting A and B at paper 3's default
-    scale (its config, 2,000 steps), in the atlas's run folder."""
+    scale (its config, 2,000 steps), in paper 3's own run folder."""
     from experiments.paper3 import runs as paper3_runs
     from experiments.paper3.scales import SCALES as PAPER3_SCALES
 
@@ -238,6 +238,8 @@ def test_scan_models_train_by_paper3s_own_arguments_at_its_default_scale(tmp_pat
         model = f"paper3_scan_{setting}"
         own = paper3_runs.arguments_of("scan", setting, 0, PAPER3_SCALES["default"], tmp_path)
         found = arguments_of(model, 0, SCALES["default"], tmp_path)
-        assert found == [*own, "--run.paper", "atlas", "--run.variant", model]
+        assert found == own
+        layout = paper_layout(model, 0, SCALES["default"], tmp_path)
+        assert layout.path == tmp_path / "paper3" / f"scan_{setting}" / "seed=0"
         assert found[found.index("--data.setting") + 1] == setting
         assert found[found.index("--trainer.max_steps") + 1] == "2000"

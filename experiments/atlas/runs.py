@@ -1,10 +1,12 @@
-"""The atlas's runs: each model of `questions.MODELS` trained by its own paper's fit arguments at
-its paper's scale (`arguments_of`: the paper's `arguments_of` or `model_arguments`, with its
-scale's overrides), into the atlas's run folder `<runs>/atlas/<model>/seed=<s>/`, through the
-engine's fit, and measured once into its `measurements.json` (`experiments.engine.measure`): every
-wired cell of the trained model (at its paper's checkpoint selection) and, under `untrained`, of
-its untrained weights (the `epoch=init` snapshot: the null). With `--reuse-runs` a run measured
-from the same command is read back, so the report rebuilds from the measurement files alone
+"""The atlas's runs: each model of `questions.MODELS` is its own paper's run at its paper's scale
+(`arguments_of`: the paper's `arguments_of` or `model_arguments`, with its scale's overrides), in
+its paper's run folder (`paper_layout`, `<runs>/paper4/gru/seed=0/`): a run its paper's
+reproduction trained under the same run root is read, not trained again, and one it did not is
+trained there, through the engine's fit. The atlas measures each once into its own
+`<runs>/atlas/<model>/seed=<s>/measurements.json` (`experiments.engine.measure`): every wired cell
+of the trained model (at its paper's checkpoint selection) and, under `untrained`, of its
+untrained weights (the `epoch=init` snapshot: the null). With `--reuse-runs` a run measured from
+the same command is read back, so the report rebuilds from the measurement files alone
 (`reports/atlas/runs/`).
 """
 
@@ -65,10 +67,26 @@ def paper_arguments(model: str, seed: int, scale: Scale, root: Path, data: tuple
 
 def arguments_of(model: str, seed: int, scale: Scale, root: Path,
                  data: tuple[str, ...] = ()) -> list[str]:  # fmt: skip
-    """`python -m experiments fit` arguments of the atlas's run of `model`: its paper's, the run
-    folder the atlas's (`<root>/atlas/<model>/seed=<seed>`)."""
-    own = paper_arguments(model, seed, scale, root, data)
-    return [*own, "--run.paper", STUDY, "--run.variant", model]
+    """`python -m experiments fit` arguments of the run the atlas reads as `model`: its paper's
+    own run, trained by its paper's reproduction or by the atlas (`paper_layout`)."""
+    return paper_arguments(model, seed, scale, root, data)
+
+
+def paper_layout(model: str, seed: int, scale: Scale, root: Path) -> RunLayout:
+    """The run folder of `model`'s run in its paper's layout under `root`, where its paper's
+    reproduction trains it too: the atlas reuses a run either trained, and trains it there where
+    neither has."""
+    paper, variant = MODELS[model].paper, model.split("_", 1)[1]
+    if paper == 2:
+        from experiments.paper2.runs import run_layout
+        from experiments.paper2.scales import SCALES, figure2_cell
+
+        return run_layout(root, figure2_cell(SCALES[scale.paper_scale]), seed)
+    if paper == 3:
+        from experiments.paper3.scales import variant as paper3_variant
+
+        variant = paper3_variant("scan", variant.removeprefix("scan_"))
+    return RunLayout.of(root, f"paper{paper}", variant, seed)
 
 
 def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: bool) -> dict:
@@ -100,7 +118,8 @@ def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[s
 
     layout = RunLayout.of(sitting.root, STUDY, model, seed)
     arguments = arguments_of(model, seed, scale, sitting.root, data)
-    return measured(layout, arguments, sitting, trained, {"untrained": untrained})
+    return measured(layout, arguments, sitting, trained, {"untrained": untrained},
+                    trained_at=paper_layout(model, seed, scale, sitting.root))  # fmt: skip
 
 
 def wired_runs(scale: Scale) -> list[tuple[str, int]]:

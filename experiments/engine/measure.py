@@ -26,6 +26,7 @@ import torch
 
 from experiments.engine.fit import finished, fit, fit_command
 from experiments.engine.sitting import Sitting, SittingError
+from experiments.engine.sittings import fit_time
 from experiments.engine.store import Schema, portable, write_measurements
 from storage import RunLayout
 from storage.layout import UNTRAINED
@@ -81,6 +82,7 @@ def measured(
     optional: Fields | None = None,
     add: Sequence[str] = (),
     identity: Callable[[RunFolder], dict] | None = None,
+    trained_at: RunLayout | None = None,
 ) -> dict:
     """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, each
     of `needed` (field -> a function of a `RunFolder` with the run's untrained weights) and each
@@ -93,8 +95,13 @@ def measured(
     `complete` they are read back as they are, the fields they lack left out. Kept measurements
     without a field of `optional` named in `add` get it from the run folder, or, where it is
     gone, by training the run again from its command (`same_model`: `identity` of the new run
-    must equal the kept fields it returns); merging, they stop the reproduction naming the run."""
+    must equal the kept fields it returns); merging, they stop the reproduction naming the run.
+
+    `trained_at` is the run folder the fit trains into where it is not `layout`'s (another
+    study's run of the same command, reused: the atlas reads the papers' runs); its own
+    `measurements.json` is kept there, the record written at `layout`."""
     needed, optional = needed or {}, optional or {}
+    trained_at = trained_at or layout
     kept = kept_record(layout, arguments, sitting, list(needed) if complete else ())
     missing = missing_fields(kept, list(needed)) if complete else []
     added = missing_fields(kept, [name for name in add if name in optional])
@@ -107,15 +114,16 @@ def measured(
             "or merge without --add-measurements"
         )
     record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-    if kept is not None and not added and not finished(layout.path, fit_command(arguments)):
-        with initial_weights(layout, arguments, sitting.root) as run:
+    if kept is not None and not added and not finished(trained_at.path, fit_command(arguments)):
+        with initial_weights(trained_at, arguments, sitting.root) as run:
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, sitting.schema, kept["trained"]), "kept": True}
     if sitting.cannot_train:
         raise SittingError(f"{layout.path} needs training, but {sitting.cannot_train}")
-    trained = fit(layout.path, arguments, sitting.reuse, keep_measurements=kept is not None)
+    own = kept is not None or trained_at != layout  # another study's record stays in its run
+    trained = fit(trained_at.path, arguments, sitting.reuse, keep_measurements=own)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
-    run = RunFolder(layout.path)
+    run = RunFolder(trained_at.path)
     if kept is None:
         record = {"command": portable(arguments, sitting.root), **measure(run)}
         missing, added = list(needed), list(optional)
@@ -124,10 +132,10 @@ def measured(
             layout, record, identity(run) if identity is not None else None, kept, sitting.schema
         )
     if missing:
-        with untrained_weights(layout, arguments, sitting.root) as untrained:
+        with untrained_weights(trained_at, arguments, sitting.root) as untrained:
             record |= {name: needed[name](untrained) for name in missing}
     record |= {name: optional[name](run) for name in added}
-    kept_trained = None if kept is None else kept["trained"]  # None: from the run's files
+    kept_trained = fit_time(trained_at) if kept is None else kept["trained"]
     return {**write_measurements(layout, record, sitting.schema, kept_trained), "kept": not trained}
 
 
