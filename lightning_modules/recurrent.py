@@ -75,6 +75,9 @@ class Intervention:
         (``recorded[:, source_steps][:, :, units]``).
     `value` for set/scale/add is a float or a tensor broadcastable to `[batch, len(units)]`; a
     3-d tensor `[batch, steps, units]` gives one value per edited step, as for `replace`.
+    `rows` (a `(start, stop)` range of the batch; None: every row) restricts the edit to those
+    rows, its `value`'s batch dimension then theirs: many edits, each on its own copy of a batch,
+    run in one forward pass.
     """
 
     site: str
@@ -82,6 +85,7 @@ class Intervention:
     steps: tuple[int, ...] | None = None
     operation: Operation = "set"
     value: float | Tensor = 0.0
+    rows: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.operation not in ("set", "zero", "scale", "add", "replace"):
@@ -123,7 +127,8 @@ class Intervention:
         if self.steps is not None and step not in self.steps:
             return activation
         units = slice(None) if self.units is None else list(self.units)
-        current = activation[:, units]
+        rows = slice(None) if self.rows is None else slice(*self.rows)
+        current = activation[rows, units]
         value = self.value_at(step)
         if isinstance(value, Tensor):
             value = value.to(dtype=activation.dtype, device=activation.device)
@@ -137,7 +142,7 @@ class Intervention:
             new = torch.as_tensor(value, dtype=activation.dtype, device=activation.device)
             new = new.expand_as(current)
         edited = activation.clone()
-        edited[:, units] = new
+        edited[rows, units] = new
         return edited
 
     def for_direction(self, direction: int, hidden_size: int, directions: int):
@@ -153,7 +158,7 @@ class Intervention:
         if isinstance(value, Tensor) and value.dim() > 0 and value.shape[-1] > 1:
             value = value[..., positions]
         local_units = tuple(units[i] - low for i in positions)
-        return Intervention(self.site, local_units, self.steps, self.operation, value)
+        return Intervention(self.site, local_units, self.steps, self.operation, value, self.rows)
 
 
 def removal_edits(removed: dict[str, Sequence[int]]) -> tuple[Intervention, ...]:
