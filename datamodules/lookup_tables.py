@@ -172,6 +172,20 @@ SEQUENCE_PADDING = {
 """The variable-length keys of the suite's seq2seq rows and the value each is padded with."""
 
 
+def encode_pair(source: list[str], target: list[str], source_ids: dict[str, int],
+                target_ids: dict[str, int], source_eos: bool,
+                target_eos: bool) -> dict[str, torch.Tensor]:  # fmt: skip
+    """A row's input and output tokens as ids (`source`, `source_lengths`, `target`), `<eos>`
+    appended to each where asked, as the DataModule encodes its rows."""
+    source_end = [1] if source_eos else []
+    target_end = [2] if target_eos else []
+    return {
+        "source": torch.tensor([source_ids[t] for t in source] + source_end),
+        "source_lengths": torch.tensor(len(source) + len(source_end)),
+        "target": torch.tensor([target_ids[t] for t in target] + target_end),
+    }
+
+
 def collate_sequences(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """Batch encoded seq2seq rows (lookup tables, SCAN, token positioning): the keys of
     ``SEQUENCE_PADDING`` a row has are padded into ``[batch, time]``, every other key (lengths,
@@ -298,12 +312,11 @@ class LookupTableDataModule(VocabularySizes, SplitLoaders, pl.LightningDataModul
         def encode(index: int, row: Row) -> dict[str, torch.Tensor]:
             source, target, attention = (column.split() for column in row)
             source_end = [1] if self.source_eos else []
-            target_end = [2] if self.target_eos else []
-            attention = attention[: len(target) + len(target_end)]
+            attention = attention[: len(target) + int(self.target_eos)]
             return {  # Python ints -> torch.long tensors
-                "source": torch.tensor([source_ids[t] for t in source] + source_end),
-                "source_lengths": torch.tensor(len(source) + len(source_end)),
-                "target": torch.tensor([target_ids[t] for t in target] + target_end),
+                **encode_pair(
+                    source, target, source_ids, target_ids, self.source_eos, self.target_eos
+                ),  # fmt: skip
                 "attention_target": torch.tensor([int(a) for a in attention]),
                 "source_table": torch.tensor(
                     [*map(_table_index, source), *[IGNORE_INDEX] * len(source_end)]

@@ -10,9 +10,9 @@ differs:
   `mean_sign.sec3_2.inverse_gate_polarity.*`: polarity as the sign of a neuron's mean weight.
 
 Nulls: the seed split (`registered`) for the guided-against-baseline comparisons, the untrained
-weights for the rest. The claims exist only where every model records the readings
-(`readings_measured`), trained and untrained, so a report built from runs measured before them is
-unchanged; the authors' gate data's only where every model has it.
+weights for the rest. The claims exist only where every model records the readings, trained
+and untrained (`reproduce.measured_on_all`), so a report built from runs measured before them
+is unchanged; the authors' gate data's only where every model has it.
 """
 
 from __future__ import annotations
@@ -47,11 +47,6 @@ READING_COMPARISONS = (
     *(AUTHORS + id for id in COMPARISONS if id.startswith("fig4.")),
 )
 """The readings' guided-against-baseline comparisons, judged against the seed split."""
-
-
-def readings_measured(records: Sequence[dict | None]) -> bool:
-    """Whether there are records and every one holds the readings."""
-    return bool(records) and all(r is not None for r in records)
 
 
 def prefixed(prefix: str, claims: Sequence[Claim], how: str) -> list[Claim]:

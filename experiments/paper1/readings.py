@@ -21,8 +21,9 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from datamodules.lookup_tables import collate_sequences
+from datamodules.lookup_tables import collate_sequences, encode_pair
 from datamodules.machine_tasks import SAMPLE1, resolve_longer, resolve_sample1
+from datamodules.text_files import read_rows
 from experiments.paper1.analyses import GATES, MODULES, THRESHOLDS
 from lightning_modules.callbacks import pad_and_concatenate, record_split
 from probes.activations import gate_saturation
@@ -45,13 +46,10 @@ Rows = list[tuple[str, str]]
 
 
 def read_pairs(path: Path) -> Rows:
-    """A machine-tasks file's rows as (input, outputs): its first two tab-separated columns."""
-    pairs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            source, target = line.split("\t")[:2]
-            pairs.append((source.strip(), target.strip()))
-    return pairs
+    """A machine-tasks file's rows as (input, outputs): its first two tab-separated columns
+    (`read_rows`: UTF-8, non-blank lines)."""
+    rows = read_rows(path, "'input<TAB>outputs'", "copy it again from machine-tasks")
+    return [tuple(part.strip() for part in line.split("\t")[:2]) for _, line in rows]
 
 
 def atomic_tables(train: Rows) -> dict[str, dict[str, str]]:
@@ -111,10 +109,9 @@ def encoded(rows: Rows, source_vocab: list[str], target_vocab: list[str], source
         unknown += [t for t in target.split() if t not in target_ids]
         if unknown:
             raise ValueError(f"row {source!r} has tokens the model does not know: {unknown}")
-        sources = [source_ids[t] for t in source.split()] + ([1] if source_eos else [])
-        targets = [target_ids[t] for t in target.split()] + ([2] if target_eos else [])
-        items.append({"source": torch.tensor(sources), "source_lengths": torch.tensor(len(sources)),
-                      "target": torch.tensor(targets), "index": torch.tensor(index)})  # fmt: skip
+        pair = encode_pair(source.split(), target.split(), source_ids, target_ids, source_eos,
+                           target_eos)  # fmt: skip
+        items.append({**pair, "index": torch.tensor(index)})
     return items
 
 
