@@ -56,6 +56,15 @@ def paper_time_states(record: dict[str, Tensor], source_lengths: Tensor, site: s
         raise ValueError("paper_time_states needs sources of at least 2 tokens (token, position).")
     rows = torch.arange(source_lengths.shape[0])
     encoder = record[f"encoder.{site}"]
+    units = (encoder.shape[-1], record[f"decoder.{site}"].shape[-1])
+    if units[0] != units[1]:
+        raise ValueError(
+            f"the model's encoder's states have {units[0]} units and its decoder's {units[1]}: "
+            "the paper's time puts the encoder's last state at t = 0 in the decoder's units, "
+            "which does not exist for it (e.g. a bidirectional encoder handing the decoder its "
+            "first and last states); analyse a model whose decoder starts from its encoder's "
+            "last state"
+        )
     last = source_lengths.to(torch.long) - 1
     return torch.cat(
         [encoder[rows, last - 1, None], encoder[rows, last, None], record[f"decoder.{site}"]], 1

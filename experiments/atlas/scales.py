@@ -21,7 +21,8 @@ NOT_WIRED = {
     "rule corpus": "its analysed rows are not built yet",
     "SCAN": "paper 4's time, in which every cell reads the rows (`targets.scan_rows`), puts the "
     "encoder's last state at t = 0 in the decoder's units, and paper 3's bidirectional encoder "
-    "hands its decoder its first and last states, twice its own units (`targets.traceable`)",
+    "hands its decoder its first and last states, twice its own units "
+    "(`neuron_functions.paper_time_states`)",
 }
 """Why each task outside `WIRED_TASKS` is not trained yet."""
 

@@ -175,27 +175,10 @@ def scan_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
     return batch, chosen
 
 
-def traceable(model) -> None:
-    """Refuse, in one line, a seq2seq whose encoder and decoder states differ in size (paper 3's
-    bidirectional encoder handing its first and last states to the decoder): paper 4's time
-    (`probes.neuron_functions.paper_time_states`) puts the encoder's last state at t = 0 in the
-    decoder's units."""
-    settings = model.hparams
-    encoder = settings.hidden_size * (2 if settings.bidirectional else 1)
-    decoder = model.decoder.hidden_size
-    if encoder != decoder:
-        raise ValueError(f"the model's encoder's states have {encoder} units and its decoder's "
-                         f"{decoder}: paper 4's time t = 0 (the encoder's last state, in the "
-                         "decoder's units) does not exist for it, so its SCAN rows cannot be "
-                         "traced; analyse a model whose decoder starts from its encoder's last "
-                         "state")  # fmt: skip
-
-
 def scan_rows(model, datamodule, tokens: int, per_token: int, correct_only: bool) -> Rows:
     """Paper 3's task as paper 4's rows (`scan_batch`), decoded greedily for T + 3 steps; with
     `correct_only` only the rows whose last action the model outputs at T. A model paper 4's
-    time cannot trace is refused (`traceable`)."""
-    traceable(model)
+    time cannot trace is refused in one line (`probes.neuron_functions.paper_time_states`)."""
     batch, chosen = scan_batch(datamodule, tokens, per_token)
     return traced_rows(model, batch, chosen, datamodule.target_vocab, correct_only)
 
