@@ -1,4 +1,4 @@
-"""`probes.attach` and `record_run` on the hard cases of issue 31 (rows A-G), on models written
+"""`probes.attach` and `record_run` on the hard cases (A-G below), on models written
 as researchers write them (`tests/client_models.py`), each against a known answer: a forward
 written out by hand, the untraced forward under the same seed, or the batch as it was given;
 and contextual decomposition through the tutorial's attention decoder, complete."""

@@ -9,8 +9,6 @@ checkpoint of another model class or other sizes is one clear error, not a silen
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,10 +20,8 @@ from experiments.cli import main
 from storage.files import RunFileError
 from storage.run_folder import RunFolder
 from storage.trusted_classes import UntrustedClassError, resolve_class
-from tests.smoke import HANG_GUARD
+from tests.docs_blocks import run_module
 from tests.tiny_run import TINY
-
-ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture()
@@ -101,41 +97,32 @@ def test_a_class_the_user_names_is_trusted(tmp_path, payload):
         resolve_class("lightning_modules.recurrent.Intervention", LightningModule, "test")
 
 
-def subprocess_env(payload_folder: Path) -> dict:
-    path = os.pathsep.join([str(ROOT), str(payload_folder)])
-    return {**os.environ, "PYTHONPATH": path, "WANDB_MODE": "disabled"}
-
-
+# The commands run in this process (`run_module`, as `python -m` would), the payload's folder on
+# the import path: a refusal that failed would import or call the payload here.
 @pytest.mark.parametrize("model,data", PAYLOADS[:2])
 def test_probe_command_refuses_a_malicious_checkpoint(tmp_path, payload, model, data):
-    folder, marker = payload
+    _, marker = payload
     run = malicious_run(tmp_path / "runs" / "x" / "seed=0", marker, model, data)
-    done = subprocess.run(
-        [sys.executable, "-m", "probes", "pruning", "--runs", str(run), "--out",
-         str(tmp_path / "out")],
-        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path,
-        timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and "best.ckpt" in done.stderr
-    assert not marker.exists()
+    done = run_module("probes", ["pruning", "--runs", str(run), "--out", str(tmp_path / "out")],
+                      tmp_path, {"WANDB_MODE": "disabled"})  # fmt: skip
+    assert done.status == 2, done.output
+    assert "Traceback" not in done.output and "best.ckpt" in done.output
+    assert not marker.exists() and "payload_module" not in sys.modules
 
 
 @pytest.mark.parametrize("model,data", PAYLOADS[:2])
 def test_fit_refuses_a_malicious_ckpt_path(tmp_path, payload, model, data):
-    folder, marker = payload
+    _, marker = payload
     run = malicious_run(tmp_path / "evil", marker, model, data)
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", "--config", str(config), "--run.root",
-         str(tmp_path / "runs"), "--ckpt_path", str(run / "checkpoints" / "last.ckpt")],
-        capture_output=True, text=True, env=subprocess_env(folder), cwd=tmp_path,
-        timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert "Traceback" not in done.stderr and model in done.stderr
-    assert not marker.exists()
+    done = run_module("experiments", ["fit", "--config", str(config), "--run.root",
+                                      str(tmp_path / "runs"), "--ckpt_path",
+                                      str(run / "checkpoints" / "last.ckpt")],
+                      tmp_path, {"WANDB_MODE": "disabled"})  # fmt: skip
+    assert done.status == 2, done.output
+    assert "Traceback" not in done.output and model in done.output
+    assert not marker.exists() and "payload_module" not in sys.modules
     assert not (tmp_path / "runs").exists()  # refused before the run folder was made
 
 

@@ -1,8 +1,6 @@
 """Bad data files are one clear error naming the file and the fix (datamodules.text_files), also
 through `python -m experiments`."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +8,7 @@ import pytest
 from datamodules.lookup_tables import generate_lookup_tables
 from datamodules.text_files import decode_text, line_at, read_rows
 from tests.data_files import write_lookup_tables
-from tests.smoke import HANG_GUARD
+from tests.docs_blocks import run_module
 
 BASELINE = str(Path(__file__).parents[1] / "experiments" / "configs" / "paper1" / "baseline.yaml")
 
@@ -58,13 +56,11 @@ def test_cli_reports_a_bad_data_file_in_one_line(tmp_path, file, bad, message):
     write_lookup_tables(generate_lookup_tables(0), data)  # train.tsv has 232 rows
     path = data / file
     path.write_bytes(path.read_bytes() + bad if bad else b"")
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", "--config", BASELINE,
-         "--data.init_args.data_dir", str(data), "--run.root", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith(f"error: {data / message}"), done.stderr
-    assert "Traceback" not in done.stderr
+    done = run_module("experiments", ["fit", "--config", BASELINE, "--data.init_args.data_dir",
+                                      str(data), "--run.root", str(tmp_path / "runs")],
+                      tmp_path, {})  # fmt: skip
+    assert done.status == 2, done.output
+    errors = [line for line in done.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {data / message}"), done.output
+    assert "Traceback" not in done.output
     assert not (tmp_path / "runs").exists()

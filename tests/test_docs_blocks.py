@@ -13,6 +13,7 @@ page's Python blocks run in order in one namespace, each after the setup this fi
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -51,10 +52,11 @@ VIEW = ".venv/bin/python -m probes view --runs 'runs/paper1/*/seed=*'"
 SUMMARY = ".venv/bin/python -m experiments wandb-summary runs/paper1/guided/seed=1"
 TABLE = {
     (README, "make reproduce-paper1"):
-        "test_readme: `make reproduce-paper1` with ARGS='--scale <smallest>' (paper 1's `quick` "
-        "scale where it has one, else `smoke`) and -o .venv/.installed (the venv is never "
-        "rebuilt), runs under a scratch RECURRENT_PROBES_RUNS; `make test` is this suite: not "
-        "run, `make -n test` must name pytest over tests/",
+        "test_readme: `make reproduce-paper1` at its own scale, made small by ARGS='--runs <a "
+        "copy of the committed runs> --reuse-runs --out <scratch>' (the documented rebuild: "
+        "nothing trained; the quick scale's training is test_paper1_smoke's) and -o "
+        ".venv/.installed (the venv is never rebuilt); `make test` is this suite: not run, "
+        "`make -n test` must name pytest over tests/",
     (DATA, CLONE):
         "test_data_git_clone: not run (GitHub); its repository, commit, folder and variable must "
         "be the ones datamodules.machine_tasks reads",
@@ -513,19 +515,22 @@ def test_reproductions_slurm(scratch, monkeypatch):
 
 
 def test_readme(scratch):
-    """`make reproduce-paper1` at the smallest scale (runs and report under a scratch run root);
-    `make test` is this suite: only `make -n test` is run."""
-    from experiments.paper1.scales import SCALES
-
-    scale = "quick" if "quick" in SCALES else "smoke"
-    root = scratch / "readme_runs"
+    """`make reproduce-paper1` at the committed report's scale, rebuilt from a copy of its
+    committed runs (nothing trained, offline), gives the committed verdicts; `make test` is this
+    suite: only `make -n test` is run."""
     commands = [words_of(c) for c in block(README, "make reproduce-paper1").commands]
     assert commands == [({}, ["make", "reproduce-paper1"]), ({}, ["make", "test"])]
-    make = ["make", "reproduce-paper1", "-o", ".venv/.installed", f"ARGS=--scale {scale}"]
-    ran = run_words(make, ROOT, {"RECURRENT_PROBES_RUNS": str(root)})
+    runs, out = scratch / "readme_runs", scratch / "readme_report"
+    shutil.copytree(ROOT / "reports" / "paper1" / "runs", runs)
+    make = ["make", "reproduce-paper1", "-o", ".venv/.installed",
+            f"ARGS=--runs {runs} --reuse-runs --out {out}"]  # fmt: skip
+    ran = run_words(make, ROOT, {"RECURRENT_PROBES_RUNS": str(scratch / "readme_root")})
     assert ran.status == 0, ran.output
-    report = root / "reports" / "paper1" / scale
-    assert "Scale:** `" + scale in (report / "report.md").read_text()
-    assert (report / "results.json").is_file()
+    assert "0 to run" in ran.output and not list(runs.rglob("*.ckpt")), ran.output
+    committed = json.loads((ROOT / "reports" / "paper1" / "results.json").read_text())
+    rebuilt = json.loads((out / "results.json").read_text())
+    assert [(c["id"], c["verdict"]) for c in rebuilt] == [
+        (c["id"], c["verdict"]) for c in committed
+    ]
     dry = run_words(["make", "-n", "-o", ".venv/.installed", "test"], ROOT, {})
     assert dry.status == 0 and re.search(r"-m pytest .*tests$", dry.output, re.M), dry.output

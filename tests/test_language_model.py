@@ -2,8 +2,6 @@
 LSTM language model's carried state and trace, CD on a trained model, and the CLI run of the
 paper's config."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from lightning_modules.language_model import LanguageModel
 from lightning_modules.recurrent import Intervention
 from probes.contextual_decomposition import decompose_language_model
 from storage.run_folder import RunFolder
-from tests.smoke import HANG_GUARD
+from tests.docs_blocks import Ran, run_module
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "configs" / "paper2" / "language_model.yaml"
 SMALL = dict(corpus_length=3000, vocabulary=30, rules=40, conduit_length=3, batch_size=4,
@@ -128,9 +126,9 @@ def test_batched_cd_equals_the_per_example_reference_loop():
         torch.testing.assert_close(parts.irrelevant[row, 0], torch.from_numpy(rest))
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "experiments", *args],
-                          capture_output=True, text=True, timeout=HANG_GUARD)  # fmt: skip
+def cli(*args: str) -> Ran:
+    """`python -m experiments <args>`, run in this process (`tests.docs_blocks.run_module`)."""
+    return run_module("experiments", list(args), Path.cwd(), {})
 
 
 def fit_language_model(root: Path, epochs: int, *extra: str) -> Path:
@@ -138,12 +136,14 @@ def fit_language_model(root: Path, epochs: int, *extra: str) -> Path:
                "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false",
                "--model.embedding_size", "8", "--model.hidden_size", "8",
                *[f"--data.{k}={v}" for k, v in SMALL.items()], *extra)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.status == 0, done.output[-3000:]
     return root / "paper2" / "default" / "seed=0"
 
 
 def test_the_paper2_config_fits_through_the_cli_and_records_its_run(tmp_path):
     run = fit_language_model(tmp_path, 2)
+    # the fit (deterministic: true) ran in this process, which is as it was after it
+    assert not torch.are_deterministic_algorithms_enabled()
     for path in ("checkpoints/best.ckpt", "checkpoints/last.ckpt", "weights/epoch=init.safetensors",
                  "weights/epoch=1.safetensors", "metrics.csv"):  # fmt: skip
         assert (run / path).is_file(), path
@@ -156,9 +156,9 @@ def test_the_paper2_config_fits_through_the_cli_and_records_its_run(tmp_path):
 def test_bad_corpus_settings_are_one_clear_error(tmp_path):
     done = cli("fit", "--config", str(CONFIG), "--run.root", str(tmp_path),
                "--data.corpus_length", "50", "--data.rules", "10")  # fmt: skip
-    assert done.returncode == 2
-    assert "Traceback" not in done.stderr
-    assert "do not fit in 50 tokens" in done.stderr
+    assert done.status == 2
+    assert "Traceback" not in done.output
+    assert "do not fit in 50 tokens" in done.output
 
 
 def test_a_resumed_fit_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):

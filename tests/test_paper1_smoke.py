@@ -97,7 +97,7 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     ):
         assert (tmp_path / "report" / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
         assert f"figures/{figure}.png" in report
-    # Issue 8's promise: the probe command gives the report's functional-group table.
+    # The probe command gives the report's functional-group table.
     attended = "batch.source_table@batch.attention_target"
     table_of = {
         "encoder.hidden:batch.source_table": "table2.encoder.hidden",
@@ -142,7 +142,7 @@ def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_pat
     assert not list((rebuilt / "runs").rglob("*.ckpt"))  # nothing was trained again
     report = (rebuilt / "report" / "report.md").read_text()
     assert "16 of the 16 were kept from an earlier invocation" in report
-    # measurements from before the footnotes' (issue 29): those claims are not measured
+    # measurements from before the footnotes' and the null model: those claims are not measured
     for record in (rebuilt / "runs").rglob("measurements.json"):
         kept = json.loads(record.read_text())
         if kept["variant"].endswith("lstm"):
@@ -159,7 +159,7 @@ def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_pat
 
 
 def test_analysis_claims_are_judged_on_the_untrained_models(quick):
-    """Issue 29: every analysis claim carries the rule's verdict on the same GRUs untrained
+    """Every analysis claim carries the rule's verdict on the same GRUs untrained
     (`null`), and one it passes while the trained models reproduce it at least partly is
     uninformative; the accuracy and ablation claims have no untrained counterpart (None)."""
     folder, _, claims = quick
@@ -189,7 +189,7 @@ def test_analysis_claims_are_judged_on_the_untrained_models(quick):
 def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retrained(
     quick, monkeypatch
 ):
-    """Measurements from before issue 29 (no `untrained_analysis`) of a finished run get the
+    """Measurements from before the null model (no `untrained_analysis`) of a finished run get the
     untrained analysis from the run folder (its `epoch=init` weights), the run kept and every
     other field as it was; merging (nothing measured), one error names the run."""
     from experiments.engine.sitting import Sitting, SittingError

@@ -1,4 +1,4 @@
-"""Paper 2's rules on hand-made estimates with known verdicts (issue 29's review of 2026-11-26):
+"""Paper 2's rules on hand-made estimates with known verdicts (the rules as reviewed):
 a tie is no rise, cells at chance or at the ceiling decide no comparison, the paper's "slight"
 rise needs no relative margin, and section 3's learned rule is P(omega | alpha). Each changed rule
 keeps the verdict of the rule it replaced."""
@@ -128,7 +128,7 @@ def test_an_optimizer_that_keeps_the_rule_at_chance_is_named_so_beside_its_verdi
 
 
 def test_an_optimizer_slows_the_rule_only_where_every_seed_learns_it_later():
-    """Seed by seed (issue 29, 2026-11-28): plain SGD's three seeds learn the rule after epochs
+    """Seed by seed: plain SGD's three seeds learn the rule after epochs
     3, 3 and 2, so their mean curve crosses 0.5 after epoch 2; with the optimizer, after 3, 3 and
     3, a mean curve crossing after 3. The mean curves' gap of one epoch was 'partially
     reproduced'; the seeds tie on two of three, so now it is not, the old verdict kept. A delay

@@ -15,8 +15,8 @@ from experiments.report import RULE_VERDICTS
 from tests.smoke import assert_quick_report, assert_shards_merge, quick_reproduction
 
 QUICK_RUNS = [  # the quick scale's training order: Figure 3, Figure 2's cell, the rest of Figure
-    # 1, Figure 3 by the authors' generator (issue 35's second reading), then Figure 2's cell
-    # with momentum and with weight decay (issue 29), the first reading of their values, then the
+    # 1, Figure 3 by the authors' generator (a second reading), then Figure 2's cell
+    # with momentum and with weight decay, the first reading of their values, then the
     # second
     "pooled_k=2_unpredictable", "pooled_k=2_predictable_m=2", "k=3_n=20", "k=2_n=10", "k=2_n=20",
     "k=3_n=10", "pooled_k=2_unpredictable_authors_generator",
@@ -63,9 +63,9 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     report = (tmp_path / "report" / "report.md").read_text()
     assert "### Settings and their sources" in report and "`main.py` line 37" in report
     assert "## Second readings: the authors' analysis and generator" in report
-    # the committed report's verdicts before issue 35 stay beside those they differ from, after
-    # the verdicts of the rules issue 29's reviews replaced (the same runs): the optimizer
-    # claims' newest is the seed-by-seed rule of 2026-11-28
+    # the committed report's verdicts before the second readings stay beside those they differ
+    # from, after the verdicts of the rules a review replaced (the same runs): the optimizer
+    # claims' newest is the seed-by-seed rule
     earlier = [c for c in claims.values() if c["earlier"]]
     reasons = (EARLIER_REASON, REVIEWED, SEED_PAIRED, REGISTERED)
     assert all(any(r in c["earlier"][0]["reason"] for r in reasons) for c in earlier)
@@ -103,7 +103,7 @@ def test_every_run_keeps_its_measurements_beside_the_report(quick):
                                "generator": "text", "optimizer": "sgd"}  # fmt: skip
     assert list(cell["readings"]) == ["text", "authors", "authors_at_close"]
     # Figure 2's cell untrained and after every epoch (Figure 1 after 1, Figure 2 after 2): every
-    # phrase; the untrained weights (issue 29's null model) give omega about 1 / vocabulary
+    # phrase; the untrained weights (the null model) give omega about 1 / vocabulary
     assert list(cell["readings"]["text"]) == ["epoch=init", "epoch=0", "epoch=1"]
     assert list(cell["readings"]["authors"]) == ["epoch=init", "epoch=0", "epoch=1"]
     untrained = cell["readings"]["text"]["epoch=init"]["full"]["mean"]
@@ -210,8 +210,8 @@ def test_shards_measurements_merge_into_the_one_machine_report(quick, tmp_path):
 
 
 def test_rare_rule_claims_read_only_a_cell_as_rare_as_the_papers():
-    """Issue 28: `fig1.rare_*` read the rarest n of the scale; where that n is not the paper's
-    (n = 10: the default grid's rarest was 300 until 2026-11-26) they are not judged, and the
+    """`fig1.rare_*` read the rarest n of the scale; where that n is not the paper's
+    (n = 10: an earlier default grid's rarest was 300) they are not judged, and the
     note says so."""
     from dataclasses import replace
 

@@ -56,7 +56,7 @@ from tests.smoke import (
 
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
-    """torch's multi_margin (Weston-Watkins; the images' hinge loss before issue 35): mean over
+    """torch's multi_margin (Weston-Watkins; the images' hinge loss of the first reading): mean over
     rows of sum_{j != y} max(0, 1 - s_y + s_j) / C."""
     model = Classifier("mlp", input_size=2, num_classes=3, loss="multi_margin")
     logits = torch.tensor([[2.0, 1.5, -1.0], [0.0, 0.0, 3.0]])
@@ -295,9 +295,10 @@ def test_one_playground_step_is_one_ordered_pass_updating_every_10_points(tmp_pa
 
 
 def test_runs_of_another_reading_are_trained_again(tmp_path):
-    """Issue 35 changed the images' and SCAN's configs, not their commands: kept measurements
-    without the config file's settings of today, or a run folder whose saved config has others,
-    are not reused. The settings are those the config file gives and the command does not."""
+    """A change of the images' and SCAN's configs leaves their commands as they were: kept
+    measurements without the config file's settings of today, or a run folder whose saved config
+    has others, are not reused. The settings are those the config file gives and the command
+    does not."""
     scale = SCALES["quick"]
     images = arguments_of("two_digit_images", "A", 0, scale, tmp_path)
     primary = configured_reading("two_digit_images", images)
@@ -311,11 +312,11 @@ def test_runs_of_another_reading_are_trained_again(tmp_path):
     scan = configured_reading("scan", arguments_of("scan", "A", 0, scale, tmp_path))
     assert scan["model.attention"] == "general" and scan["trainer.gradient_clip_val"] == 1.0
     record = {"final": {"train": 0.9}, "boundaries": None, "untrained": {}, "data_sizes": {}}
-    assert not up_to_date(record, "two_digit_images", images)  # measured before issue 35
+    assert not up_to_date(record, "two_digit_images", images)  # no config settings recorded
     assert up_to_date(record | {"reading": primary}, "two_digit_images", images)
     assert not up_to_date(record | {"reading": primary}, IMAGES_AUTHORS, authors_arguments)
-    before_issue29 = {k: v for k, v in record.items() if k != "untrained"} | {"reading": primary}
-    assert not up_to_date(before_issue29, "two_digit_images", images)  # measured again
+    before_null_model = {k: v for k, v in record.items() if k != "untrained"} | {"reading": primary}
+    assert not up_to_date(before_null_model, "two_digit_images", images)  # measured again
     layout = RunLayout(tmp_path)
     assert trained_reading(layout, images, primary) is None
     assert not trained_by_another_reading(layout, "two_digit_images", images)
@@ -390,7 +391,7 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
         "authors.scan.faster_early", "authors.scan.gap_larger",
         "scan.train_size", "scan.test_size",
     ]  # fmt: skip
-    # every claim of a model is also judged on the untrained weights (issue 29's null model);
+    # every claim of a model is also judged on the untrained weights (the null model);
     # SCAN's split sizes are the data's: the paper's numbers, and no null verdict
     assert all("null" in claim for claim in claims.values())
     assert all(claims[id]["null"] in RULE_VERDICTS for id in list(claims)[:-2])
@@ -474,7 +475,7 @@ def test_measurements_beside_the_report_hold_what_it_reads(quick):
     assert kept_grid.shape == (201, 201)
     np.testing.assert_allclose(kept_grid, full.numpy(), atol=0.5 / 255 + 1e-7, rtol=0)
     assert toy[("A", 1)]["boundaries"]["x2_dependence"] == x2_dependence(full)
-    # the untrained weights (issue 29's null model): step 0's boundary, and accuracies on all data
+    # the untrained weights (the null model): step 0's boundary, and accuracies on all data
     step0 = y1_probability(toy_run.model("last"), toy_run.state_dict("step=0"))
     assert toy[("A", 1)]["untrained"]["x2_dependence"] == x2_dependence(step0)
     assert set(scan["untrained"]) == {"samples", "final"}

@@ -1,6 +1,6 @@
 """Paper 3's claim rules with known answers, no training: the toy's boundary and its rules
 against the control, the images' and SCAN's comparisons, SCAN's split sizes, and every claim
-judged on the untrained weights (issue 29's null model)."""
+judged on the untrained weights (the null model)."""
 
 import json
 from pathlib import Path
@@ -134,7 +134,7 @@ def test_authors_scan_claims_read_the_training_sample_over_updates_10_to_25():
     assert tables["scan_authors_final_accuracy"]["gap mean"].tolist() == pytest.approx([0.6, 0.35])
 
 
-# ---- the toy against its control, setting B (issue 29) ---------------------------------------
+# ---- the toy against its control, setting B ------------------------------------------------
 def toy_frame(a: dict[str, list[float]], b: dict[str, list[float]]) -> pd.DataFrame:
     """`toy_table`'s rows for settings A and B, seeds 0, 1, ...: each setting's `shortfall`
     (training accuracy 1 - test accuracy on (1, 1)) and `dependence` (X2) per seed."""
@@ -147,8 +147,8 @@ def toy_frame(a: dict[str, list[float]], b: dict[str, list[float]]) -> pd.DataFr
 
 
 def test_toy_claims_fail_where_the_control_does_as_much():
-    """Setting B, the control, failing on (1, 1) and depending on X2 as much as A: the rule
-    before issue 29 (A alone against the threshold) passed it, kept as the earlier verdict; A
+    """Setting B, the control, failing on (1, 1) and depending on X2 as much as A: the earlier
+    rule (A alone against the threshold) passed it, kept as the earlier verdict; A
     compared seed by seed with B's run of the same seed fails it (a tie is no difference)."""
     same = {"shortfall": [0.3, 0.3, 0.3], "dependence": [0.2, 0.2, 0.2]}
     fails, depends = toy_claims(toy_frame(same, same))
@@ -230,7 +230,7 @@ def test_every_finding_names_the_committed_claims_and_the_data_facts_stay_unmark
         assert len(primary) == 1, (finding.id, primary)
 
 
-# ---- the null model: every claim on the untrained weights (issue 29) -------------------------
+# ---- the null model: every claim on the untrained weights -------------------------------------
 SEEDS = (0, 1)
 UPDATES = list(range(1, 61))
 

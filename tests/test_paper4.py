@@ -159,7 +159,7 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(quick, tmp_path)
 def test_the_chance_that_random_function_groups_share_a_unit():
     """Four groups of one unit among four: disjoint with probability 1 * 3/4 * 2/4 * 1/4; groups
     of a quarter of 128 units share one almost surely, so `functions.several_at_once` cannot
-    fail there (issue 29)."""
+    fail there."""
     from experiments.paper4.claims import _chance_of_a_shared_unit
 
     one_each = {"storing": [0], "counting": [1], "triggering": [2], "outputting": [3]}
@@ -169,7 +169,7 @@ def test_the_chance_that_random_function_groups_share_a_unit():
     assert _chance_of_a_shared_unit({name: [] for name in one_each}, 128) == 0.0
 
 
-# ---- issue 29's null model: the untrained weights ---------------------------------------------
+# ---- the null model: the untrained weights -----------------------------------------------------
 def test_the_untrained_weights_are_measured_as_the_trained_ones(quick):
     """Each run's measurements hold its untrained weights' (`epoch=init`): their test accuracy,
     here recomputed by hand from the snapshot (greedy decoding of the test split, the token at
@@ -233,7 +233,7 @@ def test_untrained_weights_rebuilt_from_the_seed_are_the_snapshot(quick):
 
 
 def test_measurements_from_before_the_null_model(quick, tmp_path):
-    """Measurements without the untrained weights' (from before issue 29), their run folders
+    """Measurements without the untrained weights' (from before the null model), their run folders
     gone: `--reuse-runs` rebuilds the report from them alone, saying the null model is not
     measured for those runs; with `--measure-untrained` it is measured on the weights rebuilt
     from each run's seed, nothing trained, and equals what the runs' own snapshots gave."""
@@ -286,7 +286,7 @@ def synthetic_analysis(steady: float, outputting: float, hit: int) -> dict:
 
 
 def test_a_claim_the_untrained_weights_pass_is_uninformative():
-    """Issue 29's verdict logic on paper 4's claims: the storing units are as steady untrained
+    """The null model's verdict logic on paper 4's claims: the storing units are as steady untrained
     as trained (the rule passes both: uninformative, its verdict before kept with the reason);
     the outputting values near +-1 and the accuracies fail untrained (kept, the null beside);
     the data's coverage and the losses from correct rows have no null; measurements without

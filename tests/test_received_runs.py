@@ -1,5 +1,5 @@
 """A run folder is data: received from anyone, copied, moved or misused, it runs no code, writes
-nothing through a link, and a refused command leaves it as it was (issue 30, rows 1-7 and 11-12).
+nothing through a link, and a refused command leaves it as it was.
 
 Every fit here is the tiny lookup-table run of `tests.tiny_run.TINY` (seed 3, 6 batches an
 epoch); a resumed run is compared with an uninterrupted one of the same config, `metrics.csv`

@@ -46,7 +46,7 @@ def test_compare_means_applies_its_rule(ours, verdict):
 
 
 def test_constant_values_need_to_be_within_the_papers_rounding():
-    """The paper's 1.00 is any value from 0.995: one rounding, nothing more (issue 29)."""
+    """The paper's 1.00 is any value from 0.995: one rounding, nothing more."""
     assert compare_means("x", "x", [1.0] * 5, [0.996] * 5).verdict == "reproduced"
     assert compare_means("x", "x", [1.0] * 5, [0.995] * 5).verdict == "reproduced"
     assert compare_means("x", "x", [1.0] * 5, [0.99] * 5).verdict == "partially reproduced"
@@ -207,8 +207,8 @@ def test_every_change_is_kept_newest_first(tmp_path):
 
 def test_claims_read_back_from_results_json_keep_their_earlier_verdicts(tmp_path):
     """`Claim.from_json` reads what `write_report` wrote (paper 4 keeps its verdicts from before
-    issue 27 this way); a file written before claims had an `earlier` field reads as none, one
-    written before they kept every change (one `earlier` object) as that one change."""
+    its rules changed this way); a file written before claims had an `earlier` field reads as
+    none, one written before they kept every change (one `earlier` object) as that one change."""
     new = [threshold_claim("a", "a", 1.0, [0.6, 0.7], 0.65, "s", 0.5, 0.2)]
     old = [threshold_claim("a", "a", 1.0, [0.4], 0.4, "old s", 0.5, 0.2)]
     write_report(tmp_path, with_earlier(new, old, "the models changed"), "# Title")

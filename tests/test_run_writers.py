@@ -507,8 +507,8 @@ def test_a_step_based_fit_killed_and_resumed_equals_an_uninterrupted_one(tmp_pat
 def test_paper2s_language_model_killed_and_resumed_equals_an_uninterrupted_one(tmp_path):
     """Paper 2's epoch-based language model (shrunk: 4,000 tokens, 8 units, 3 epochs of 5
     batches), killed in its second epoch and resumed from the first epoch's last checkpoint,
-    ends as an uninterrupted fit: the same metrics.csv, weights and weight snapshots (issue 30:
-    an exact resume for every paper's configs)."""
+    ends as an uninterrupted fit: the same metrics.csv, weights and weight snapshots (an exact
+    resume for every paper's configs)."""
     overrides = ["--data.corpus_length", "4000", "--data.rules", "10", "--data.conduit_length",
                  "2", "--data.probe_rules", "8", "--model.embedding_size", "8",
                  "--model.hidden_size", "8", "--trainer.max_epochs", "3",

@@ -21,6 +21,7 @@ from experiments.engine import fit as fitting
 from experiments.engine import pool, sittings, store
 from storage import RunLayout
 from storage.files import RunFileError, load_checkpoint, write_text_atomic
+from tests.docs_blocks import run_module
 from tests.fake_fit import fit_pids
 from tests.smoke import HANG_GUARD
 from tests.tiny_run import fit, weights
@@ -100,10 +101,11 @@ def test_bad_input_is_one_clear_error(tmp_path, arguments, message):
     corrupt = tmp_path / "broken.ckpt"
     corrupt.write_bytes(b"not a checkpoint")
     arguments = [str(corrupt) if a == "CORRUPT" else a for a in arguments]
-    done = cli("fit", "--config", GUIDED, "--run.root", str(tmp_path), *arguments)
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    assert message in done.stderr
+    done = run_module("experiments", ["fit", "--config", GUIDED, "--run.root", str(tmp_path),
+                                      *arguments], tmp_path, {})  # fmt: skip
+    assert done.status != 0
+    assert "Traceback" not in done.output
+    assert message in done.output
 
 
 def test_only_a_batch_limit_of_exactly_1_is_refused():
