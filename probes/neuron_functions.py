@@ -47,24 +47,33 @@ def decoder_step(t: int) -> int:
     return t - 1
 
 
+def untimed(record: dict[str, Tensor], site: str = "hidden") -> str | None:
+    """Why the paper's time does not exist for the model `record` is a `trace` of (its encoder's
+    and decoder's `site` of other widths), or None where it does."""
+    units = (record[f"encoder.{site}"].shape[-1], record[f"decoder.{site}"].shape[-1])
+    if units[0] == units[1]:
+        return None
+    return (
+        f"the model's encoder's states have {units[0]} units and its decoder's {units[1]}: "
+        "the paper's time puts the encoder's last state at t = 0 in the decoder's units, "
+        "which does not exist for it (e.g. a bidirectional encoder handing the decoder its "
+        "first and last states)"
+    )
+
+
 def paper_time_states(record: dict[str, Tensor], source_lengths: Tensor, site: str = "hidden"):
     """`[batch, 2 + decoder_time, units]` states by the paper's time: index `t + 1` holds h_t,
     from t = -1 (the encoder reading the last requested token, one before the source's end) and
     t = 0 (the encoder's last step) to the decoder's steps. `record` is a `trace` of the
-    model."""
+    model; a model without the paper's time (`untimed`) is refused in one line."""
     if (source_lengths < 2).any():
         raise ValueError("paper_time_states needs sources of at least 2 tokens (token, position).")
     rows = torch.arange(source_lengths.shape[0])
     encoder = record[f"encoder.{site}"]
-    units = (encoder.shape[-1], record[f"decoder.{site}"].shape[-1])
-    if units[0] != units[1]:
-        raise ValueError(
-            f"the model's encoder's states have {units[0]} units and its decoder's {units[1]}: "
-            "the paper's time puts the encoder's last state at t = 0 in the decoder's units, "
-            "which does not exist for it (e.g. a bidirectional encoder handing the decoder its "
-            "first and last states); analyse a model whose decoder starts from its encoder's "
-            "last state"
-        )
+    why = untimed(record, site)
+    if why is not None:
+        raise ValueError(f"{why}; analyse a model whose decoder starts from its encoder's last "
+                         "state")  # fmt: skip
     last = source_lengths.to(torch.long) - 1
     return torch.cat(
         [encoder[rows, last - 1, None], encoder[rows, last, None], record[f"decoder.{site}"]], 1
@@ -294,12 +303,13 @@ class Traced:
     """Rows with one (token, position) signal each, decoded greedily by an unedited model:
     the batch (`source`, `source_lengths`, `signal_token`, `signal_position`), its `record`
     (sites `[rows, time, units]`), the greedy `outputs` `[rows, steps]` and `states` =
-    `paper_time_states` of the hidden state."""
+    `paper_time_states` of the hidden state (None for a model without the paper's time, traced
+    with `trace_rows(..., timed_only=False)`)."""
 
     batch: dict[str, Tensor]
     record: dict[str, Tensor]
     outputs: Tensor
-    states: Tensor
+    states: Tensor | None
 
     @property
     def token(self) -> Tensor:
@@ -325,7 +335,7 @@ class Traced:
             {k: v[keep] for k, v in self.batch.items()},
             {k: v[keep] for k, v in self.record.items()},
             self.outputs[keep],
-            self.states[keep],
+            None if self.states is None else self.states[keep],
         )
 
     def model_batch(self) -> dict[str, Tensor]:
@@ -335,15 +345,23 @@ class Traced:
 
 @torch.no_grad()
 def trace_rows(
-    model: Seq2Seq, batch: dict[str, Tensor], steps: int, edits: list[Intervention] = ()
+    model: Seq2Seq,
+    batch: dict[str, Tensor],
+    steps: int,
+    edits: list[Intervention] = (),
+    timed_only: bool = True,
 ) -> Traced:
-    """Decode `steps` tokens greedily with `edits`, recording every site."""
+    """Decode `steps` tokens greedily with `edits`, recording every site. A model without the
+    paper's time (`untimed`) is refused, or with `timed_only` False traced with `states` None
+    (its sites recorded for the methods that do not read the paper's time)."""
     record: dict[str, Tensor] = {}
     logits, _ = model(
         batch["source"], batch["source_lengths"], steps=steps, record=record, edits=edits
     )
     outputs = logits.argmax(-1)
-    return Traced(batch, record, outputs, paper_time_states(record, batch["source_lengths"]))
+    timed = timed_only or untimed(record) is None
+    states = paper_time_states(record, batch["source_lengths"]) if timed else None
+    return Traced(batch, record, outputs, states)
 
 
 # ---- the analysed rows of section 4 -------------------------------------------------------------

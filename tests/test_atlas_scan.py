@@ -11,15 +11,23 @@ import pytest
 import torch
 
 from datamodules.scan import PRIMITIVES, TURNS, ScanDataModule, generate_scan_commands, interpret
-from experiments.atlas.cells import measure_model
+from experiments.atlas.cells import PAPER4_TIME, measure_model
 from experiments.atlas.decomposition import command_word, decomposition_cell, phrase_shares
 from experiments.atlas.questions import MODELS
 from experiments.atlas.redundant import redundant_cell, sentence_accuracy
 from experiments.atlas.report import not_yet_text
 from experiments.atlas.runs import arguments_of, paper_layout
 from experiments.atlas.scales import NOT_WIRED, SCALES, WIRED_TASKS
-from experiments.atlas.targets import NO_LABEL, ROWS, action_words, scan_rows, table_index
+from experiments.atlas.targets import (
+    NO_LABEL,
+    ROWS,
+    action_words,
+    scan_batch,
+    scan_rows,
+    table_index,
+)
 from lightning_modules.seq2seq import Seq2Seq
+from probes.neuron_functions import trace_rows
 from tests.test_atlas_decomposition import planted_seq2seq
 
 # SCAN's vocabularies (`ScanDataModule`): the source's <pad>, <eos>, then the words in order; the
@@ -207,23 +215,40 @@ def test_a_models_cells_on_scan_rows(scan_data):
     assert None not in found["cells"].values()
 
 
-def test_paper3s_model_shape_is_refused_in_one_line(scan_data):
+def test_paper3s_model_shape_is_measured_where_paper4s_time_is_not_read(scan_data):
     """Paper 3's encoder (bidirectional, its first and last states handed to a decoder twice its
-    size) has no state in the decoder's units at paper 4's t = 0: the rows say so instead of
-    failing inside the probe."""
+    size) has no state in the decoder's units at paper 4's t = 0: paper 4's own tracing refuses
+    it in one line; the atlas traces it all the same and measures every cell that does not read
+    paper 4's time, the others (and CD, which cannot follow that encoder) saying why they do not
+    apply; no token is put through paper 4's stages."""
+    torch.manual_seed(0)
     model = Seq2Seq(len(WORDS), 9, cell="lstm", embedding_size=4, hidden_size=4,
                     attention="general", attention_placement="input_feeding", bidirectional=True,
                     bridge="first_last").eval()  # fmt: skip
+    batch, _ = scan_batch(scan_data, tokens=2, per_token=10)
     with pytest.raises(ValueError, match="encoder's states have 8 units and its decoder's 16"):
-        scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
+        trace_rows(model, batch, int(batch["signal_position"].max()) + 3)
+    with torch.no_grad():
+        rows = scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
+    assert rows.traced.states is None and rows.traced.rows(rows.correct).states is None
+    state = {key: value.detach() for key, value in model.state_dict().items()}
+    found = measure_model(model, rows, "SCAN", "lstm", state, 1, scan_data)
+    assert found["units"] == 16 and found["tokens"] == {}
+    measured = ("functional_groups", "gate_saturation", "connectivity", "redundant_input")
+    assert all(found["cells"][name] is not None for name in measured)
+    for name in (*PAPER4_TIME, "contextual_decomposition"):
+        assert found["cells"][name] is None, name
+        assert "does_not_apply" in found[name], name
+    for name in PAPER4_TIME:
+        assert found[name]["does_not_apply"].startswith("paper 4's time: the model's encoder's "
+                                                        "states have 8 units")  # fmt: skip
 
 
-def test_the_report_says_why_scan_models_are_not_trained():
-    """SCAN's rows are built but paper 3's models cannot be traced in paper 4's time: the
-    default scale lists them as not trained for that reason, not as rows not built; every
-    unwired task has its reason."""
+def test_the_report_says_why_a_task_is_not_trained():
+    """SCAN's models are trained and measured; the rule corpus's are listed as not trained, for
+    its reason; every unwired task has its reason."""
     text = not_yet_text(SCALES["default"])
-    assert "`paper3_scan_A`, `paper3_scan_B` (SCAN) are not trained: paper 4's time" in text
+    assert "paper3_scan" not in text
     assert "`paper2_lm` (rule corpus) is not trained: its analysed rows are not built" in text
     assert {model.task for model in MODELS.values()} - set(WIRED_TASKS) <= set(NOT_WIRED)
 

@@ -137,20 +137,21 @@ def test_shards_trained_apart_merge_into_the_one_machine_report(quick, tmp_path)
     other shard's run root (its runs' measurements of the one-machine reproduction, copied, to
     keep the suite short) `--merge` of both writes the report of one machine, and without one of
     them stops with one line naming a missing run, before writing a report. To keep the suite
-    short the first shard keeps its GRU (measured by the one-machine reproduction, with
-    `--reuse-runs`) and trains its other two runs again."""
+    short the first shard keeps its GRU and its teacher-forced GRU (measured by the one-machine
+    reproduction, with `--reuse-runs`) and trains its LSTM again."""
     single, _, _ = quick
-    copy_kept_measurements(single, tmp_path, 4, "gru/seed=0", 1)
+    for run in ("gru/seed=0", "gru_teacher_forced/seed=0"):
+        copy_kept_measurements(single, tmp_path, 4, run, 1)
     done = reproduction("--shard", "1/2", "--runs", tmp_path / "shard1", "--reuse-runs", "--out",
                         tmp_path / "report1")  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (tmp_path / "report1").exists()
     assert "--merge <each shard's run root>" in done.stdout
     assert "5 tasks" not in done.stdout
-    assert "3 tasks, 2 at a time; 1 done before, 2 to run: lstm seed=0" in done.stdout
+    assert "3 tasks, 2 at a time; 2 done before, 1 to run: lstm seed=0" in done.stdout
     trained = sorted(p.parent.relative_to(tmp_path / "shard1").as_posix()
                      for p in (tmp_path / "shard1").rglob("checkpoints"))  # fmt: skip
-    assert trained == ["paper4/gru_teacher_forced/seed=0", "paper4/lstm/seed=0"]
+    assert trained == ["paper4/lstm/seed=0"]
     for run in ("gru/seed=1", "two_signals/seed=0"):  # the second shard's runs
         copy_kept_measurements(single, tmp_path, 4, run, 2)
     assert_shards_merge(4, tmp_path, single, "paper4/gru/seed=1", 5)

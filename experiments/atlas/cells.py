@@ -31,6 +31,7 @@ from probes.neuron_functions import (
     attributions_before_output,
     hypothesis_samples,
     identify_neurons,
+    untimed,
 )
 from probes.neuron_manipulation import verify_neurons
 from probes.traces import site_functional_group
@@ -41,6 +42,10 @@ KEPT_COUNTS = ("counting_k1", "control.counting_k1", "storing_zero", "control.st
 """The manipulations a token's record keeps (hits, rows): what the cells and questions read."""
 TOP_SHARE = 0.1
 """The integrated-gradients cell: the share of the attribution held by this share of units."""
+PAPER4_TIME = ("neuron_functions", "integrated_gradients")
+"""The cells that read paper 4's time (`probes.neuron_functions.paper_time_states`): on a model
+without it (`untimed`: paper 3's encoder hands its decoder its first and last states, twice its
+own units) they do not apply, found when measured, and question 4's overlap is not judged."""
 WIRED = ("functional_groups", "gate_saturation", "connectivity", "contextual_decomposition",
          "integrated_gradients", "neuron_functions", "redundant_input")  # fmt: skip
 """The methods measured so far; the others' cells are listed as not yet measured."""
@@ -162,18 +167,24 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
                   control_draws: int, datamodule=None) -> dict:  # fmt: skip
     """Every wired cell of one model (trained or untrained) on its analysed `rows` (and, for a
     cell that reads whole splits, SCAN's redundant input, its run's `datamodule`): the cells'
-    values under `cells`, what each was computed from beside them."""
+    values under `cells`, what each was computed from beside them; for a model without paper
+    4's time the cells of `PAPER4_TIME` say why they do not apply (`does_not_apply`)."""
     traced, gate = rows.traced, update_gate(cell)
+    units = traced.record["decoder.hidden"].shape[-1]
     torch.manual_seed(0)
-    tokens = {rows.names[token]: token_cells(model, traced, token, control_draws)
-              for token in rows.tokens if identifiable(traced, token)}  # fmt: skip
-    statistics = token_statistics(tokens, traced.states.shape[-1])
+    why = untimed(traced.record)
+    tokens = {} if why else {rows.names[token]: token_cells(model, traced, token, control_draws)
+                             for token in rows.tokens if identifiable(traced, token)}  # fmt: skip
+    statistics = token_statistics(tokens, units)
+    untimed_parts = {name: {"value": None, "does_not_apply": f"paper 4's time: {why}"}
+                     for name in PAPER4_TIME} if why else {}  # fmt: skip
     parts = {
         "functional_groups": functional_group_cell(traced, table_index(traced, task), gate),
         "gate_saturation": saturation_cell(traced, gate),
         "connectivity": connectivity_cell(state, gate),
         "contextual_decomposition": decomposition_cell(model, rows, task),
         "redundant_input": redundant_cell(model, rows, task, datamodule),
+        **untimed_parts,
     }
     cells = {name: part["value"] for name, part in parts.items()}
     cells |= {"integrated_gradients": statistics["ig_top_share"],
@@ -182,7 +193,7 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
         "rows": len(traced.token),
         "requested": len(rows.correct),
         "answered": float(rows.correct.float().mean()),
-        "units": traced.states.shape[-1],
+        "units": units,
         "cells": cells,
         "statistics": statistics,
         **parts,

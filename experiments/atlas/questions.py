@@ -113,6 +113,17 @@ NOT_APPLICABLE = {
         "carries partial information about omega beside alpha",
 }  # fmt: skip
 """The cells a method does not apply to, with the reason; every other cell is measured."""
+AMENDMENTS = (
+    ("2026-11-29",
+     "Before any SCAN run. Paper 4's time puts the encoder's last state at t = 0 in the "
+     "decoder's units; paper 3's SCAN models (a bidirectional encoder whose first and last states "
+     "start a decoder twice its width) have no such state. Their `neuron_functions` and "
+     "`integrated_gradients` cells are therefore reported as not applying, found when measured "
+     "(`cells.PAPER4_TIME`), as their `contextual_decomposition` cells already were (CD cannot "
+     "follow that encoder), and `q4.overlap.paper3_scan_A` / `_B` and the SCAN claims of q2 are "
+     "not judged. Their other cells, and q3, are measured as registered."),
+)  # fmt: skip
+"""Changes to this pre-registration, each dated and said to come before the runs it concerns."""
 
 
 COUNTERPARTS = {
@@ -350,6 +361,7 @@ def preregistration_text() -> str:
                   for cid, what in question.claims.items()]  # fmt: skip
         lines += ["", f"Null: {question.null}.", ""]
     lines += [f"`OVERLAP` (q4): {OVERLAP}.", ""]
+    lines += ["## Amendments", ""] + [f"- {date}: {text}" for date, text in AMENDMENTS]
     return "\n".join(lines).rstrip() + "\n"
 
 

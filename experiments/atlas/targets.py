@@ -92,8 +92,11 @@ def lookup_table_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
 def traced_rows(model, batch: dict[str, Tensor], chosen: list[int], vocabulary: list[str],
                 correct_only: bool) -> Rows:  # fmt: skip
     """A batch of final outputs (`final_output_batch`) decoded greedily for T + 3 steps; with
-    `correct_only` only the rows whose final output the model gives at T."""
-    traced = trace_rows(model, batch, int(batch["signal_position"].max()) + 3)
+    `correct_only` only the rows whose final output the model gives at T. A model without paper
+    4's time is traced too, its `states` None (`probes.neuron_functions.untimed`): the cells
+    that read that time say they do not apply to it (`cells.measure_model`)."""
+    steps = int(batch["signal_position"].max()) + 3
+    traced = trace_rows(model, batch, steps, timed_only=False)
     correct = traced.answered
     names = {token: vocabulary[token] for token in chosen}
     return Rows(traced.rows(correct) if correct_only else traced, correct, chosen, names)
@@ -177,8 +180,7 @@ def scan_batch(datamodule, tokens: int, per_token: int, seed: int = 0):
 
 def scan_rows(model, datamodule, tokens: int, per_token: int, correct_only: bool) -> Rows:
     """Paper 3's task as paper 4's rows (`scan_batch`), decoded greedily for T + 3 steps; with
-    `correct_only` only the rows whose last action the model outputs at T. A model paper 4's
-    time cannot trace is refused in one line (`probes.neuron_functions.paper_time_states`)."""
+    `correct_only` only the rows whose last action the model outputs at T."""
     batch, chosen = scan_batch(datamodule, tokens, per_token)
     return traced_rows(model, batch, chosen, datamodule.target_vocab, correct_only)
 
