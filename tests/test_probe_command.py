@@ -194,14 +194,15 @@ def test_rerun_skips_stored_results_and_a_changed_input_is_computed_again(runs, 
     assert "2 already stored, 1 to compute" in capsys.readouterr().out
 
 
-def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
-    """SIGKILL once some results are stored, start again, compare with an uninterrupted run."""
+def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path, capsys):
+    """SIGKILL once some results are stored, start again, compare with an uninterrupted run (the
+    killed command is a process of its own; the others run in this one)."""
     runs = tmp_path / "runs"
     for seed in range(6):  # 18 tasks, each a few tenths of a second
         planted_run(runs / f"seed={seed}", seed, noise_units=120, batch=200)
-    command = [sys.executable, "-m", "probes", "functional-group", "--runs", f"{runs}/*",
-               "--checkpoint", "all", *OPTIONS]  # fmt: skip
-    subprocess.run([*command, "--out", tmp_path / "whole"], check=True, capture_output=True)
+    arguments = ["functional-group", "--runs", f"{runs}/*", "--checkpoint", "all", *OPTIONS]
+    command = [sys.executable, "-m", "probes", *arguments]
+    assert probe(*arguments, "--out", tmp_path / "whole") == 0
     stored = tmp_path / "parts" / "cache" / "functional-group"
     started = subprocess.Popen([*command, "--out", tmp_path / "parts"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -216,9 +217,9 @@ def test_killed_command_resumes_to_the_table_of_an_uninterrupted_one(tmp_path):
     kept = len(list(stored.glob("*.json")))
     assert 2 <= kept < 18
     assert not (tmp_path / "parts" / "functional-group.csv").exists()
-    done = subprocess.run([*command, "--out", tmp_path / "parts"], capture_output=True,
-                          text=True, check=True)  # fmt: skip
-    assert f"{kept} already stored, {18 - kept} to compute" in done.stdout
+    capsys.readouterr()
+    assert probe(*arguments, "--out", tmp_path / "parts") == 0
+    assert f"{kept} already stored, {18 - kept} to compute" in capsys.readouterr().out
     whole = (tmp_path / "whole" / "functional-group.csv").read_text()
     assert (tmp_path / "parts" / "functional-group.csv").read_text() == whole
 
