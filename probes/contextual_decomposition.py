@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from scipy.stats import sem
@@ -70,6 +71,37 @@ class Decomposition:
         return self.relevant @ output.weight.T, output(self.irrelevant)
 
 
+BiasAtPhraseEnd = Literal["relevant", "irrelevant"]
+"""Where the bias-only term of the phrase's last step goes: `"relevant"` (with the phrase, as
+every earlier phrase step's: Murdoch et al.'s CD as paper 2's authors fixed it) or
+`"irrelevant"` (to the rest: their CD before the fix; see `bias_with_phrase`)."""
+
+
+def bias_with_phrase(in_phrase: Tensor, bias_at_phrase_end: BiasAtPhraseEnd = "relevant") -> Tensor:
+    """The steps `[batch, time]` bool whose bias-only term (the LSTM's `i_b * g_b`, the GRU's
+    `(1 - z_b) n_b`) goes with the phrase `in_phrase` `[batch, time]`: every phrase step
+    (`"relevant"`, the default), or every phrase step but each row's last (`"irrelevant"`).
+
+    `"irrelevant"` is the authors' CD before `nsaphra/acd` commit 820fabd ("fixing a bug in the
+    original contextual decomposition code"), `acd/scores/cd.py`, `cd_lstm`: for the inclusive
+    phrase `start..stop` the input goes to the relevant part where `i >= start and i <= stop`,
+    but the bias product where `i >= start and i < stop`, so at `stop` it goes to the irrelevant
+    part; the commit makes that test `i <= stop` too, which is the default here. A one-token
+    phrase then keeps no bias product at all. Their code has one contiguous phrase per row; for
+    a mask the "last step" is each row's last marked step."""
+    in_phrase = in_phrase.bool()
+    if bias_at_phrase_end == "relevant":
+        return in_phrase
+    if bias_at_phrase_end != "irrelevant":
+        raise ValueError(
+            f"bias_at_phrase_end is {bias_at_phrase_end!r}: pass 'relevant' (the fixed CD) or "
+            "'irrelevant' (the authors' CD before their fix)."
+        )
+    steps = torch.arange(in_phrase.shape[1], device=in_phrase.device)
+    last = torch.where(in_phrase, steps, -1).amax(1, keepdim=True)
+    return in_phrase & (steps != last)
+
+
 def lstm_step(
     relevant_pre: Tensor,
     irrelevant_pre: Tensor,
@@ -80,8 +112,9 @@ def lstm_step(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One LSTM step of CD (Murdoch et al. 2018, section 3.2) from the two parts of the gates'
     pre-activations `[batch, 4 units]` (torch's gate order) and their `bias` `[4 units]`;
-    `in_phrase` `[batch, 1]` is 1 where the step is in the phrase. Returns the relevant and
-    irrelevant hidden state and cell."""
+    `in_phrase` `[batch, 1]` is 1 where the bias product `i_b * g_b` goes with the phrase: every
+    step in the phrase by default, every one but the phrase's last before the authors' fix
+    (`bias_with_phrase`). Returns the relevant and irrelevant hidden state and cell."""
     rel_i, rel_f, rel_g, rel_o = gate_blocks(relevant_pre, "lstm", -1).values()
     irr_i, irr_f, irr_g, irr_o = gate_blocks(irrelevant_pre, "lstm", -1).values()
     b_i, b_f, b_g, b_o = gate_blocks(bias, "lstm").values()
@@ -90,7 +123,7 @@ def lstm_step(
     forget_gate = decompose_three(rel_f, irr_f, b_f, torch.sigmoid)
     new_relevant = input_gate[0] * (candidate[0] + candidate[2]) + input_gate[2] * candidate[0]
     new_irrelevant = input_gate[1] * sum(candidate) + (input_gate[0] + input_gate[2]) * candidate[1]
-    bias_product = input_gate[2] * candidate[2]  # goes with the phrase while inside it
+    bias_product = input_gate[2] * candidate[2]  # goes with the phrase where in_phrase is 1
     new_relevant = new_relevant + bias_product * in_phrase
     new_irrelevant = new_irrelevant + bias_product * (1 - in_phrase)
     relevant_cell, irrelevant_cell = (
@@ -108,7 +141,11 @@ def lstm_step(
 
 
 def contextual_decomposition(
-    lstm: nn.LSTM, inputs: Tensor, relevant: Tensor, sequence_of_row: Tensor | None = None
+    lstm: nn.LSTM,
+    inputs: Tensor,
+    relevant: Tensor,
+    sequence_of_row: Tensor | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
 ) -> Decomposition:
     """Decompose a one-layer, unidirectional, batch-first LSTM (`torch.nn.LSTM` parameters, as
     the suite's `lightning_modules.recurrent.LSTM`) started from zeros.
@@ -117,6 +154,9 @@ def contextual_decomposition(
     row (a row per sequence, or the same sequence repeated with different phrases).
     `sequence_of_row` `[batch]` (optional): rows with the same number have the same `inputs`, so
     the part before the first phrase token is computed once per sequence.
+    `bias_at_phrase_end`: where the bias product of the phrase's last step goes
+    (`bias_with_phrase`; `"irrelevant"`: the authors' CD before their fix). Runs in the LSTM's
+    dtype: for float64, pass `lstm.double()` and float64 `inputs`.
     """
     if lstm.num_layers != 1 or lstm.bidirectional or not lstm.batch_first:
         raise ValueError(
@@ -147,7 +187,7 @@ def contextual_decomposition(
         rest = inputs[:, first:]
         start = ((zeros, irrelevant_hidden), (zeros, irrelevant_cell))
         parts = decompose_layer(TorchLayer(lstm, 0), rest * in_phrase, rest * (1 - in_phrase),
-                                phrase, start).states  # fmt: skip
+                                phrase, start, bias_at_phrase_end).states  # fmt: skip
         relevant_states.append(parts.relevant)
         irrelevant_states.append(parts.irrelevant)
     return Decomposition(torch.cat(relevant_states, 1), torch.cat(irrelevant_states, 1))
@@ -223,11 +263,13 @@ def decompose_layer(
     irrelevant_inputs: Tensor,
     in_phrase: Tensor,
     initial: tuple[tuple[Tensor, Tensor], ...] | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
 ) -> LayerParts:
     """CD of one unidirectional recurrent layer (`lightning_modules.recurrent.LayerWeights`: the
     suite's layers, or `probes.attach.TorchLayer` over any torch GRU or LSTM) whose inputs
     `[batch, time, features]` come split in two parts; `in_phrase` `[batch, time]` marks the
-    phrase's steps (where the bias-only terms go with the phrase). `initial`: the parts of the
+    phrase's steps (where the bias-only terms go with the phrase, but at its last step with
+    `bias_at_phrase_end="irrelevant"`: `bias_with_phrase`). `initial`: the parts of the
     starting state (default zeros: all irrelevant and 0)."""
     if layer.directions != 1:
         raise ValueError(
@@ -243,7 +285,8 @@ def decompose_layer(
     bias_hh = bias_hh if bias_hh is not None else zeros.new_zeros(weight_hh.shape[0])
     relevant_projected = relevant_inputs @ weight_ih.T
     irrelevant_projected = irrelevant_inputs @ weight_ih.T
-    phrase = in_phrase.to(relevant_inputs.dtype).unsqueeze(-1)
+    phrase = bias_with_phrase(in_phrase, bias_at_phrase_end).to(relevant_inputs.dtype)
+    phrase = phrase.unsqueeze(-1)
     relevant_states, irrelevant_states = [], []
     for step in range(time):
         (relevant_hidden, irrelevant_hidden), *cell = state
@@ -281,13 +324,16 @@ def decompose_recurrent(
     inputs: Tensor,
     relevant: Tensor,
     initial: Sequence[tuple[tuple[Tensor, Tensor], ...]] | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
 ) -> list[LayerParts]:
     """CD through every layer of a unidirectional torch `nn.GRU` or `nn.LSTM` (any number of
     layers, the suite's or a user's; evaluation: no dropout between layers). `inputs` `[batch,
     time, features]` batch-first whatever the module's `batch_first`; `relevant` `[batch, time]`
     bool marks the phrase; `initial`: per layer, the parts of its starting state (e.g. an
     encoder's `final`). Layer 0's input splits by the phrase; each next layer's input is the
-    previous layer's parts. Returns every layer's parts, the top layer last."""
+    previous layer's parts; `bias_at_phrase_end`: where each layer's bias-only term at the
+    phrase's last step goes (`bias_with_phrase`). Runs in the module's dtype (float64: pass
+    `module.double()` and float64 `inputs`). Returns every layer's parts, the top layer last."""
     refuse_undecomposable("decompose_recurrent", module)
     phrase = relevant.to(inputs.dtype).unsqueeze(-1)
     relevant_inputs, irrelevant_inputs = inputs * phrase, inputs * (1 - phrase)
@@ -295,7 +341,7 @@ def decompose_recurrent(
     for index in range(module.num_layers):
         start = None if initial is None else initial[index]
         parts = decompose_layer(TorchLayer(module, index), relevant_inputs, irrelevant_inputs,
-                                relevant, start)  # fmt: skip
+                                relevant, start, bias_at_phrase_end)  # fmt: skip
         layers.append(parts)
         relevant_inputs, irrelevant_inputs = parts.states.relevant, parts.states.irrelevant
     return layers
@@ -460,15 +506,22 @@ class DecomposedLogits:
 
 @torch.no_grad()
 def decompose_language_model(
-    model: nn.Module, tokens: Tensor, relevant: Tensor, steps: Sequence[int] | None = None
+    model: nn.Module,
+    tokens: Tensor,
+    relevant: Tensor,
+    steps: Sequence[int] | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
 ) -> DecomposedLogits:
     """CD of a language model with `embedding`, `lstm` and `output` modules (the suite's
     `LanguageModel`), run from a zero state over `tokens` `[batch, time]`; `relevant`
     `[batch, time]` bool marks the phrase. The logits are `[batch, len(steps), vocabulary]`, at
-    the time `steps` only (None: every step). Dropout is not applied (evaluation)."""
+    the time `steps` only (None: every step). Dropout is not applied (evaluation).
+    `bias_at_phrase_end="irrelevant"`: the authors' CD before their fix (`bias_with_phrase`).
+    Runs in the model's dtype: `model.double()` decomposes in float64."""
     sequences, sequence_of_row = torch.unique(tokens, dim=0, return_inverse=True)
     embedded = model.embedding(tokens)
-    parts = contextual_decomposition(model.lstm, embedded, relevant, sequence_of_row)
+    parts = contextual_decomposition(model.lstm, embedded, relevant, sequence_of_row,
+                                     bias_at_phrase_end)  # fmt: skip
     hidden = nn.LSTM.forward(model.lstm, model.embedding(sequences))[0][sequence_of_row]
     if steps is not None:
         steps = list(steps)

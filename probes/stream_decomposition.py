@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from probes.contextual_decomposition import decompose_recurrent, rule_phrases
+from probes.contextual_decomposition import BiasAtPhraseEnd, decompose_recurrent, rule_phrases
 
 
 def window_rules(window: Sequence[int], open_symbol: int, close_symbol: int) -> list[tuple]:
@@ -95,10 +95,14 @@ def stream_close_probabilities(
     bptt: int = 35,
     max_rules: int | None = None,
     chunk: int = 1024,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
 ) -> StreamReadings:
     """The authors' reading over `stream` `[length]` of a `LanguageModel` (embedding, one LSTM
     layer, output): each of the first `max_rules` rules (None: all), each phrase of
-    `rule_phrases` (or those named in `phrases`), decomposed in batches of `chunk` rows."""
+    `rule_phrases` (or those named in `phrases`), decomposed in batches of `chunk` rows.
+    `bias_at_phrase_end="irrelevant"`: their CD before their fix, the phrase's last bias product
+    in the rest's part (`probes.contextual_decomposition.bias_with_phrase`). Runs in the model's
+    dtype: `model.double()` reads it in float64."""
     model.eval()
     windows = stream[: len(stream) // bptt * bptt].view(-1, bptt)
     start_hidden, start_cell = carried_states(model, windows)
@@ -135,7 +139,8 @@ def stream_close_probabilities(
         h0, c0 = start_hidden[window_of], start_cell[window_of]
         zeros = torch.zeros_like(h0)
         mask = torch.stack(masks[begin : begin + chunk])
-        parts = decompose_recurrent(model.lstm, embedded, mask, [((zeros, h0), (zeros, c0))])
+        parts = decompose_recurrent(model.lstm, embedded, mask, [((zeros, h0), (zeros, c0))],
+                                    bias_at_phrase_end)  # fmt: skip
         states = parts[-1].states
         full, _ = nn.LSTM.forward(model.lstm, embedded, (h0[None], c0[None]))
         stop = torch.tensor(stops[begin : begin + chunk])

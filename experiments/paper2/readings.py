@@ -14,7 +14,7 @@ import torch
 
 from datamodules.rule_corpora_authors import AuthorsCorpus, authors_evaluation_corpus
 from probes.command.contextual_decomposition import rule_close_probabilities
-from probes.contextual_decomposition import mean_and_standard_error
+from probes.contextual_decomposition import BiasAtPhraseEnd, mean_and_standard_error
 from probes.stream_decomposition import stream_close_probabilities
 from storage.run_folder import RunFolder
 
@@ -96,14 +96,22 @@ def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
 
 
 def close_probabilities(
-    run: Path, tags: list[str], only: Sequence[str] | None = None
+    run: Path,
+    tags: list[str],
+    only: Sequence[str] | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
+    dtype: torch.dtype | None = None,
 ) -> dict[str, Snapshot]:
     """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
     rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
     `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
     in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe runs
-    too), as estimates over the rules."""
-    measured = rule_close_probabilities(RunFolder(run), tags, only)
+    too), as estimates over the rules. `bias_at_phrase_end="irrelevant"` reads it with the
+    authors' CD before their fix, `dtype=torch.float64` in float64 (defaults: the fixed CD, in
+    the run's own dtype)."""
+    measured = rule_close_probabilities(RunFolder(run), tags, only,
+                                        bias_at_phrase_end=bias_at_phrase_end,
+                                        dtype=dtype)  # fmt: skip
     return {
         tag: Snapshot(
             {name: estimate(values) for name, values in result.phrase.items()},
@@ -171,13 +179,20 @@ def authors_streams(data) -> dict[str, AuthorsCorpus]:
 
 
 def stream_snapshots(
-    run: Path, tags: list[str], only: Sequence[str] | None = None
+    run: Path,
+    tags: list[str],
+    only: Sequence[str] | None = None,
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
+    dtype: torch.dtype | None = None,
 ) -> dict[str, dict[str, Snapshot]]:
     """The authors' readings (`STREAM_READINGS`) of a run's weight snapshots `tags`, for the
     phrases named in `only` (None: all), each rule of their streams decomposed
-    (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag."""
+    (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag.
+    `bias_at_phrase_end` and `dtype` as in `close_probabilities`."""
     folder = RunFolder(run)
     data, model = folder.datamodule("last"), folder.model("last")
+    if dtype is not None:
+        model = model.to(dtype)
     train = data.corpus("train")
     streams = authors_streams(data)
     readings: dict[str, dict[str, Snapshot]] = {AUTHORS: {}, AUTHORS_AT_CLOSE: {}}
@@ -188,7 +203,7 @@ def stream_snapshots(
         for name, stream in streams.items():
             read = stream_close_probabilities(
                 model, stream.tokens, train.conduit_length, train.open_symbol,
-                train.close_symbol, only,
+                train.close_symbol, only, bias_at_phrase_end=bias_at_phrase_end,
             )  # fmt: skip
             after = Snapshot({phrase: estimate(v) for phrase, v in read.after_close.items()},
                              estimate(read.full_after_close), read.error)  # fmt: skip

@@ -18,6 +18,7 @@ import torch
 from probes.command.base import ModelProbe, epoch_of, option, units_text
 from probes.command.outputs import legend_beside, pyplot, save_figure
 from probes.contextual_decomposition import (
+    BiasAtPhraseEnd,
     CloseProbabilities,
     decompose_language_model,
     mean_and_standard_error,
@@ -205,14 +206,20 @@ def rule_close_probabilities(
     only: Sequence[str] | None = None,
     settings_tag: str = "last",
     device: torch.device | str = "cpu",
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
+    dtype: torch.dtype | None = None,
 ) -> dict[str, CloseProbabilities]:
     """Paper 2, section 3.1: for each checkpoint or weight snapshot `tag` of a `LanguageModel` run
     (the model rebuilt from checkpoint `settings_tag`, the tag's weights loaded), P(omega | phrase)
     at the close symbol of the run's probe rules (the DataModule's `rules` split), for every
     phrase of `rule_phrases` (or those named in `only`, kept in `rule_phrases`' order), all
-    phrases decomposed in one batch."""
+    phrases decomposed in one batch. `bias_at_phrase_end="irrelevant"`: the authors' CD before
+    their fix (`probes.contextual_decomposition.bias_with_phrase`); `dtype` (e.g.
+    `torch.float64`): the model cast to it before decomposing (None: as saved)."""
     data = run.datamodule(settings_tag)
     model = run.model(settings_tag).to(device)
+    if dtype is not None:
+        model = model.to(dtype)
     batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
     tokens = batch["input"].to(device)
     open_position = int(batch["open_position"][0])
@@ -227,7 +234,8 @@ def rule_close_probabilities(
     results = {}
     for tag in tags:
         model.load_state_dict(run.state_dict(tag))
-        parts = decompose_language_model(model, repeated, masks.flatten(0, 1))
+        parts = decompose_language_model(model, repeated, masks.flatten(0, 1),
+                                         bias_at_phrase_end=bias_at_phrase_end)  # fmt: skip
         probability = parts.relevant_probabilities()[:, close_position, close_symbol].cpu()
         per_phrase = probability.view(len(named), -1)
         full = parts.full[: len(tokens), close_position].softmax(-1)[:, close_symbol].cpu()
