@@ -37,17 +37,23 @@ from experiments.findings import Finding
 from experiments.report import Claim, verdict_line
 
 
-def sitting_of(args: argparse.Namespace, paper: str, schema: Schema | None = None) -> Sitting:
-    """The `Sitting` a reproduction's parsed command line asks for; with `--merge`, after
-    gathering the shards' measurements into `--runs`."""
+def sitting_of(
+    args: argparse.Namespace, paper: str, schema: Schema | None = None, variants: tuple = ()
+) -> Sitting:
+    """The `Sitting` a reproduction's parsed command line asks for (`variants`: those it trains
+    alone, `Study.variants_of`); with `--merge`, after gathering the shards' measurements into
+    `--runs`."""
     if args.merge and not args.shard.whole:
         raise SittingError("--merge writes the report from every shard: leave out --shard")
+    if variants and (args.merge or args.slurm_array is not None or args.slurm_options):
+        raise SittingError(f"{', '.join(variants)} alone are trained here and write no report: "
+                           "leave out --merge and --slurm-array")  # fmt: skip
     if args.merge:
         count = gather_measurements(paper, args.merge, args.runs)
         print(f"merged {count} runs' measurements from {len(args.merge)} run roots into "
               f"{args.runs}", flush=True)  # fmt: skip
     return Sitting(args.runs, args.jobs, args.reuse_runs or bool(args.merge), args.shard,
-                   tuple(args.merge), schema=schema or Schema())  # fmt: skip
+                   tuple(args.merge), schema=schema or Schema(), variants=variants)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,8 @@ class Study:
     - `scales`: its scales by name; `command_line()`: its parser (`engine.cli.reproduction_parser`
       with its own options), built without importing what it runs;
     - `scale_of(args, scale)`: the scale its own options make of `scales[args.scale]`;
+    - `variants_of(args, scale)`: the variants its own options name to train alone (paper 2's
+      `--cells`), a SittingError naming the valid ones for a name `scale` lacks; empty: all;
     - `schema`: the version of its measurements files and how older ones are read;
     - `findings`: the paper's findings, each with the claims that test it (`experiments.findings`),
       for the table its report opens with;
@@ -98,15 +106,17 @@ class Study:
     measure: Callable[[Request], object]
     report: Callable[[Request, object], Built]
     scale_of: Callable[[argparse.Namespace, object], object] = lambda args, scale: scale
+    variants_of: Callable[[argparse.Namespace, object], tuple[str, ...]] = lambda a, s: ()
     schema: Schema = Schema()
     findings: Sequence[Finding] = ()
 
 
 def reproduce(study: Study, request: Request) -> list[Claim] | None:
-    """Train and measure the study's runs, then (unless the sitting is a shard: None) build its
-    report from their measurements, publish it and keep the measurements beside it."""
+    """Train and measure the study's runs, then (unless the sitting is a shard or some variants
+    alone, `Sitting.whole`: None) build its report from their measurements, publish it and keep
+    the measurements beside it."""
     measured = study.measure(request)
-    if not request.sitting.shard.whole:
+    if not request.sitting.whole:  # a shard, or some variants alone
         return None
     with request.clock.stage("report"):
         built = study.report(request, measured)
@@ -118,9 +128,25 @@ def reproduce(study: Study, request: Request) -> list[Claim] | None:
     return built.claims
 
 
+def part_done(name: str, scale_name: str, scale: object, sitting: Sitting) -> str:
+    """What a sitting of some variants alone (`Sitting.variants`) trained, and how to build the
+    report afterwards."""
+    seeds = getattr(scale, "seeds", None)
+    at = f" at seeds {' '.join(map(str, seeds))}" if seeds else ""
+    shard = "" if sitting.shard.whole else f" (shard {sitting.shard} of them)"
+    return (
+        f"{name}: trained and measured the runs of {', '.join(sitting.variants)}{at}{shard} under "
+        f"{sitting.root}; no report was written. To build the report: python -m "
+        f"experiments.{name} --scale {scale_name} --runs {sitting.root} --reuse-runs, with options "
+        "that give the scale these seeds: it keeps these runs and trains the scale's other runs "
+        "that this root lacks"
+    )
+
+
 def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim] | None:
     """`python -m experiments.<study>`: parse the study's command line, run `reproduce` and print
-    the verdict line of the report it wrote; a shard writes no report and says how to merge. A
+    the verdict line of the report it wrote; a shard writes no report and says how to merge, and
+    a sitting of some variants alone (`Study.variants_of`) what it trained and how to report. A
     problem the user can fix (a sitting that cannot do what it asks, a committed file in the way)
     is one line and exit status 2."""
     parser = study.command_line()
@@ -130,14 +156,18 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
     args.out = args.out or default_out(name, args.scale, args.runs, REPOSITORY / "reports")
     try:
         check_out(args.out, name, args.scale, args.replace_report)
-        if args.slurm_array is not None or args.slurm_options:
-            return submit(name, args, parser)  # the jobs train; this process trains nothing
-        sitting = sitting_of(args, name, study.schema)
         scale = study.scale_of(args, study.scales[args.scale])
+        variants = study.variants_of(args, scale)
+        if (args.slurm_array is not None or args.slurm_options) and not variants:
+            return submit(name, args, parser)  # the jobs train; this process trains nothing
+        sitting = sitting_of(args, name, study.schema, variants)
         with stopping_gently(), fits_at_scale(args.scale):
             claims = reproduce(study, Request(args.scale, scale, args.out, sitting))
     except (SittingError, CommittedFileError, SlurmError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if claims is None and sitting.variants:
+        print(part_done(name, args.scale, scale, sitting), flush=True)
+        return None
     if claims is None:
         print(f"shard {sitting.shard} of {name}: its runs are measured under {sitting.root}. "
               f"When every shard is done, write the report from all of them: python -m "

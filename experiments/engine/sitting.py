@@ -31,6 +31,15 @@ class Sitting:
     runs); empty where runs can be."""
     schema: Schema = Schema()
     """The study's measurements schema: files are read through it and written at its version."""
+    variants: tuple[str, ...] = ()
+    """The variants this sitting trains alone (a study's own option: paper 2's `--cells`), at the
+    scale's seeds; empty: every variant. Such a sitting, like a shard, writes no report."""
+
+    @property
+    def whole(self) -> bool:
+        """Whether this sitting trains every run of the scale (no shard, no variants alone), so
+        that it writes the report."""
+        return self.shard.whole and not self.variants
 
     def kept(self, layout: RunLayout, arguments: Sequence[str]) -> dict | None:
         """The run's measurements from an earlier invocation of the same command (`reuse`);

@@ -13,7 +13,8 @@ Three stages, each fit going through the suite's CLI (`python -m experiments fit
    and log them to W&B.
 
 The scales are `scales.SCALES`; `--shard i/n` trains and measures the i-th of n parts of the runs
-(split by run) and `--merge` writes the report from the shards' measurements.
+(split by run) and `--merge` writes the report from the shards' measurements; `--cells` trains and
+measures some settings' runs alone (`variants_of`) and, like a shard, writes no report.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from experiments.engine.publish import kept_note
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
+from experiments.engine.sitting import SittingError
 from experiments.paper2.claims import (
     error_claim,
     figure1_claims,
@@ -62,7 +64,9 @@ from experiments.paper2.scales import (
     figure2_cell,
     figure3_settings,
     generators,
+    listed,
     optimizer_settings,
+    training_order,
 )
 from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
 
@@ -244,13 +248,45 @@ def paper2_figures(values: dict, measured: dict, scale: Scale, folder: Path) -> 
     return figures
 
 
+def seeds_of(words: list[str]) -> tuple[int, ...]:
+    """`--seeds`: distinct seeds from 0 (what `seed_everything` takes), spaces or commas between
+    them; a SittingError naming the list otherwise."""
+    items = listed(words)
+    if (
+        not items
+        or not all(i.isdigit() and int(i) < 2**32 for i in items)
+        or len(set(map(int, items))) < len(items)
+    ):
+        raise SittingError(
+            f"--seeds {' '.join(words)}: seeds are distinct whole numbers from 0 to {2**32 - 1}, "
+            "e.g. --seeds 3 4 5 or --seeds 3,4,5"
+        )
+    return tuple(map(int, items))
+
+
 def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     """The scale with the conduit copies and seeds given on the command line, where given."""
-    changes = {"conduit_copies": args.conduit_copies, "seeds": args.seeds}
+    changes = {"conduit_copies": args.conduit_copies,
+               "seeds": seeds_of(args.seeds) if args.seeds else None}  # fmt: skip
     return replace(scale, **{k: tuple(v) for k, v in changes.items() if v})
 
 
-STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)
+def variants_of(args: argparse.Namespace, scale: Scale) -> tuple[str, ...]:
+    """`--cells`: the settings trained alone (by variant, each its runs at the scale's seeds:
+    `runs.measure_all`); a SittingError naming the scale's cells for a name it lacks."""
+    if args.cells is None:
+        return ()
+    names = tuple(dict.fromkeys(listed(args.cells)))
+    cells = list(dict.fromkeys(setting.variant for setting, _ in training_order(scale)))
+    unknown = [name for name in names if name not in cells]
+    if unknown or not names:
+        problem = f"no cell {', '.join(unknown)} in" if unknown else "no cell named for"
+        raise SittingError(f"--cells: {problem} this scale; its cells are {', '.join(cells)}")
+    return names
+
+
+STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of, variants_of,
+              findings=FINDINGS)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

@@ -151,11 +151,12 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dict]:
-    """Every run's measurements (of the sitting's shard: a run is a group of
-    `training_order`), `jobs` runs at a time in `training_order`; each run is read as soon as it
-    is trained, while the others train, so the cores stay busy."""
-    every = training_order(scale)
-    keys = [key for key in every if sitting.shard.keeps(key, every)]
+    """Every run's measurements (of the sitting's variants alone where it names some, `--cells`,
+    and of its shard of those: a run is a group), `jobs` runs at a time in `training_order`; each
+    run is read as soon as it is trained, while the others train, so the cores stay busy."""
+    chosen = [key for key in training_order(scale)
+              if not sitting.variants or key[0].variant in sitting.variants]  # fmt: skip
+    keys = [key for key in chosen if sitting.shard.keeps(key, chosen)]
     tasks = {key: functools.partial(measure, *key, scale, sitting) for key in keys}
 
     def done_before(key) -> bool:

@@ -221,7 +221,20 @@ def command_line() -> argparse.ArgumentParser:
         "scale's; default and paper scales: 1000 100)",
     )  # fmt: skip
     parser.add_argument(
-        "--seeds", type=int, nargs="+", default=None,
-        help="seeds, one run per setting each (default: the scale's; default and paper: 0 1 2)",
+        "--seeds", nargs="+", default=None, metavar="SEED",
+        help="seeds, one run per setting each, e.g. 0 1 2 or 0,1,2 (default: the scale's; "
+        "default and paper: 0 1 2)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cells", nargs="+", default=None, metavar="CELL",
+        help="train and measure only these settings' runs (their run folders' names, e.g. "
+        "pooled_k=8_unpredictable; spaces or commas between them), at the scale's seeds or "
+        "--seeds, the same runs the whole scale trains; no report: build it afterwards with "
+        "--reuse-runs",
     )  # fmt: skip
     return parser
+
+
+def listed(words: list[str]) -> list[str]:
+    """The items of a command-line list given with spaces or commas between them."""
+    return [item.strip() for word in words for item in word.split(",") if item.strip()]
