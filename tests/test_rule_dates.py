@@ -100,7 +100,7 @@ def build(tmp_path, monkeypatch, claims, out, git=True):
     study = Study("paperX", {"default": None}, lambda: None, lambda request: None,
                   lambda request, measured: Built(list(claims), "# Paper X\n\nBody.", {}, {},
                                                   records, []))  # fmt: skip
-    sitting = SimpleNamespace(shard=SimpleNamespace(whole=True), root=tmp_path / "runs")
+    sitting = SimpleNamespace(whole=True, shard=SimpleNamespace(whole=True), root=tmp_path / "runs")
     reproduce(study, Request("default", SimpleNamespace(), out, sitting))
     monkeypatch.undo()
     return {c["id"]: c for c in json.loads((out / "results.json").read_text())}
