@@ -12,6 +12,7 @@ import pytest
 
 import experiments.engine.publish as publish_module
 from experiments.engine.reproduce import Built, Request, Study, reproduce
+from experiments.engine.sitting import Sitting
 from experiments.report import Claim, cannot_fail, threshold_claim
 from experiments.rule_dates import (
     RULES,
@@ -100,8 +101,7 @@ def build(tmp_path, monkeypatch, claims, out, git=True):
     study = Study("paperX", {"default": None}, lambda: None, lambda request: None,
                   lambda request, measured: Built(list(claims), "# Paper X\n\nBody.", {}, {},
                                                   records, []))  # fmt: skip
-    sitting = SimpleNamespace(whole=True, shard=SimpleNamespace(whole=True), root=tmp_path / "runs")
-    reproduce(study, Request("default", SimpleNamespace(), out, sitting))
+    reproduce(study, Request("default", SimpleNamespace(), out, Sitting(tmp_path / "runs")))
     monkeypatch.undo()
     return {c["id"]: c for c in json.loads((out / "results.json").read_text())}
 
