@@ -79,19 +79,30 @@ def read_records(log: Path) -> tuple[list[bytes], bool]:
     return found, bool(parts)
 
 
-def read_log(log: Path, run: WandbRun) -> WandbRun:
-    """`run` updated by the records of the log `log` (one sitting of it)."""
+def decoded(log: Path) -> tuple[list, bool]:
+    """The records of the W&B log `log`, decoded, and whether it ends in one cut short."""
     from google.protobuf.message import DecodeError
     from wandb.proto import wandb_internal_pb2
 
     found, torn = read_records(log)
+    try:
+        return [wandb_internal_pb2.Record.FromString(data) for data in found], torn
+    except DecodeError:
+        raise ValueError(f"{log} holds a record that is not one of W&B's") from None
+
+
+def start_time(records: list) -> int:
+    """When the sitting whose records are `records` started, in microseconds since the epoch, as
+    its run record says (0 if it has none)."""
+    runs = (record.run for record in records if record.WhichOneof("record_type") == "run")
+    return next((run.start_time.ToMicroseconds() for run in runs), 0)
+
+
+def read_log(log: Path, records: list, torn: bool, run: WandbRun) -> WandbRun:
+    """`run` updated by the `records` of the log `log` (one sitting of it)."""
     run.sittings.append(log.parent)
     run.torn = run.torn or torn
-    for data in found:
-        try:
-            record = wandb_internal_pb2.Record.FromString(data)
-        except DecodeError:
-            raise ValueError(f"{log} holds a record that is not one of W&B's") from None
+    for record in records:
         kind = record.WhichOneof("record_type")
         if kind == "run":
             run.name = record.run.display_name or run.name
@@ -128,7 +139,7 @@ def update(target: dict, items: Sequence, removed: Sequence) -> None:
 
 
 def run_logs(path: Path) -> list[Path]:
-    """The transaction logs under `path`, oldest first: `path` itself, those of an
+    """The transaction logs under `path`, by their folders' start second: `path` itself, those of an
     `offline-run-*` (or online `run-*`) folder, of a `wandb/` folder, or of a folder holding
     `wandb/`."""
     if path.is_file():
@@ -147,8 +158,9 @@ def started(log: Path) -> str:
 
 
 def read_runs(path: Path) -> list[WandbRun]:
-    """Every W&B run whose logs lie under `path`, in the order they started; a run resumed over
-    several sittings once."""
+    """Every W&B run whose logs lie under `path`, in the order they started (to the microsecond
+    their run records give: a folder's name gives only the second); a run resumed over several
+    sittings once."""
     if not path.exists():
         raise ValueError(f"{path} does not exist: give a run folder, its wandb/ folder or an "
                            "offline-run-* folder")  # fmt: skip
@@ -158,10 +170,12 @@ def read_runs(path: Path) -> list[WandbRun]:
             f"{path} holds no W&B run (no run-*.wandb in it, its wandb/ or its offline-run-* "
             "folders): was it trained with WANDB_MODE=disabled?"
         )
+    sittings = [(log, *decoded(log)) for log in logs]
+    sittings.sort(key=lambda sitting: (started(sitting[0]), start_time(sitting[1])))
     runs: dict[str, WandbRun] = {}
-    for log in logs:
+    for log, records, torn in sittings:
         run_id = log.stem.removeprefix("run-")
-        runs[run_id] = read_log(log, runs.get(run_id) or WandbRun(run_id))
+        runs[run_id] = read_log(log, records, torn, runs.get(run_id) or WandbRun(run_id))
     return list(runs.values())
 
 

@@ -140,6 +140,22 @@ def test_a_reports_wandb_run_is_named_tagged_and_configured_by_its_scale(tmp_pat
     assert "seeds" not in read_runs(folder)[-1].config
 
 
+def test_runs_started_in_the_same_second_are_read_in_the_order_they_started(tmp_path, monkeypatch):
+    """A folder's name gives a sitting's start only to the second; runs started within one
+    second come out in the order they started, as their run records give it to the microsecond."""
+    offline(monkeypatch)
+    folder = tmp_path / "wandb-reports" / "paper4-quick"
+    names = ("paper4-quick", "paper2-default", "paper3-smoke", "paper1-quick")
+    for name in names:
+        log_to_wandb(folder, name.split("-")[0], name.split("-")[1], claims(), {}, {})
+    flushed()
+    sittings = sorted((folder / "wandb").glob("offline-run-*"))
+    assert len(sittings) == len(names)
+    for sitting in sittings:  # one second for all, the ids (random) last as W&B names them
+        sitting.rename(sitting.with_name(f"offline-run-20260101_000000-{sitting.name[-8:]}"))
+    assert [run.name for run in read_runs(folder)] == list(names)
+
+
 def test_a_report_run_that_cannot_be_written_is_one_warning(tmp_path, monkeypatch, capsys):
     offline(monkeypatch)
     (tmp_path / "wandb-reports").write_text("a file where the folder would be")
