@@ -212,6 +212,12 @@ def cannot_fail(claim: Claim, why: str) -> Claim:
                    uninformative_because=why)  # fmt: skip
 
 
+def earlier_file(paper: str, name: str) -> Path:
+    """`reports/<paper>/earlier/<name>`: the claims of a report committed before its runs or rules
+    changed, kept so that a new report sets their verdicts beside its own (`with_earlier`)."""
+    return REPOSITORY / "reports" / paper / "earlier" / name
+
+
 def with_earlier(
     claims: Sequence[Claim], earlier: Sequence[Claim], reason: str, unless_recorded: bool = False
 ) -> list[Claim]:

@@ -19,11 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 
-from experiments.report import Claim, Earlier, cannot_fail, judged_against_untrained
+from experiments.report import (
+    Claim,
+    Earlier,
+    cannot_fail,
+    earlier_file,
+    judged_against_untrained,
+)
 
 SEED_SPLIT = "seed split"
 """The null model of the comparisons, as the claims table's untrained column names it."""
@@ -127,7 +132,7 @@ CHANGES = (
 )  # fmt: skip
 """Each registered change: the ids it changes (`fnmatch` patterns) and its reason, whose first
 sentence is the one the pre-registration gives."""
-BEFORE = Path(__file__).parents[2] / "reports" / "paper1" / "earlier" / "before_registered.json"
+BEFORE = earlier_file("paper1", "before_registered.json")
 """The claims these changes touch, as the default scale's report of commit c15ec2f gave them."""
 
 

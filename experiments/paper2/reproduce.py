@@ -68,11 +68,15 @@ from experiments.paper2.scales import (
     optimizer_settings,
     training_order,
 )
-from experiments.report import Claim, claims_frame, judged_against_untrained, with_earlier
-
-EARLIER = (
-    Path(__file__).parents[2] / "reports" / "paper2" / "earlier" / "small_scale_text_reading.json"
+from experiments.report import (
+    Claim,
+    claims_frame,
+    earlier_file,
+    judged_against_untrained,
+    with_earlier,
 )
+
+EARLIER = earlier_file("paper2", "small_scale_text_reading.json")
 """The claims of the report committed at the small scale (commit 4faa4b9), before the default
 grid."""
 EARLIER_REASON = (

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 
@@ -33,11 +32,9 @@ from experiments.paper4.report import (
 from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS, Scale, command_line
 from experiments.paper4.untrained import judged_claims, null_text, untrained_inputs
-from experiments.report import Claim, claims_frame, with_earlier
+from experiments.report import Claim, claims_frame, earlier_file, with_earlier
 
-EARLIER_VERDICTS = (
-    Path(__file__).parents[2] / "reports" / "paper4" / "earlier" / "teacher_forced.json"
-)
+EARLIER_VERDICTS = earlier_file("paper4", "teacher_forced.json")
 """The default scale's claims of the models trained under teacher forcing (`results.json` of
 commit 95923f1's report), kept beside the verdicts of the models trained on the paper's
 objective."""
@@ -53,7 +50,7 @@ MODELS_CHANGED = (
 )
 
 
-RULES_BEFORE_REVISION = EARLIER_VERDICTS.with_name("rules_before_revision.json")
+RULES_BEFORE_REVISION = earlier_file("paper4", "rules_before_revision.json")
 """The default scale's claims of commit 64a7695's report: the same runs, the rules before their
 review."""
 RULES_REVISED = (
