@@ -36,6 +36,9 @@ import torch
 from datamodules.rule_corpus import RuleCorpus
 
 OPEN, CLOSE = "(", ")"
+VOCAB_SIZE, RULE_LENGTH, CONDUIT_COUNT = 1000, 10, 1
+"""The script's defaults of `--vocab_size`, `--rule_length` and `--attractor_count` (here
+`conduit_count`): one argument each serves its training and its evaluation documents."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,10 @@ def conduit_pool(rng: random.Random, vocab_size: int, rule_length: int,
 
 def authors_training_corpus(
     corpus_length: int = 1_000_000,
-    vocab_size: int = 1000,
+    vocab_size: int = VOCAB_SIZE,
     rule_count: int = 1000,
-    rule_length: int = 10,
-    conduit_count: int = 1,
+    rule_length: int = RULE_LENGTH,
+    conduit_count: int = CONDUIT_COUNT,
     conduit_vocab_size: int = 100,
     seed: int = 0,
 ) -> tuple[AuthorsCorpus, list[list[int]]]:
@@ -110,9 +113,9 @@ def authors_training_corpus(
 def authors_evaluation_corpus(
     conduit_vocab: list[list[int]] | None,
     length: int = 50_000,
-    vocab_size: int = 1000,
-    rule_length: int = 10,
-    conduit_count: int = 1,
+    vocab_size: int = VOCAB_SIZE,
+    rule_length: int = RULE_LENGTH,
+    conduit_count: int = CONDUIT_COUNT,
     sequence_length: int = 35,
     seed: int = 1,
 ) -> AuthorsCorpus:
