@@ -5,7 +5,8 @@ A rule is known by its text with the measured values left out (`rule_template`: 
 bounds and the counts computed from the measurements, where `MEASURED_VALUES` finds them; the
 thresholds, written after ">=", "<=" or "+", stay), and by why it cannot fail, where it cannot.
 
-Its date is read from the committed report's rules file, `reports/<paper>/rules.json` (`RuleBook`):
+Its date is read from the committed report's rules file, `reports/<paper>/rules.json` (`RuleBook`;
+a second report of the paper, in a folder inside it, keeps its own there: `report_folder`):
 per claim, the template, the date (and commit) it was first written with, and the verdict before
 its last change. A build never asks git: a claim whose template is the recorded one keeps its date;
 a new or changed template is dated by the build itself (now, "this build"), and recorded in the
@@ -204,21 +205,37 @@ def _before(entry: dict | None) -> tuple[str, str | None] | None:
     return None if entry is None else (str(entry["verdict"]), entry["commit"])
 
 
+def report_folder(paper: Path, out: Path, runs: Path | None = None) -> Path:
+    """The committed report a build of the paper whose reports are in `paper` (`reports/<paper>`)
+    is dated against: `out` where it is `paper` or a second report in a folder inside it
+    (`reports/paper4/retrained`), else the report whose committed runs the build reads (`runs`
+    is `<report>/runs`), else the paper's own report, `paper`."""
+    paper = paper.resolve()
+    for folder in (out, runs and runs.parent):
+        if folder is not None and paper in (folder.resolve(), folder.resolve().parent):
+            return folder.resolve()
+    return paper
+
+
 def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: float | None,
-               now: float | None = None) -> tuple[list[Claim], RuleBook]:  # fmt: skip
-    """`claims` dated by the committed report's rules file (in `committed`, `reports/<paper>`;
-    `finished`: when their runs finished), and the book of this build. Written to the committed
-    folder (`out` is `committed`), the report records what this build dated in the file,
+               now: float | None = None, runs: Path | None = None,
+               ) -> tuple[list[Claim], RuleBook]:  # fmt: skip
+    """`claims` dated by the committed report's rules file (`committed`, `reports/<paper>`, or a
+    second report of the paper inside it where the build writes there or reads its runs, `runs`
+    being the run root: `report_folder`; a second report without a rules file yet starts from
+    the paper's; `finished`: when their runs finished), and the book of this build. Written to
+    the committed report's folder (`out`), the report records what this build dated in its file,
     atomically; anywhere else the file is left as it was."""
     now = float(int(time.time() if now is None else now))
+    paper, committed = committed, report_folder(committed, out, runs)
     path = committed / RULES
-    book = RuleBook.read(path)
+    book = RuleBook.read(path if path.is_file() else paper / RULES)
     verdicts = {}
     if any(book.rules.get(c.id) is None or book.rules[c.id].template != rule_template(c.as_json())
            for c in claims):  # fmt: skip
         verdicts = _committed_verdicts(committed)
     book = book.of_build(claims, now, finished, verdicts)
-    if out.resolve() == committed.resolve():
+    if out.resolve() == committed:
         book = book.recorded()
         text = book.text()
         if not path.is_file() or path.read_text() != text:

@@ -13,7 +13,8 @@ from experiments.report import runs_named
 from experiments.rule_dates import RULES, RuleBook, rule_template
 
 REPORTS = Path(__file__).parents[1] / "reports"
-COMMITTED = sorted(REPORTS.glob("paper*/results.json"))
+COMMITTED = sorted([*REPORTS.glob("paper*/results.json"), *REPORTS.glob("paper*/*/results.json")])
+"""Every committed report: each paper's, and a second report inside its folder."""
 STORY = re.compile(r"\b[Ii]ssues? [0-9]|\b[Ss]tops? [0-9]|/root/|/home/")
 """What a report must not name: the suite's issues or stops, a machine's own folders."""
 

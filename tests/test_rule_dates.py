@@ -82,10 +82,11 @@ def test_a_claim_carries_its_rule_date_through_results_json():
     assert Claim.from_json(json.loads(json.dumps(dated_claim.as_json()))) == dated_claim
 
 
-def build(tmp_path, monkeypatch, claims, out, git=True):
+def build(tmp_path, monkeypatch, claims, out, git=True, runs=None):
     """A report of `claims` built by the engine (`reproduce`, then `publish`) from runs that
-    finished at RUNS_FINISHED, the committed reports being `tmp_path/reports`; without `git`,
-    no git on PATH, and any call of git fails the test."""
+    finished at RUNS_FINISHED (under the run root `runs`, `tmp_path/runs` unless given), the
+    committed reports being `tmp_path/reports`; without `git`, no git on PATH, and any call of
+    git fails the test."""
     monkeypatch.setattr(publish_module, "REPOSITORY", tmp_path)
     monkeypatch.setattr(publish_module, "log_to_wandb", lambda *args, **kwargs: None)
     if not git:
@@ -101,7 +102,8 @@ def build(tmp_path, monkeypatch, claims, out, git=True):
     study = Study("paperX", {"default": None}, lambda: None, lambda request: None,
                   lambda request, measured: Built(list(claims), "# Paper X\n\nBody.", {}, {},
                                                   records, []))  # fmt: skip
-    reproduce(study, Request("default", SimpleNamespace(), out, Sitting(tmp_path / "runs")))
+    sitting = Sitting(tmp_path / "runs" if runs is None else runs)
+    reproduce(study, Request("default", SimpleNamespace(), out, sitting))
     monkeypatch.undo()
     return {c["id"]: c for c in json.loads((out / "results.json").read_text())}
 
@@ -159,6 +161,32 @@ def test_a_changed_rule_is_dated_by_the_build_and_recorded_only_in_the_committed
         "kept", "changed", "new"}  # fmt: skip
     later, _ = date_rules(claims, committed, committed, RUNS_FINISHED, now + 86_400)
     assert [c.rule_since for c in later] == [c.rule_since for c in written]  # dated once
+
+
+def test_a_second_committed_report_keeps_its_own_rules_file_from_one_rebuild_to_the_next(
+    tmp_path, monkeypatch
+):
+    """A second report of the paper in a folder inside its committed one (`reports/paper4/
+    retrained`): built there, it starts from the paper's rules file and records its own beside
+    its results.json, so that the next rebuild, there or from its committed runs elsewhere, dates
+    every rule as the first did, and the paper's own rules file is left as it was."""
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("a", 0.6)])
+    recorded = (committed / RULES).read_text()
+    second = committed / "second"
+    claims = [claim("a", 0.7), claim("reading", 0.7)]
+    first = build(tmp_path, monkeypatch, claims, second)
+    assert first["a"]["rule_since"] == "2026-11-18 (commit abc1234)"
+    assert first["reading"]["rule_since"].endswith(" (a build)")
+    assert (second / RULES).is_file() and (committed / RULES).read_text() == recorded
+    rules, history = (second / RULES).read_text(), (second / "history.md").read_text()
+    assert "this build" not in history
+
+    again = build(tmp_path, monkeypatch, claims, second)
+    assert again == first and (second / "history.md").read_text() == history
+    assert (second / RULES).read_text() == rules
+    elsewhere = build(tmp_path, monkeypatch, claims, tmp_path / "x", runs=second / "runs")
+    assert elsewhere == first and (tmp_path / "x" / "history.md").read_text() == history
 
 
 def test_runs_that_finished_after_the_first_report_make_this_build_their_first(tmp_path):

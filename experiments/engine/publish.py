@@ -122,7 +122,7 @@ def publish(
     path. The report opens with the paper's `findings`, each claim marked with the one it tests
     (`experiments.findings`); the findings table is logged to W&B beside the others."""
     finished = max((r["trained"]["finished"] for r in records), default=None)
-    claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished)
+    claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished, runs=root)
     claims = with_findings(claims, findings)
     title = markdown.partition("\n")[0].removeprefix("# ")
     opening = findings_section(findings, claims)
