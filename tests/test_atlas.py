@@ -269,7 +269,8 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
     run root would have trained them), measures each by the wired methods trained and untrained
     into its measurements file under `atlas/` and beside the report,
     and writes the matrix (table and figure) and the questions it can judge, each beside its
-    verdict on the untrained weights; the rest are listed as not yet judged."""
+    verdict on the untrained weights; the rest are listed as not yet judged (no model it trains
+    is one a method of theirs does not apply to, so none is listed as never judged)."""
     folder, output, claims = quick
     report = (folder / "report" / "report.md").read_text()
     assert_quick_report(report, "# The atlas")
@@ -305,9 +306,14 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
         "q4.overlap.paper1_baseline", "q4.overlap.paper1_guided", "q4.overlap.paper4_gru",
     }  # fmt: skip
     assert all(claim["null"] in RULE_VERDICTS for claim in claims.values())
-    assert "- q2: `q2.most.paper3_scan_A`" in report and "`q3.guidance_only`" in report
-    pending = report.split("Not yet judged")[1].split("## Claims")[0]
+    never = report.split("Never judged on this model set (")[1].split("Not yet judged (")[0]
+    pending = report.split("Not yet judged (")[1].split("## Claims")[0]
+    assert never.strip().endswith("- none.")
+    assert "- `q2.most.paper3_scan_A`: waits for `paper3_scan_A` (not trained at this scale)" in (
+        pending
+    )
     assert "`q2.most.paper1_baseline`" not in pending and "`q2.b_over_a`" in pending
+    assert "`q3.guidance_only`" in pending and pending.count("\n- `") == len(RULES) - len(claims)
     assert "19 cells measured" in report and "3 where the" in report
     assert output.count("] paper") == 3
 

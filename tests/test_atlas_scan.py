@@ -3,19 +3,23 @@ command word each action comes from (its verb, or its direction for a turn) on h
 commands and on every command of the grammar, the rows' T and analysed token, the table index of
 their decoder steps, contextual decomposition with the command word as the phrase on a planted
 seq2seq, the redundant-input cell as training minus test sentence accuracy, and paper 3's own
-model shape refused in one line."""
+model shape refused in one line, and the report telling the claims its cells can never judge
+from those its runs will."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 import torch
 
 from datamodules.scan import PRIMITIVES, TURNS, ScanDataModule, generate_scan_commands, interpret
 from experiments.atlas.cells import PAPER4_TIME, measure_model
+from experiments.atlas.claims import claims_of
 from experiments.atlas.decomposition import command_word, decomposition_cell, phrase_shares
-from experiments.atlas.questions import MODELS
+from experiments.atlas.questions import MODELS, Q3_MODELS, RULES
 from experiments.atlas.redundant import redundant_cell, sentence_accuracy
-from experiments.atlas.report import not_yet_text
+from experiments.atlas.report import matrix, not_yet_text, report_text, unjudged
 from experiments.atlas.runs import arguments_of, paper_layout
 from experiments.atlas.scales import NOT_WIRED, SCALES, WIRED_TASKS
 from experiments.atlas.targets import (
@@ -26,6 +30,7 @@ from experiments.atlas.targets import (
     scan_rows,
     table_index,
 )
+from experiments.engine.publish import Stopwatch
 from lightning_modules.seq2seq import Seq2Seq
 from probes.neuron_functions import trace_rows
 from tests.test_atlas_decomposition import planted_seq2seq
@@ -215,24 +220,31 @@ def test_a_models_cells_on_scan_rows(scan_data):
     assert None not in found["cells"].values()
 
 
-def test_paper3s_model_shape_is_measured_where_paper4s_time_is_not_read(scan_data):
+@pytest.fixture(scope="module")
+def paper3_shaped(scan_data):
+    """A tiny untrained seq2seq of paper 3's SCAN shape (bidirectional encoder, its first and
+    last states handed to a decoder twice its size), its analysed rows and its cells."""
+    torch.manual_seed(0)
+    model = Seq2Seq(len(WORDS), 9, cell="lstm", embedding_size=4, hidden_size=4,
+                    attention="general", attention_placement="input_feeding", bidirectional=True,
+                    bridge="first_last").eval()  # fmt: skip
+    with torch.no_grad():
+        rows = scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
+    state = {key: value.detach() for key, value in model.state_dict().items()}
+    return model, rows, measure_model(model, rows, "SCAN", "lstm", state, 1, scan_data)
+
+
+def test_paper3s_model_shape_is_measured_where_paper4s_time_is_not_read(scan_data, paper3_shaped):
     """Paper 3's encoder (bidirectional, its first and last states handed to a decoder twice its
     size) has no state in the decoder's units at paper 4's t = 0: paper 4's own tracing refuses
     it in one line; the atlas traces it all the same and measures every cell that does not read
     paper 4's time, the others (and CD, which cannot follow that encoder) saying why they do not
     apply; no token is put through paper 4's stages."""
-    torch.manual_seed(0)
-    model = Seq2Seq(len(WORDS), 9, cell="lstm", embedding_size=4, hidden_size=4,
-                    attention="general", attention_placement="input_feeding", bidirectional=True,
-                    bridge="first_last").eval()  # fmt: skip
+    model, rows, found = paper3_shaped
     batch, _ = scan_batch(scan_data, tokens=2, per_token=10)
     with pytest.raises(ValueError, match="encoder's states have 8 units and its decoder's 16"):
         trace_rows(model, batch, int(batch["signal_position"].max()) + 3)
-    with torch.no_grad():
-        rows = scan_rows(model, scan_data, tokens=2, per_token=10, correct_only=False)
     assert rows.traced.states is None and rows.traced.rows(rows.correct).states is None
-    state = {key: value.detach() for key, value in model.state_dict().items()}
-    found = measure_model(model, rows, "SCAN", "lstm", state, 1, scan_data)
     assert found["units"] == 16 and found["tokens"] == {}
     measured = ("functional_groups", "gate_saturation", "connectivity", "redundant_input")
     assert all(found["cells"][name] is not None for name in measured)
@@ -242,6 +254,45 @@ def test_paper3s_model_shape_is_measured_where_paper4s_time_is_not_read(scan_dat
     for name in PAPER4_TIME:
         assert found[name]["does_not_apply"].startswith("paper 4's time: the model's encoder's "
                                                         "states have 8 units")  # fmt: skip
+
+
+def test_the_report_tells_claims_never_judged_from_claims_not_yet_judged(paper3_shaped):
+    """A model set of `paper3_scan_A` alone (paper 3's shape, trained and untrained alike), at a
+    scale that trains no other model: its gate saturation judges its q3 claim; the claims reading
+    its contextual decomposition or its neuron functions, which do not apply to it, are never
+    judged, each naming that cell (`q2.b_over_a` too, though setting B is not measured); the
+    claims on models the scale does not train are not yet judged, each naming what it waits for.
+    Each claim stands in one place, and the report's counts are those of its lists."""
+    found = paper3_shaped[2]
+    records = {("paper3_scan_A", 0): {**found, "untrained": found,
+                                      "trained": {"started": 0.0, "finished": 60.0}}}  # fmt: skip
+    scale = replace(SCALES["quick"], models={"paper3_scan_A": (0,)})
+    claims = claims_of(records)
+    never, not_yet = unjudged(claims, matrix(records))
+    assert [claim.id for claim in claims] == ["q3.left_saturated.paper3_scan_A"]
+    decomposition, counting = "contextual_decomposition", "neuron_functions"
+    assert never == {"q2.most.paper3_scan_A": [("paper3_scan_A", decomposition)],
+                     "q2.b_over_a": [("paper3_scan_A", decomposition)],
+                     "q4.overlap.paper3_scan_A": [("paper3_scan_A", counting)]}  # fmt: skip
+    assert not_yet["q4.overlap.paper4_gru"] == [("paper4_gru", "neuron_functions")]
+    assert not_yet["q2.most.paper3_scan_B"] == [("paper3_scan_B", "contextual_decomposition")]
+    assert not_yet["q3.guidance_only"] == [(m, "gate_saturation") for m in Q3_MODELS
+                                           if m != "paper3_scan_A"]  # fmt: skip
+    assert sorted([*never, *not_yet, claims[0].id]) == sorted(RULES)
+    text = " ".join(report_text("quick", scale, records, claims, Stopwatch()).split())
+    waiting = len(RULES) - 4
+    assert (f"Of the {len(RULES)} pre-registered claims, 1 is judged below, 3 never judged on "
+            "this model set") in text and f"and {waiting} not yet judged" in text  # fmt: skip
+    assert "4 cells measured" in text and "6 where the method does not apply" in text
+    never_part = text.split("Never judged on this model set (")[1].split("Not yet judged (")[0]
+    waiting_part = text.split("Not yet judged (")[1]
+    assert ("- `q4.overlap.paper3_scan_A`: reads `paper3_scan_A` x `neuron_functions`, where "
+            "the method does not apply") in never_part  # fmt: skip
+    assert never_part.count("- `") == 3 and waiting_part.count("- `") == waiting
+    assert "- `q4.overlap.paper4_gru`: waits for `paper4_gru` (not trained at this scale)" in (
+        waiting_part
+    )
+    assert "paper3_scan_A`: " not in waiting_part and "`q4.overlap.paper4_gru`" not in never_part
 
 
 def test_the_report_says_why_a_task_is_not_trained():

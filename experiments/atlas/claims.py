@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from experiments.atlas.questions import MODELS, QUESTIONS, RULES, SEQ2SEQ
+from experiments.atlas.questions import MODELS, Q3_MODELS, QUESTIONS, RULES, SEQ2SEQ
 from experiments.report import Claim, direction_claim, judged_against_untrained, threshold_claim
 
 Records = dict[tuple[str, int], dict]
@@ -161,3 +161,26 @@ def not_judged(claims: list[Claim]) -> list[str]:
     """The pre-registered claims the measurements cannot judge yet, in their order."""
     judged_ids = {claim.id for claim in claims}
     return [claim_id for claim_id in RULES if claim_id not in judged_ids]
+
+
+COUNTING, DECOMPOSITION, SATURATION = (
+    "neuron_functions",
+    "contextual_decomposition",
+    "gate_saturation",
+)
+NEEDS = {
+    "q1.guided_counting": (("paper1_guided", COUNTING),),
+    "q1.guided_storing": (("paper1_guided", COUNTING),),
+    "q1.guided_more": (("paper1_guided", COUNTING), ("paper1_baseline", COUNTING)),
+    **{f"q2.most.{m}": ((m, DECOMPOSITION),) for m in SEQ2SEQ},
+    "q2.guided_over_baseline": (("paper1_guided", DECOMPOSITION),
+                                ("paper1_baseline", DECOMPOSITION)),
+    "q2.b_over_a": (("paper3_scan_B", DECOMPOSITION), ("paper3_scan_A", DECOMPOSITION)),
+    **{f"q3.left_saturated.{m}": ((m, SATURATION),) for m in Q3_MODELS},
+    "q3.guidance_only": tuple((m, SATURATION) for m in Q3_MODELS),
+    **{f"q4.overlap.{m}": ((m, COUNTING),) for m in SEQ2SEQ},
+}  # fmt: skip
+"""The cells (model, method) each claim reads: where one of them does not apply the claim is
+never judged on this model set; where one is not measured yet, not yet (question 1's storing
+effect and function share, and question 4's overlap, come from paper 4's stages on the model,
+which its `neuron_functions` cell reports)."""

@@ -1,6 +1,7 @@
 """The atlas's report from its runs' measurements alone: the matrix (each cell's value beside its
 untrained null, or why it does not apply, or that it is not yet measured) as a table and a figure,
-the questions it can judge and those it cannot yet."""
+the questions it can judge, those it never can on this model set (a method they read does not
+apply to their models) and those it cannot yet (their models or methods not measured)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from experiments.atlas.cells import WIRED  # noqa: E402
-from experiments.atlas.claims import Records, not_judged  # noqa: E402
-from experiments.atlas.questions import METHODS, MODELS, QUESTIONS, cell_status  # noqa: E402
+from experiments.atlas.claims import NEEDS, Records, not_judged  # noqa: E402
+from experiments.atlas.questions import METHODS, MODELS, RULES, cell_status  # noqa: E402
 from experiments.atlas.scales import NOT_WIRED, WIRED_TASKS, Scale  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402
@@ -121,15 +122,76 @@ def found_not_applicable(cells: dict[str, dict[str, dict]]) -> str:
                    for method, entry in row.items() if "why" in entry)  # fmt: skip
 
 
-def pending_text(claims: list[Claim]) -> str:
-    """The pre-registered claims not judged yet, by question."""
-    waiting = set(not_judged(claims))
-    lines = []
-    for question in QUESTIONS:
-        ids = [claim_id for claim_id in question.claims if claim_id in waiting]
-        if ids:
-            lines.append(f"- {question.id}: " + ", ".join(f"`{i}`" for i in ids))
-    return "\n".join(lines) if lines else "- none: every pre-registered claim is judged."
+def unjudged(claims: list[Claim], cells: dict[str, dict[str, dict]]) -> tuple[dict, dict]:
+    """The pre-registered claims not judged, in two, each with the cells (model, method) of
+    `claims.NEEDS` it is not judged for: `never`, those reading a cell where the method does not
+    apply (no run of this model set will judge them), and `not_yet`, the others, reading cells
+    not yet measured (their runs will judge them)."""
+    never, not_yet = {}, {}
+    for claim_id in not_judged(claims):
+        status = {need: cells[need[0]][need[1]]["status"] for need in NEEDS[claim_id]}
+        inapplicable = [need for need, found in status.items() if found == NOT_APPLICABLE]
+        if inapplicable:
+            never[claim_id] = inapplicable
+        else:
+            not_yet[claim_id] = [need for need, found in status.items() if found == NOT_YET]
+    return never, not_yet
+
+
+def unmeasured(model: str, method: str, scale: Scale) -> tuple[str, str]:
+    """What the cell of `model` and `method` waits for at `scale`, and why it is not measured."""
+    task = MODELS[model].task
+    if model not in scale.models:
+        return f"`{model}`", "not trained at this scale"
+    if task not in WIRED_TASKS:
+        return f"`{model}`", f"not trained: {NOT_WIRED[task]}"
+    if method not in WIRED:
+        return f"`{method}`", "not wired yet"
+    return f"`{model}` x `{method}`", "not measured yet"
+
+
+def waits_text(needs: list[tuple[str, str]], scale: Scale) -> str:
+    """`waits for` the models or methods of the cells `needs`, grouped by why each waits."""
+    if not needs:
+        return "its statistic is missing from the measurements"
+    groups: dict[str, list[str]] = {}
+    for model, method in needs:
+        name, why = unmeasured(model, method, scale)
+        groups.setdefault(why, []).append(name)
+    return "waits for " + "; ".join(f"{', '.join(dict.fromkeys(names))} ({why})"
+                                    for why, names in groups.items())  # fmt: skip
+
+
+def claims_list(reasons: dict[str, str]) -> str:
+    """Each claim of `reasons` with its reason, in the pre-registration's order."""
+    lines = [f"- `{claim_id}`: {reasons[claim_id]}" for claim_id in RULES if claim_id in reasons]
+    return "\n".join(lines) if lines else "- none."
+
+
+def pending_text(claims: list[Claim], cells: dict[str, dict[str, dict]], scale: Scale) -> str:
+    """The pre-registered claims not judged: how many of each kind, then those never judged on
+    this model set and those not yet judged, each with its reason (`unjudged`)."""
+    never, not_yet = unjudged(claims, cells)
+    never_reasons = {
+        claim_id: "reads " + ", ".join(f"`{m}` x `{k}`" for m, k in needs)
+        + ", where the method does not apply"
+        for claim_id, needs in never.items()
+    }  # fmt: skip
+    waiting = {claim_id: waits_text(needs, scale) for claim_id, needs in not_yet.items()}
+    verb = "is" if len(claims) == 1 else "are"
+    return f"""Of the {len(RULES)} pre-registered claims, {len(claims)} {verb} judged below,
+{len(never)} never judged on this model set (a method they read does not apply to their models:
+no run will judge them) and {len(not_yet)} not yet judged (their models or methods are not
+measured at this scale: their runs will judge them).
+
+Never judged on this model set (the matrix and the pre-registration say why each method does not
+apply):
+
+{claims_list(never_reasons)}
+
+Not yet judged (each with what it waits for):
+
+{claims_list(waiting)}"""
 
 
 def not_yet_text(scale: Scale) -> str:
@@ -174,9 +236,10 @@ paper's own fit arguments ({runs}).{kept_note(list(records.values()))} This sitt
 {len(MODELS)} models by {len(METHODS)} methods: {measured} cells measured ({counts[ABOVE]} above
 their null, {counts[BELOW]} below, {counts[EQUAL]} equal), {counts[NOT_APPLICABLE]} where the
 method does not apply (the reasons are in the pre-registration, or below where the measurement
-found them), {counts[NOT_YET]} not yet measured ({not_yet_text(scale)}). A cell is the mean over
-the model's seeds of the statistic the pre-registration names for its method; beside it, the same
-on the untrained weights.{found_not_applicable(cells)}
+found them; a claim reading one is never judged), {counts[NOT_YET]} not yet measured
+({not_yet_text(scale)}). A cell is the mean over the model's seeds of the statistic the
+pre-registration names for its method; beside it, the same on the untrained
+weights.{found_not_applicable(cells)}
 
 ![The matrix](figures/matrix.png)
 
@@ -186,8 +249,5 @@ on the untrained weights.{found_not_applicable(cells)}
 
 The claims below are the questions' claims the measured cells can judge, each by its
 pre-registered rule ("reproduced" reads yes, "not reproduced" no), beside the same rule on the
-untrained weights. Not yet judged (their models or methods are not measured at this scale, or a
-method does not apply to their models):
-
-{pending_text(claims)}
+untrained weights. {pending_text(claims, cells, scale)}
 """
