@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import record_split
 from lightning_modules.recurrent import Intervention
 from lightning_modules.seq2seq import Seq2Seq, sequence_correct
 from probes.weights import strongest_units, unit_strength
@@ -26,17 +26,36 @@ EVALUATION_BATCH = 256
 """Rows per batch when a split is evaluated (sequence accuracy does not depend on it)."""
 
 
+@torch.no_grad()
 def sequence_accuracy(
     model: Seq2Seq, batches: Iterable[dict[str, Tensor]], edits: Sequence[Intervention] = ()
 ) -> float:
-    """Greedy-decoding sequence accuracy of `model` over `batches` with `edits` applied."""
-    with model.intervene(edits):
-        traced = record_split(model, batches)
-    return float(sequence_correct(traced["prediction"], traced["batch.target"]).double().mean())
+    """Greedy-decoding sequence (sentence) accuracy of `model` over `batches` with `edits`
+    applied: the share of rows whose every target token it outputs, each batch decoded for as
+    many steps as its targets (`lightning_modules.seq2seq.sequence_correct`, what its fit logs),
+    in eval mode, one batch at a time (nothing but the count is kept)."""
+    hits = rows = 0
+    was_training = model.training
+    model.eval()
+    try:
+        with model.intervene(edits):
+            for batch in batches:
+                batch = {key: value.to(model.device) for key, value in batch.items()}
+                target = batch["target"]
+                logits, _ = model(batch["source"], batch["source_lengths"], steps=target.shape[1])
+                hits += int(sequence_correct(logits.argmax(-1), target).sum())
+                rows += len(target)
+    finally:
+        model.train(was_training)
+    if not rows:
+        raise ValueError("no rows to score: the batches are empty")
+    return hits / rows
 
 
 def split_accuracy(model: Seq2Seq, data, split: str, edits: Sequence[Intervention] = ()) -> float:
-    """`sequence_accuracy` on the DataModule `data`'s `split`, in batches of `EVALUATION_BATCH`."""
+    """`sequence_accuracy` on the DataModule `data`'s `split` (every row, in order), in batches
+    of `EVALUATION_BATCH`: paper 1's accuracies and pruning, the atlas's SCAN sentence accuracy
+    (paper 3's)."""
     batches = data.split_dataloader(split, batch_size=EVALUATION_BATCH)
     return sequence_accuracy(model, batches, edits)
 

@@ -18,7 +18,7 @@ from experiments.atlas.cells import PAPER4_TIME, measure_model
 from experiments.atlas.claims import claims_of
 from experiments.atlas.decomposition import command_word, decomposition_cell, phrase_shares
 from experiments.atlas.questions import MODELS, Q3_MODELS, RULES
-from experiments.atlas.redundant import redundant_cell, sentence_accuracy
+from experiments.atlas.redundant import redundant_cell
 from experiments.atlas.report import matrix, not_yet_text, report_text, unjudged
 from experiments.atlas.runs import arguments_of, paper_layout
 from experiments.atlas.scales import NOT_WIRED, SCALES, WIRED_TASKS
@@ -31,7 +31,9 @@ from experiments.atlas.targets import (
     table_index,
 )
 from experiments.engine.publish import Stopwatch
+from lightning_modules.recurrent import Intervenable
 from lightning_modules.seq2seq import Seq2Seq
+from probes.interventions import sequence_accuracy, split_accuracy
 from probes.neuron_functions import trace_rows
 from tests.test_atlas_decomposition import planted_seq2seq
 
@@ -161,9 +163,11 @@ def test_the_command_word_carries_the_whole_logit_of_the_last_action(planted):
     assert other.sum() == 4 and shares[other].abs().max() < 1e-6
 
 
-class Answers(torch.nn.Module):
+class Answers(Intervenable, torch.nn.Module):
     """A stand-in seq2seq answering, from a table of sources, the right actions of the commands
     `known` and I_WALK at every step for any other command."""
+
+    device = torch.device("cpu")
 
     def __init__(self, data: ScanDataModule, known: set[str]):
         super().__init__()
@@ -185,13 +189,14 @@ class Answers(torch.nn.Module):
 
 def test_scans_redundant_input_is_training_minus_test_sentence_accuracy(scan_data):
     """Paper 3's reading: the share of all training rows answered exactly (every action and
-    <eos>) minus that of all test rows, the splits as they are (duplicates counted), whatever
-    the analysed rows."""
+    <eos>; `probes.interventions.split_accuracy`, whatever the batches) minus that of all test
+    rows, the splits as they are (duplicates counted), whatever the analysed rows."""
     known = {"turn right", "walk twice", "look opposite right", "walk after turn right"}
     model = Answers(scan_data, known)
     train = sum(command in known for command in TRAIN) / len(TRAIN)
     test = sum(command in known for command in TEST) / len(TEST)
-    assert sentence_accuracy(model, scan_data.datasets["train"], batch=3) == train == 4 / 8
+    assert split_accuracy(model, scan_data, "train") == train == 4 / 8
+    assert sequence_accuracy(model, scan_data.split_dataloader("train", batch_size=3)) == train
     found = redundant_cell(model, None, "SCAN", scan_data)
     assert found["value"] == pytest.approx(train - test) and found["value"] == 0.0
     assert (found["train"], found["test"]) == (0.5, 0.5)

@@ -46,15 +46,13 @@ from torch import Tensor
 from datamodules.lookup_tables import collate_sequences
 from experiments.atlas.decomposition import signal_pair
 from experiments.atlas.targets import Rows
-from lightning_modules.seq2seq import sequence_correct
+from probes.interventions import split_accuracy
 from probes.neuron_functions import Traced, greedy_outputs, position_hits
 
 SEED = 0
 """The seed of the order the donors are taken in (`donors`)."""
 NO_REDUNDANT_INPUT = ("lookup tables", "rule corpus")
 """The tasks with no redundant input (`questions.NOT_APPLICABLE`)."""
-BATCH = 512
-"""Rows decoded at once for SCAN's sentence accuracies."""
 
 
 def lines_and_signals(traced: Traced) -> tuple[list[Tensor], list[Tensor]]:
@@ -107,25 +105,13 @@ def answered_after_swap(model, traced: Traced, taken: Tensor) -> Tensor:
     return position_hits(outputs, traced.token, traced.position)
 
 
-@torch.no_grad()
-def sentence_accuracy(model, rows: list[dict[str, Tensor]], batch: int = BATCH) -> float:
-    """The share of encoded seq2seq `rows` the model answers exactly when decoding greedily for
-    as many steps as each batch's targets (`lightning_modules.seq2seq.sequence_correct`, the
-    sentence accuracy its fit logs), `batch` rows at a time."""
-    hits = 0
-    for start in range(0, len(rows), batch):
-        part = collate_sequences(rows[start : start + batch])
-        outputs = greedy_outputs(model, part, part["target"].shape[1])
-        hits += int(sequence_correct(outputs, part["target"]).sum())
-    return hits / len(rows)
-
-
 def scan_cell(model, datamodule) -> dict:
-    """SCAN's `redundant_input` cell: `value`, the sentence accuracy on all training rows
-    (`train`) minus that on all test rows (`test`), and the rows of each split."""
+    """SCAN's `redundant_input` cell: `value`, the sentence accuracy (`probes.interventions.
+    split_accuracy`) on all training rows (`train`) minus that on all test rows (`test`), and
+    the rows of each split."""
     datamodule.setup()
     splits = {split: datamodule.datasets[split] for split in ("train", "test")}
-    accuracy = {split: sentence_accuracy(model, rows) for split, rows in splits.items()}
+    accuracy = {split: split_accuracy(model, datamodule, split) for split in splits}
     return {"value": accuracy["train"] - accuracy["test"], **accuracy,
             "rows": {split: len(rows) for split, rows in splits.items()}}  # fmt: skip
 
