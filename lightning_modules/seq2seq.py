@@ -37,6 +37,9 @@ from lightning_modules.tensorflow_init import tensorflow_initialise
 
 PAD, SOS, EOS = 0, 1, 2
 """Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
+LOSSES = ("token_loss", "attention_loss", "loss")
+"""What a step's loss is logged as: its parts (`sequence_losses`; `attention_loss` only with
+attention targets) and their weighted sum, the `loss` trained on."""
 
 
 def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
@@ -261,6 +264,9 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})
         self.train_loss_parts = nn.ModuleDict(
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
+        )
+        self.evaluation_losses = nn.ModuleDict(
+            {f"{metric_key(*s)}_{name}": MeanMetric() for s in splits[1:] for name in LOSSES}
         )
         self.token_acc = nn.ModuleDict(
             {
@@ -546,9 +552,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                     metric.update(log[name], weight=batch_size)
             return {"loss": loss, "prediction": prediction}
         for name, value in log.items():
-            self.log(f"{metric_prefix(stage, split)}/{name}", value, on_epoch=True,
-                     batch_size=batch_size, add_dataloader_idx=False)  # fmt: skip
-        self._log_accuracy(stage, split)
+            self.evaluation_losses[f"{metric_key(stage, split)}_{name}"].update(value, batch_size)
         return {"loss": loss, "prediction": prediction}
 
     def on_train_epoch_end(self) -> None:
@@ -556,6 +560,27 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             if metric.update_called:
                 self.log(f"train/{name}", metric)
         self._log_accuracy("train", "train")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_evaluation("val", self.val_splits)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_evaluation("test", self.test_splits)
+
+    def _log_evaluation(self, stage: str, splits: Sequence[str]) -> None:
+        """Each evaluated split's losses (weighted by batch size) and accuracies, once per epoch:
+        logged at every step, Lightning's bookkeeping cost more than the step itself at batch
+        size 1 (paper 1's)."""
+        for split in splits:
+            key = metric_key(stage, split)
+            if not self.seq_acc[key].update_called:
+                continue
+            for name in LOSSES:
+                metric = self.evaluation_losses[f"{key}_{name}"]
+                if metric.update_called:
+                    self.log(f"{metric_prefix(stage, split)}/{name}", metric,
+                             add_dataloader_idx=False)  # fmt: skip
+            self._log_accuracy(stage, split)
 
     def _log_accuracy(self, stage: str, split: str) -> None:
         """Log the split's accuracy metrics; Lightning computes and resets them per epoch."""

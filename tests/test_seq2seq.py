@@ -1,9 +1,11 @@
 """The seq2seq model: attentive-guidance loss, trace sites, scoped interventions."""
 
+import copy
 import math
 
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from datamodules import LookupTableDataModule
 from datamodules.lookup_tables import collate_sequences
@@ -165,7 +167,10 @@ def test_metrics_are_named_by_stage_and_split(data):
     model.validation_step(batch, 0, dataloader_idx=1)
     model.test_step(batch, 0, dataloader_idx=0)
     model.training_step(batch, 0)
-    assert {"val/test_sample/seq_acc", "test/train/seq_acc", "train/loss"} <= set(logged)
+    model.on_validation_epoch_end()
+    model.on_test_epoch_end()
+    assert {"val/test_sample/seq_acc", "val/test_sample/loss", "test/train/seq_acc",
+            "test/train/token_loss", "train/loss"} <= set(logged)  # fmt: skip
     assert "train/batch_seq_acc" in logged and "val/seq_acc" not in logged
 
 
@@ -281,12 +286,45 @@ def test_validation_loss_is_the_cross_entropy_of_the_named_decoder_inputs(valida
     model.log = lambda name, value, **kwargs: logged.setdefault(name, value)
     with torch.no_grad():
         model.validation_step(batch, 0)
+        model.on_validation_epoch_end()
         ratio = 0.0 if validation_loss == "own_outputs" else 1.0
         logits, _ = model(source, lengths, target, teacher_forcing_ratio=ratio)
     expected = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)
-    torch.testing.assert_close(logged["val/loss"], expected)
+    torch.testing.assert_close(logged["val/loss"].compute(), expected)
     with pytest.raises(ValueError, match="Unknown validation_loss 'greedy'"):
         Seq2Seq(11, 13, attention="none", validation_loss="greedy")
+
+
+def test_a_validation_logs_each_splits_losses_and_accuracies_weighted_by_batch_size(tmp_path):
+    """Through Lightning, batches of 4 and 2 rows: each split's `loss` is the mean over the
+    split's rows (each batch's mean weighted by its rows) and `seq_acc` the share of its rows
+    right, once per validation; a second validation logs the same (nothing carried over)."""
+    import pytorch_lightning as pl
+
+    torch.manual_seed(0)
+    model = Seq2Seq(11, 13, attention="none", embedding_size=5, hidden_size=7,
+                    val_splits=("val", "other"))  # fmt: skip
+    source, lengths, target = tiny_pairs(11, 13)
+    rows = [{"source": source[i:j], "source_lengths": lengths[i:j], "target": target[i:j]}
+            for i, j in ((0, 4), (4, 6))]  # fmt: skip
+    other = [{key: value.flip(0) for key, value in batch.items()} for batch in rows]
+    trainer = pl.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False, default_root_dir=tmp_path)  # fmt: skip
+    with torch.no_grad():
+        expected, apart = {}, copy.deepcopy(model)  # its metrics not those validate reads
+        for split, batches in (("val", rows), ("val/other", other)):
+            losses = [apart._shared_step(batch, "val", "val")["loss"] for batch in batches]
+            expected[f"{split}/loss"] = (losses[0] * 4 + losses[1] * 2) / 6
+        logits, _ = model(source, lengths, target, teacher_forcing_ratio=0.0)
+        right = ((logits.argmax(-1) == target) | (target == 0)).all(-1).float().mean()
+    for _ in range(2):
+        loaders = [DataLoader(batches, batch_size=None) for batches in (rows, other)]
+        logged = {k: v for done in trainer.validate(model, loaders, verbose=False)
+                  for k, v in done.items()}  # fmt: skip
+        for name, value in expected.items():
+            assert logged[name] == pytest.approx(float(value), rel=1e-6), name
+        assert logged["val/seq_acc"] == pytest.approx(float(right))
+        assert logged["val/other/seq_acc"] == pytest.approx(float(right))
 
 
 # ---- paper 3's authors' code: Luong attention, input feeding, TensorFlow's defaults ----------
