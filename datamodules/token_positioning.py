@@ -282,6 +282,42 @@ def corpus_pairs(data_dir: str | None, max_tokens: int | None = 30) -> dict[str,
     return _cached_pairs(corpus_key(data_dir, max_tokens), data_dir, max_tokens)
 
 
+@functools.lru_cache(maxsize=4)
+def _split_corpus(
+    key: str,
+    data_dir: str | None,
+    max_tokens: int,
+    signals: int,
+    data_seed: int,
+    shares: tuple[float, float],
+) -> tuple[dict[str, list[Pair]], list[Pair], dict[str, list[int]], list[str]]:
+    """The corpus `key` (`corpus_key`) split by `TokenPositioningDataModule.setup`: its pairs
+    of at least `signals` words per text and in all, each split's pair indices (a shuffle seeded
+    by `data_seed`, `shares` = validation and test shares) and the training split's words by
+    count, most first, ties by word. Kept for the process: counting the default text's 2.8
+    million training words takes seconds, and a reproduction sets up a DataModule per fit and
+    per measurement. Read only: DataModules share what it returns."""
+    pairs_by_text = {
+        name: [p for p in text_pairs if len(p[1]) >= signals]
+        for name, text_pairs in corpus_pairs(data_dir, max_tokens).items()
+    }
+    pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
+    order = list(range(len(pairs)))
+    random.Random(data_seed).shuffle(order)
+    validation_share, test_share = shares
+    test_size = round(test_share * len(pairs))
+    validation_size = round(validation_share * len(pairs))
+    split_indices = {
+        "test": order[:test_size],
+        "validation": order[test_size : test_size + validation_size],
+        "train": order[test_size + validation_size :],
+    }
+    counts = Counter(word for i in split_indices["train"] for line in pairs[i] for word in line)
+    # by count, most first, ties by word: a stable sort of the sorted words (no key tuples)
+    words = sorted(sorted(counts), key=counts.__getitem__, reverse=True)
+    return pairs_by_text, pairs, split_indices, words
+
+
 def position_token(position: int) -> str:
     return f"<pos={position}>"
 
@@ -416,25 +452,13 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
     def setup(self, stage: str | None = None) -> None:
         if self.datasets is not None:
             return
-        pairs_by_text = {
-            name: [p for p in text_pairs if len(p[1]) >= self.signals]
-            for name, text_pairs in corpus_pairs(self.data_dir, self.max_tokens).items()
-        }
-        pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
-        order = list(range(len(pairs)))
-        random.Random(self.data_seed).shuffle(order)
-        test_size = round(self.test_share * len(pairs))
-        validation_size = round(self.validation_share * len(pairs))
-        split_indices = {
-            "test": order[:test_size],
-            "validation": order[test_size : test_size + validation_size],
-            "train": order[test_size + validation_size :],
-        }
+        key = corpus_key(self.data_dir, self.max_tokens)
+        shares = (self.validation_share, self.test_share)
+        pairs_by_text, pairs, split_indices, words = _split_corpus(
+            key, self.data_dir, self.max_tokens, self.signals, self.data_seed, shares
+        )
         self._check_split_sizes(split_indices, len(pairs))
-        counts = Counter(word for i in split_indices["train"] for line in pairs[i] for word in line)
         fixed = SPECIALS + [position_token(t) for t in range(1, self.max_tokens + 1)]
-        # by count, most first, ties by word: a stable sort of the sorted words (no key tuples)
-        words = sorted(sorted(counts), key=counts.__getitem__, reverse=True)
         self._vocab = fixed + words[: self.vocab_size - len(fixed)]
         ids = {token: i for i, token in enumerate(self._vocab)}
         self.datasets = {
