@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
+
+from tests.tiny_run import torch_settings_kept
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs")
@@ -108,13 +109,9 @@ def environment(env: dict[str, str | None]) -> dict[str, str]:
 def run_module(module: str, arguments: list[str], cwd: Path, env: dict[str, str]) -> Ran:
     """`python -m module arguments` in this process (its `__main__`, `sys.argv` as typed), in
     `cwd` with `env` set; its exit status and printed output. What a fit sets for the whole
-    process (torch's deterministic algorithms, its thread count) is set back after it, so the
-    tests after it run as they would alone."""
+    process is set back after it (`torch_settings_kept`)."""
     output = io.StringIO()
-    deterministic = (torch.are_deterministic_algorithms_enabled(),
-                     torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
-    threads = torch.get_num_threads()
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, torch_settings_kept():
         patch.chdir(cwd)
         for name, value in env.items():
             patch.setenv(name, value)
@@ -125,9 +122,6 @@ def run_module(module: str, arguments: list[str], cwd: Path, env: dict[str, str]
                 status = 0
             except SystemExit as stop:
                 status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
-            finally:
-                torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
-                torch.set_num_threads(threads)
     return Ran(status, output.getvalue())
 
 

@@ -28,7 +28,11 @@ from tests.tiny_run import fit, weights
 
 
 def test_run_folder_holds_config_checkpoints_metrics_traces_and_weights(tmp_path):
-    run = fit(tmp_path, "runs")
+    torch.use_deterministic_algorithms(False)
+    threads = torch.get_num_threads()
+    run = fit(tmp_path, "runs")  # in this process, with `deterministic: true`
+    assert not torch.are_deterministic_algorithms_enabled()  # set back for the tests after it
+    assert torch.get_num_threads() == threads
     assert (run / "config.yaml").is_file()
     assert (
         yaml.safe_load((run / "config.yaml").read_text())["model"]["init_args"]["hidden_size"] == 8

@@ -1,6 +1,8 @@
 """The tiny lookup-table run the run-folder tests fit: paper 1's GRU seq2seq with 4-wide
 embeddings and 8 units, two epochs of 6 batches, seed 3, with every recording callback."""
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -36,11 +38,28 @@ TINY = {
 }  # fmt: skip
 
 
+@contextlib.contextmanager
+def torch_settings_kept() -> Iterator[None]:
+    """What a fit sets for the whole process (torch's deterministic algorithms, its thread
+    count) set back on leaving, so that the tests after an in-process fit run as they would
+    alone."""
+    deterministic = (torch.are_deterministic_algorithms_enabled(),
+                     torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        torch.set_num_threads(threads)
+
+
 def fit(tmp_path: Path, root: str, *extra: str) -> Path:
-    """Fit `TINY` under the run root `tmp_path / root`; its run folder."""
+    """Fit `TINY` under the run root `tmp_path / root`, in this process; its run folder."""
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
-    ExperimentCLI(args=["fit", "--config", str(config), "--run.root", str(tmp_path / root), *extra])
+    with torch_settings_kept():
+        arguments = ["fit", "--config", str(config), "--run.root", str(tmp_path / root), *extra]
+        ExperimentCLI(args=arguments)
     return tmp_path / root / "paper1" / "tiny" / "seed=3"
 
 
