@@ -158,16 +158,16 @@ STREAM_LENGTH = 50_000
 """Tokens of the authors' test documents (`synthetic_range_data.py`'s `test_corpus_length`)."""
 
 
-def authors_streams(data) -> dict[str, AuthorsCorpus]:
+def authors_streams(data, length: int = STREAM_LENGTH) -> dict[str, AuthorsCorpus]:
     """The authors' test documents for a run's corpus (`RuleCorpusDataModule` `data`), by their
     procedure (`datamodules.rule_corpora_authors.authors_evaluation_corpus`) over the run's
     Sigma and k: `test` (their `test.txt`, random tokens between the symbols, their analysis's
     default) and, for a pooled corpus (4.2), `domain_test` (their `domain_test.txt`: rule i takes
     pool conduit `i // conduit_count % 100`, as written; the two tokens their longer conduits
-    leave after `)` are Sigma's id 0 here, read by no measurement)."""
+    leave after `)` are Sigma's id 0 here, read by no measurement); `length` tokens each."""
     h = data.hparams
     train = data.corpus("train")
-    settings = dict(length=STREAM_LENGTH, vocab_size=train.vocabulary - 1,
+    settings = dict(length=length, vocab_size=train.vocabulary - 1,
                     rule_length=h.conduit_length + 2, seed=h.data_seed + 5)  # fmt: skip
     streams = {"test": authors_evaluation_corpus(None, **settings)}
     if h.conduit_pool is not None:
@@ -184,17 +184,18 @@ def stream_snapshots(
     only: Sequence[str] | None = None,
     bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
     dtype: torch.dtype | None = None,
+    stream_length: int = STREAM_LENGTH,
 ) -> dict[str, dict[str, Snapshot]]:
     """The authors' readings (`STREAM_READINGS`) of a run's weight snapshots `tags`, for the
-    phrases named in `only` (None: all), each rule of their streams decomposed
-    (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag.
+    phrases named in `only` (None: all), each rule of their streams (`stream_length` tokens)
+    decomposed (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag.
     `bias_at_phrase_end` and `dtype` as in `close_probabilities`."""
     folder = RunFolder(run)
     data, model = folder.datamodule("last"), folder.model("last")
     if dtype is not None:
         model = model.to(dtype)
     train = data.corpus("train")
-    streams = authors_streams(data)
+    streams = authors_streams(data, stream_length)
     readings: dict[str, dict[str, Snapshot]] = {AUTHORS: {}, AUTHORS_AT_CLOSE: {}}
     if "domain_test" in streams:
         readings[AUTHORS_DOMAIN] = {}

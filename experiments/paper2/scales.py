@@ -35,6 +35,9 @@ class Scale:
     probe_rules: int = 200
     overrides: tuple[str, ...] = ()
     authors_generator: bool = True  # Figure 3's settings also by the authors' generator
+    stream_length: int | None = None
+    """Tokens of each of the authors' test documents their analysis reads (None: theirs, 50,000:
+    `experiments.paper2.readings.STREAM_LENGTH`)."""
     # Figure 2's cell trained so too (`OPTIMIZERS`): one tuple per reading of the paper's
     # unstated values, each trained as its own group after the earlier ones (`training_order`)
     optimizers: tuple[tuple[str, ...], ...] = (
@@ -99,7 +102,7 @@ SCALES = {
     # mean nothing. Every kind of run once: two k and two n, Figure 3 by both generators, both
     # readings of the optimizers; one seed, 2 epochs of 4,000 tokens, 8 units.
     "quick": Scale(4_000, 2, 1, (10, 20), (2, 3), (2,), (2,), (0,), predictability_rules=100,
-                   probe_rules=8, overrides=("--model.embedding_size", "8",
+                   probe_rules=8, stream_length=5_000, overrides=("--model.embedding_size", "8",
                                              "--model.hidden_size", "8")),
 }  # fmt: skip
 
