@@ -1,6 +1,7 @@
 """Paper 4's token-positioning metric, random decoder inputs, analysis rows, and the whole
 pipeline at quick scale (`python -m experiments.paper4 --scale quick`)."""
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -173,11 +174,12 @@ def test_the_chance_that_random_function_groups_share_a_unit():
 # ---- the null model: the untrained weights -----------------------------------------------------
 def test_the_untrained_weights_are_measured_as_the_trained_ones(quick):
     """Each run's measurements hold its untrained weights' (`epoch=init`): their test accuracy,
-    here recomputed by hand from the snapshot (greedy decoding of the test split, the token at
-    its position), and for a GRU the same analysis on every requested row; the claims carry the
-    rule's verdict on them, but for those without a null model."""
+    here recomputed by hand from the snapshot (greedy decoding of the test batches the scale
+    reads, the token at its position), and for a GRU the same analysis on every requested row;
+    the claims carry the rule's verdict on them, but for those without a null model."""
     from safetensors.torch import load_file
 
+    from experiments.paper4.scales import SCALES
     from experiments.paper4.untrained import NO_NULL
     from experiments.report import RULE_VERDICTS
     from storage import RunLayout
@@ -195,7 +197,8 @@ def test_the_untrained_weights_are_measured_as_the_trained_ones(quick):
     assert not all(run.state_dict("best")[k].equal(v) for k, v in snapshot.items())
     hits = total = 0
     with torch.no_grad():
-        for batch in datamodule.split_dataloader("test"):
+        batches = SCALES["quick"].test_batches  # the quick scale reads the first ones
+        for batch in itertools.islice(datamodule.split_dataloader("test"), batches):
             logits, _ = model(batch["source"], batch["source_lengths"],
                               steps=batch["target"].shape[1])  # fmt: skip
             outputs = logits.argmax(-1).tolist()

@@ -260,9 +260,11 @@ def analyse(model, datamodule, scale: Scale, correct_only: bool) -> dict:
         "counting_rises": rises,
         "counting_curves_by_drop": {str(p): c for p, c in by_drop.items()},
         "counting_rises_by_drop": rises_by_drop,
-        "random_inputs_accuracy": positioning_accuracy(model, datamodule, "test", random_seed=0),
+        "random_inputs_accuracy": positioning_accuracy(
+            model, datamodule, "test", scale.test_batches, random_seed=0
+        ),
         "random_word_inputs_accuracy": positioning_accuracy(
-            model, datamodule, "test", random_seed=0, words_only=True
+            model, datamodule, "test", scale.test_batches, random_seed=0, words_only=True
         ),
         "figure2": figure2_points(traced, found, datamodule.vocab).to_dict("list"),
     }
@@ -285,7 +287,10 @@ def analysis_of(path: Path, scale: Scale, reuse: bool, tag: str = "best") -> dic
     model, datamodule = run.model(tag), run.datamodule(tag)
     untrained = tag == UNTRAINED
     result = analyse(model, datamodule, scale, scale.correct_only and not untrained)
-    result["test_position_acc"] = (positioning_accuracy(model, datamodule, "test") if untrained
-                                   else run.test_accuracy("test", "position_acc"))  # fmt: skip
+    result["test_position_acc"] = (
+        positioning_accuracy(model, datamodule, "test", scale.test_batches)
+        if untrained
+        else run.test_accuracy("test", "position_acc")
+    )
     write_text_atomic(cache, json.dumps(result) + "\n")
     return result

@@ -409,6 +409,15 @@ def report_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
     return header_text(scale_name, scale, tables, clock, records) + method_text(scale, tables)
 
 
+def decoded_test_note(scale) -> str:
+    """What the test accuracies read, where the scale does not decode the whole test split."""
+    if scale.test_batches is None:
+        return ""
+    pairs = scale.test_batches * scale.batch_size
+    return (f" At this scale every test accuracy reads the first {scale.test_batches} batches of "
+            f"the test split ({pairs:,} pairs), not the whole split.")  # fmt: skip
+
+
 def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
                 records: Records) -> str:  # fmt: skip
     """The title, the summary, how the reproduction ran, and section 2's accuracies."""
@@ -477,7 +486,8 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 "training pairs": the same models' greedy accuracy on the first {scale.training_batches} batches
 ({scale.training_batches * scale.batch_size:,} pairs) of their training split (with those pairs'
 first-epoch signals), beside the test pairs' under the same decoding. "untrained": the test
-accuracy of the same runs' untrained weights (see The null model), where measured.
+accuracy of the same runs' untrained weights (see The null model), where
+measured.{decoded_test_note(scale)}
 
 ![training](figures/training.png)
 

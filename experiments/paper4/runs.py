@@ -101,7 +101,7 @@ def accuracies(model, datamodule, scale: Scale, analysis: dict | None, test: flo
                                                   scale.training_batches),
         "random_inputs_accuracy": (analysis["random_inputs_accuracy"] if analysis is not None
                                    else positioning_accuracy(model, datamodule, "test",
-                                                             random_seed=0)),
+                                                             scale.test_batches, random_seed=0)),
     }  # fmt: skip
 
 
@@ -114,8 +114,8 @@ def untrained_fields(name: str, scale: Scale, reuse: bool) -> Fields:
         analysis = analysis_of(run.path, scale, reuse, UNTRAINED) if name == "gru" else None
         torch.set_num_threads(1)
         model, datamodule = run.model(UNTRAINED), run.datamodule(UNTRAINED)
-        test = (analysis["test_position_acc"] if analysis is not None
-                else positioning_accuracy(model, datamodule, "test"))  # fmt: skip
+        test = (analysis["test_position_acc"] if analysis is not None else
+                positioning_accuracy(model, datamodule, "test", scale.test_batches))  # fmt: skip
         return {**accuracies(model, datamodule, scale, analysis, test), "analysis": analysis}
 
     return {"untrained": untrained}

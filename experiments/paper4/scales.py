@@ -51,6 +51,9 @@ class Scale:
     """The most common tokens analysed (section 4: 50)."""
     training_batches: int = 40
     """Training batches whose greedy accuracy the report sets beside the test accuracy."""
+    test_batches: int | None = None
+    """Test batches the measurements decode (the untrained weights' test accuracy and the
+    accuracies with random decoder inputs); None: the whole test split, as the fit's test."""
     correct_only: bool = True
     """Analyse only the rows the model answers correctly (False only for the quick scale, whose
     barely trained models answer almost none)."""
@@ -105,6 +108,8 @@ SCALES = {
         analysis_rows=20,
         control_draws=1,
         tokens=8,
+        training_batches=5,
+        test_batches=16,  # 1,024 test pairs of the 7,706
         correct_only=False,
         overrides=(
             "--trainer.max_epochs",
