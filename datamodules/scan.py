@@ -214,6 +214,29 @@ def union_of_splits(split: dict[str, list[Pair]]) -> list[Pair]:
     return union
 
 
+class EncodedPairs(torch.utils.data.Dataset):
+    """SCAN's (command, actions) `pairs` as rows of ids, encoded when read: `source` (the
+    command's word ids and end of sequence, 1), `source_lengths`, `target` (the action ids and
+    end of sequence, 2) and the row's `index`. Encoding every row when the data is set up took
+    seconds a DataModule, for rows a short fit never reads."""
+
+    def __init__(self, pairs: list[Pair], source_ids: dict[str, int], target_ids: dict[str, int]):
+        self.pairs, self.source_ids, self.target_ids = pairs, source_ids, target_ids
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        index = range(len(self.pairs))[index]  # from the end too, as a list's
+        words, actions = (column.split() for column in self.pairs[index])
+        return {  # Python ints -> torch.long tensors
+            "source": torch.tensor([self.source_ids[w] for w in words] + [1]),
+            "source_lengths": torch.tensor(len(words) + 1),
+            "target": torch.tensor([self.target_ids[a] for a in actions] + [2]),
+            "index": torch.tensor(index),
+        }
+
+
 class ScanDataModule(VocabularySizes, TrainTestDataModule):
     """SCAN ``addprim_jump`` as padded batches, the layout of
     :class:`~datamodules.lookup_tables.LookupTableDataModule` without its attention/table keys:
@@ -313,19 +336,8 @@ class ScanDataModule(VocabularySizes, TrainTestDataModule):
         splits |= {"train_sample": sample(train), "test_sample": sample(split["test"])}
         source_ids = {word: i for i, word in enumerate(self.source_vocab)}
         target_ids = {action: i for i, action in enumerate(self.target_vocab)}
-
-        def encode(index: int, pair: Pair) -> dict[str, torch.Tensor]:
-            words, actions = (column.split() for column in pair)
-            return {  # Python ints -> torch.long tensors
-                "source": torch.tensor([source_ids[w] for w in words] + [1]),
-                "source_lengths": torch.tensor(len(words) + 1),
-                "target": torch.tensor([target_ids[a] for a in actions] + [2]),
-                "index": torch.tensor(index),
-            }
-
         self.datasets = {
-            name: [encode(i, pair) for i, pair in enumerate(pairs)]
-            for name, pairs in splits.items()
+            name: EncodedPairs(pairs, source_ids, target_ids) for name, pairs in splits.items()
         }
         self.splits = splits
 
