@@ -55,9 +55,9 @@ from experiments.resume import (
 from lightning_modules.callbacks import RandomState, StepsInEpochs
 from lightning_modules.metrics_csv import RunMetricsCSV, kept_rows
 from storage import RunLayout
+from storage.checkpoint_io import AtomicCheckpointIO
 from storage.files import (
     FULL_DISK_ERRNOS,
-    AtomicCheckpointIO,
     RunFileError,
     RunFolderLock,
     delete_entry,

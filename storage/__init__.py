@@ -1,5 +1,6 @@
 """The ground floor: atomic writes, safetensors, weights-only checkpoint loading, the run-folder
-lock (:mod:`storage.files`), the one definition of a run folder's layout (:mod:`storage.layout`),
+lock (:mod:`storage.files`), Lightning's checkpoints written atomically
+(:mod:`storage.checkpoint_io`), the one definition of a run folder's layout (:mod:`storage.layout`),
 the reader of a run folder (:mod:`storage.run_folder`), a fit's replacement of the run in its
 folder as one transaction (:mod:`storage.replacement`) and the check that a class path read from a
 file is trusted (:mod:`storage.trusted_classes`). It imports no other package of the suite (the
@@ -11,7 +12,7 @@ the layout (`storage.layout`) does not import torch's checkpoint machinery or Li
 from importlib import import_module
 
 _HOMES = {
-    "AtomicCheckpointIO": "storage.files",
+    "AtomicCheckpointIO": "storage.checkpoint_io",
     "RunFileError": "storage.files",
     "RunFolderLock": "storage.files",
     "load_checkpoint": "storage.files",

@@ -29,6 +29,13 @@ def test_listing_the_probes_imports_no_probe_and_no_heavy_library():
     assert imported_by(code) == set()
 
 
+def test_the_run_files_floor_imports_no_lightning():
+    """Writing a run's files atomically and reading its checkpoints as data (`storage.files`)
+    needs torch, not Lightning: only a fit's checkpoint writer (`storage.checkpoint_io`) is
+    Lightning's."""
+    assert imported_by("import storage.files, storage.layout") == set()
+
+
 def test_a_probes_help_lists_its_own_options(capsys):
     from probes.command.cli import parser
 
