@@ -9,8 +9,9 @@ from torch.utils.data import DataLoader
 
 from datamodules import LookupTableDataModule
 from datamodules.lookup_tables import collate_sequences
+from lightning_modules.attention import Attention
 from lightning_modules.recurrent import SITES, Intervention
-from lightning_modules.seq2seq import Attention, Seq2Seq, sequence_losses
+from lightning_modules.seq2seq import Seq2Seq, sequence_losses
 
 
 @pytest.fixture(scope="module")
