@@ -424,6 +424,7 @@ def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
     stopped = [f"{name} seed={seed}: {len(record['curves']['epoch'])} epochs"
                for (name, seed), record in records.items()]  # fmt: skip
     data_source = records[("gru", scale.seeds["gru"][0])]["data_source"]
+    tested = decoded_test_note(scale)
     coverage = records[("gru", scale.seeds["gru"][0])]["analysis"]["coverage"]
     stopping = "early stopping (patience 3 epochs on the validation loss, as the paper)"
     time_cap = (f"until {stopping}" if scale.max_time is None else
@@ -486,8 +487,7 @@ outputting neurons, Table 1 and the gate interaction of section 5, regenerated b
 "training pairs": the same models' greedy accuracy on the first {scale.training_batches} batches
 ({scale.training_batches * scale.batch_size:,} pairs) of their training split (with those pairs'
 first-epoch signals), beside the test pairs' under the same decoding. "untrained": the test
-accuracy of the same runs' untrained weights (see The null model), where
-measured.{decoded_test_note(scale)}
+accuracy of the same runs' untrained weights (see The null model), where measured.{tested}
 
 ![training](figures/training.png)
 
