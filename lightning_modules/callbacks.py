@@ -8,16 +8,17 @@ rank zero only.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
-from torch import Tensor
+from torch import Tensor, nn
 from torchmetrics import MeanMetric, Metric
 
 from lightning_modules.splits import metric_key, metric_prefix
@@ -38,21 +39,28 @@ def pad_and_concatenate(chunks: list[Tensor]) -> Tensor:
     return torch.cat(padded)
 
 
+@contextlib.contextmanager
+def evaluating(model: nn.Module) -> Iterator[None]:
+    """`model` in evaluation mode (no dropout) inside the block, in its own mode again after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def record_split(model: pl.LightningModule, loader) -> dict[str, Tensor]:
     """`model.trace` over every batch of `loader`, with the batch itself under `batch.<key>`."""
-    was_training = model.training
-    model.eval()
     chunks: dict[str, list[Tensor]] = {}
-    try:
+    with evaluating(model):
         for batch in loader:
             batch = {k: v.to(model.device) for k, v in batch.items()}
             traced = model.trace(batch)
             traced.update({f"batch.{key}": value for key, value in batch.items()})
             for key, value in traced.items():
                 chunks.setdefault(key, []).append(value)
-    finally:
-        model.train(was_training)
     return {key: pad_and_concatenate(values) for key, values in chunks.items()}
 
 

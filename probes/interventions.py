@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from lightning_modules.callbacks import evaluating
 from lightning_modules.recurrent import Intervention
 from lightning_modules.seq2seq import Seq2Seq, sequence_correct
 from probes.weights import strongest_units, unit_strength
@@ -35,18 +36,13 @@ def sequence_accuracy(
     many steps as its targets (`lightning_modules.seq2seq.sequence_correct`, what its fit logs),
     in eval mode, one batch at a time (nothing but the count is kept)."""
     hits = rows = 0
-    was_training = model.training
-    model.eval()
-    try:
-        with model.intervene(edits):
-            for batch in batches:
-                batch = {key: value.to(model.device) for key, value in batch.items()}
-                target = batch["target"]
-                logits, _ = model(batch["source"], batch["source_lengths"], steps=target.shape[1])
-                hits += int(sequence_correct(logits.argmax(-1), target).sum())
-                rows += len(target)
-    finally:
-        model.train(was_training)
+    with evaluating(model), model.intervene(edits):
+        for batch in batches:
+            batch = {key: value.to(model.device) for key, value in batch.items()}
+            target = batch["target"]
+            logits, _ = model(batch["source"], batch["source_lengths"], steps=target.shape[1])
+            hits += int(sequence_correct(logits.argmax(-1), target).sum())
+            rows += len(target)
     if not rows:
         raise ValueError("no rows to score: the batches are empty")
     return hits / rows

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import pad_and_concatenate, savable_state
+from lightning_modules.callbacks import evaluating, pad_and_concatenate, savable_state
 from probes.attach import Attached
 from probes.command.base import RECORDED
 from storage import RunLayout
@@ -76,12 +76,9 @@ def record_run(
 def recorded_tensors(attached: Attached, batches, forward, time_first: bool):
     """`record_run`'s traces and batch tensors over every batch, concatenated, and the line on
     each batch tensor's axes."""
-    model = attached.model
-    was_training = model.training
-    model.eval()
     chunks: dict[str, list[Tensor]] = {}
     axes: dict[str, str] = {}
-    try:
+    with evaluating(attached.model):
         for batch in batches:
             with attached.trace() as trace:
                 forward(batch)
@@ -94,8 +91,6 @@ def recorded_tensors(attached: Attached, batches, forward, time_first: bool):
                         recorded[f"batch.{key}"] = recorded_value
             for key, value in recorded.items():
                 chunks.setdefault(key, []).append(value)
-    finally:
-        model.train(was_training)
     return {key: pad_and_concatenate(values) for key, values in chunks.items()}, axes
 
 
