@@ -14,7 +14,6 @@ import pytest
 import torch
 from torch import nn
 
-from experiments.paper2 import readings
 from experiments.paper2.readings import close_probabilities, stream_snapshots
 from lightning_modules.language_model import LanguageModel
 from probes.contextual_decomposition import (
@@ -352,10 +351,11 @@ def test_paper2_readings_take_the_before_fix_cd_in_float64(language_run):
         assert before.phrase[phrase].mean != pytest.approx(today64.phrase[phrase].mean, rel=1e-4)
 
 
-def test_paper2_stream_readings_take_the_before_fix_cd_in_float64(language_run, monkeypatch):
-    monkeypatch.setattr(readings, "STREAM_LENGTH", 2000)  # their streams, shorter
-    today = stream_snapshots(language_run, ["epoch=0"], ["open"])
-    before = stream_snapshots(language_run, ["epoch=0"], ["open"], "irrelevant", torch.float64)
+def test_paper2_stream_readings_take_the_before_fix_cd_in_float64(language_run):
+    shorter = {"stream_length": 2000}  # their streams, shorter
+    today = stream_snapshots(language_run, ["epoch=0"], ["open"], **shorter)
+    before = stream_snapshots(language_run, ["epoch=0"], ["open"], "irrelevant", torch.float64,
+                              **shorter)  # fmt: skip
     for reading, snapshots in before.items():
         assert snapshots["epoch=0"].error < 1e-12 < today[reading]["epoch=0"].error
         assert snapshots["epoch=0"].phrase["open"].mean != pytest.approx(

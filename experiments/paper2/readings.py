@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from datamodules.rule_corpora_authors import AuthorsCorpus, authors_evaluation_corpus
+from experiments.paper2.scales import STREAM_LENGTH
 from probes.command.contextual_decomposition import rule_close_probabilities
 from probes.contextual_decomposition import BiasAtPhraseEnd, mean_and_standard_error
 from probes.stream_decomposition import stream_close_probabilities
@@ -154,8 +155,6 @@ STREAM_READINGS = {
     AUTHORS_DOMAIN: "the authors' analysis on their domain_test.txt stream (the training pool's "
     "conduits, 4.2's runs only), P read at omega's own step",
 }
-STREAM_LENGTH = 50_000
-"""Tokens of the authors' test documents (`synthetic_range_data.py`'s `test_corpus_length`)."""
 
 
 def authors_streams(data, length: int = STREAM_LENGTH) -> dict[str, AuthorsCorpus]:

@@ -49,7 +49,6 @@ from experiments.paper2.readings import (
     AUTHORS,
     AUTHORS_AT_CLOSE,
     AUTHORS_DOMAIN,
-    STREAM_LENGTH,
     Snapshot,
     close_probabilities,
     snapshot_of,
@@ -134,9 +133,10 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
     readings: dict[str, dict[str, Snapshot]] = {}
     for tags, only in read_tags(setting, scale):
-        streams = stream_snapshots(layout.path, tags, only,
-                                   stream_length=scale.stream_length or STREAM_LENGTH)  # fmt: skip
-        groups = {TEXT: close_probabilities(layout.path, tags, only), **streams}
+        groups = {
+            TEXT: close_probabilities(layout.path, tags, only),
+            **stream_snapshots(layout.path, tags, only, stream_length=scale.stream_length),
+        }
         for name, snapshots_by_tag in groups.items():
             for tag, snapshot in snapshots_by_tag.items():
                 kept = readings.setdefault(name, {}).get(tag)

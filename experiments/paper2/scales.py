@@ -16,6 +16,8 @@ from experiments.engine.cli import reproduction_parser
 from storage.layout import UNTRAINED
 
 CONFIG = Path(__file__).parents[1] / "configs" / "paper2" / "language_model.yaml"
+STREAM_LENGTH = 50_000
+"""Tokens of the authors' test documents (`synthetic_range_data.py`'s `test_corpus_length`)."""
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,8 @@ class Scale:
     probe_rules: int = 200
     overrides: tuple[str, ...] = ()
     authors_generator: bool = True  # Figure 3's settings also by the authors' generator
-    stream_length: int | None = None
-    """Tokens of each of the authors' test documents their analysis reads (None: theirs, 50,000:
-    `experiments.paper2.readings.STREAM_LENGTH`)."""
+    stream_length: int = STREAM_LENGTH
+    """Tokens of each of the authors' test documents their analysis reads (theirs by default)."""
     # Figure 2's cell trained so too (`OPTIMIZERS`): one tuple per reading of the paper's
     # unstated values, each trained as its own group after the earlier ones (`training_order`)
     optimizers: tuple[tuple[str, ...], ...] = (
