@@ -299,7 +299,7 @@ def _split_corpus(
     per measurement. Read only: DataModules share what it returns."""
     pairs_by_text = {
         name: [p for p in text_pairs if len(p[1]) >= signals]
-        for name, text_pairs in corpus_pairs(data_dir, max_tokens).items()
+        for name, text_pairs in _cached_pairs(key, data_dir, max_tokens).items()
     }
     pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
     order = list(range(len(pairs)))
