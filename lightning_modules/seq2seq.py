@@ -220,7 +220,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             {"token_loss": MeanMetric(), "attention_loss": MeanMetric()}
         )
         self.evaluation_losses = nn.ModuleDict(
-            {f"{metric_key(*s)}_{name}": MeanMetric() for s in splits[1:] for name in LOSSES}
+            {metric_key(*s): nn.ModuleDict({n: MeanMetric() for n in LOSSES}) for s in splits[1:]}
         )
         self.token_acc = nn.ModuleDict(
             {
@@ -506,7 +506,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
                     metric.update(log[name], weight=batch_size)
             return {"loss": loss, "prediction": prediction}
         for name, value in log.items():
-            self.evaluation_losses[f"{metric_key(stage, split)}_{name}"].update(value, batch_size)
+            self.evaluation_losses[metric_key(stage, split)][name].update(value, batch_size)
         return {"loss": loss, "prediction": prediction}
 
     def on_train_epoch_end(self) -> None:
@@ -530,7 +530,7 @@ class Seq2Seq(Intervenable, pl.LightningModule):
             if not self.seq_acc[key].update_called:
                 continue
             for name in LOSSES:
-                metric = self.evaluation_losses[f"{key}_{name}"]
+                metric = self.evaluation_losses[key][name]
                 if metric.update_called:
                     self.log(f"{metric_prefix(stage, split)}/{name}", metric,
                              add_dataloader_idx=False)  # fmt: skip
