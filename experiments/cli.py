@@ -159,15 +159,16 @@ class _ArgumentParser(LightningArgumentParser):
 class RunConfigSaver(SaveConfigCallback):
     """Lightning's config saver, writing `<run>/config.yaml` atomically (never through a link) and
     only for `fit` (a validate or test leaves the fit's config as it was), with `--run.replace`
-    left out (a resumed or repeated fit replaces nothing unless told again). The same resolved
-    config is the fit's W&B run config (`wandb_config`)."""
+    left out (a resumed or repeated fit replaces nothing unless told again) and `--ckpt_path`
+    too (it names a file, which a run folder's config may not: the run stays resumable). The
+    same resolved config is the fit's W&B run config (`wandb_config`)."""
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         if self.already_saved or stage != "fit":
             return
         if trainer.is_global_zero:
             config = self.config.clone()
-            config.run.replace = False
+            config.run.replace, config.ckpt_path = False, None
             text = self.parser.dump(config, skip_none=False)
             write_text_atomic(Path(trainer.default_root_dir) / self.config_filename, text)
             for logger in trainer.loggers:

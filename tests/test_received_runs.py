@@ -137,6 +137,13 @@ def test_the_resume_hint_names_resume_and_resume_needs_no_config(runs, finished,
     assert_same_run(finished, runs["whole"])
 
 
+def test_a_run_resumed_twice_equals_an_uninterrupted_one(runs, tmp_path):
+    run = fit(runs["config"], tmp_path / "runs", "--trainer.max_epochs", "1")
+    main(["fit", "--resume", str(run), "--trainer.max_epochs", "2"])
+    main(["fit", "--resume", str(run), "--trainer.max_epochs", "3"])
+    assert_same_run(run, runs["whole"])
+
+
 # Row 2: files of the run folder that are links to files outside it.
 def test_a_linked_lock_is_refused_and_its_target_untouched(runs, finished, tmp_path, capsys):
     outside = tmp_path / "outside.txt"
