@@ -112,7 +112,7 @@ def authors_training_corpus(
 
 def authors_evaluation_corpus(
     conduit_vocab: list[list[int]] | None,
-    length: int = 50_000,
+    length: int,
     vocab_size: int = VOCAB_SIZE,
     rule_length: int = RULE_LENGTH,
     conduit_count: int = CONDUIT_COUNT,
@@ -121,7 +121,9 @@ def authors_evaluation_corpus(
 ) -> AuthorsCorpus:
     """The script's `test.txt` (`conduit_vocab` None: random tokens between the symbols) or
     `domain_test.txt` (the training corpus's pool, rule i taking conduit
-    `i // conduit_count % pool`); `valid.txt` is `test.txt` of another seed."""
+    `i // conduit_count % pool`); `valid.txt` is `test.txt` of another seed. `length` tokens:
+    the script's `test_corpus_length`, left to the caller (the DataModule passes its
+    `evaluation_length`)."""
     rng = random.Random(seed)
     document: list = [rng.randint(0, vocab_size) for _ in range(length)]
     offsets = [rng.randint(0, sequence_length - rule_length)
