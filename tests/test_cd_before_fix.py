@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from experiments.paper2.readings import close_probabilities, stream_snapshots
+from experiments.paper2.readings import CdSettings, close_probabilities, stream_snapshots
 from lightning_modules.language_model import LanguageModel
 from probes.contextual_decomposition import (
     bias_with_phrase,
@@ -342,8 +342,9 @@ def test_paper2_readings_take_the_before_fix_cd_in_float64(language_run):
     phrases' readings and leaves the full model's alone; the defaults are today's."""
     tags, only = ["epoch=0"], ["open", "conduit"]
     today = close_probabilities(language_run, tags, only)["epoch=0"]
-    before = close_probabilities(language_run, tags, only, "irrelevant", torch.float64)["epoch=0"]
-    today64 = close_probabilities(language_run, tags, only, dtype=torch.float64)["epoch=0"]
+    before_fix, float64 = CdSettings("irrelevant", torch.float64), CdSettings(dtype=torch.float64)
+    before = close_probabilities(language_run, tags, only, before_fix)["epoch=0"]
+    today64 = close_probabilities(language_run, tags, only, float64)["epoch=0"]
     assert today.error > 1e-10 and before.error < 1e-12 and today64.error < 1e-12
     assert before.full.mean == pytest.approx(today.full.mean, rel=1e-5)
     for phrase in only:
@@ -354,8 +355,8 @@ def test_paper2_readings_take_the_before_fix_cd_in_float64(language_run):
 def test_paper2_stream_readings_take_the_before_fix_cd_in_float64(language_run):
     shorter = {"stream_length": 2000}  # their streams, shorter
     today = stream_snapshots(language_run, ["epoch=0"], ["open"], **shorter)
-    before = stream_snapshots(language_run, ["epoch=0"], ["open"], "irrelevant", torch.float64,
-                              **shorter)  # fmt: skip
+    before = stream_snapshots(language_run, ["epoch=0"], ["open"],
+                              CdSettings("irrelevant", torch.float64), **shorter)  # fmt: skip
     for reading, snapshots in before.items():
         assert snapshots["epoch=0"].error < 1e-12 < today[reading]["epoch=0"].error
         assert snapshots["epoch=0"].phrase["open"].mean != pytest.approx(

@@ -96,23 +96,31 @@ def combined(snapshots: Sequence[Snapshot]) -> Snapshot:
     )
 
 
+@dataclass(frozen=True)
+class CdSettings:
+    """Which CD reads a run's model: `bias_at_phrase_end="irrelevant"` the authors' CD before
+    their fix (`probes.contextual_decomposition.bias_with_phrase`), `dtype` (e.g.
+    `torch.float64`) the model cast to it first; the defaults (`FIXED_CD`): the fixed CD, in the
+    run's own dtype, as the reproduction reads."""
+
+    bias_at_phrase_end: BiasAtPhraseEnd = "relevant"
+    dtype: torch.dtype | None = None
+
+
+FIXED_CD = CdSettings()
+
+
 def close_probabilities(
-    run: Path,
-    tags: list[str],
-    only: Sequence[str] | None = None,
-    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
-    dtype: torch.dtype | None = None,
+    run: Path, tags: list[str], only: Sequence[str] | None = None, cd: CdSettings = FIXED_CD
 ) -> dict[str, Snapshot]:
     """For each weight snapshot `tag`, P(omega | phrase) at the close symbol of the run's probe
     rules (section 3.1: softmax of the phrase's part of the logits), for every phrase of
     `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
-    in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe runs
-    too), as estimates over the rules. `bias_at_phrase_end="irrelevant"` reads it with the
-    authors' CD before their fix, `dtype=torch.float64` in float64 (defaults: the fixed CD, in
-    the run's own dtype)."""
+    by `cd` in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe
+    runs too), as estimates over the rules."""
     measured = rule_close_probabilities(RunFolder(run), tags, only,
-                                        bias_at_phrase_end=bias_at_phrase_end,
-                                        dtype=dtype)  # fmt: skip
+                                        bias_at_phrase_end=cd.bias_at_phrase_end,
+                                        dtype=cd.dtype)  # fmt: skip
     return {
         tag: Snapshot(
             {name: estimate(values) for name, values in result.phrase.items()},
@@ -181,18 +189,15 @@ def stream_snapshots(
     run: Path,
     tags: list[str],
     only: Sequence[str] | None = None,
-    bias_at_phrase_end: BiasAtPhraseEnd = "relevant",
-    dtype: torch.dtype | None = None,
+    cd: CdSettings = FIXED_CD,
     stream_length: int = STREAM_LENGTH,
 ) -> dict[str, dict[str, Snapshot]]:
     """The authors' readings (`STREAM_READINGS`) of a run's weight snapshots `tags`, for the
     phrases named in `only` (None: all), each rule of their streams (`stream_length` tokens)
-    decomposed (`probes.stream_decomposition.stream_close_probabilities`): by reading, by tag.
-    `bias_at_phrase_end` and `dtype` as in `close_probabilities`."""
+    decomposed by `cd` (`probes.stream_decomposition.stream_close_probabilities`): by reading,
+    by tag."""
     folder = RunFolder(run)
-    data, model = folder.datamodule("last"), folder.model("last")
-    if dtype is not None:
-        model = model.to(dtype)
+    data, model = folder.datamodule("last"), folder.model("last").to(dtype=cd.dtype)
     train = data.corpus("train")
     streams = authors_streams(data, stream_length)
     readings: dict[str, dict[str, Snapshot]] = {AUTHORS: {}, AUTHORS_AT_CLOSE: {}}
@@ -203,7 +208,7 @@ def stream_snapshots(
         for name, stream in streams.items():
             read = stream_close_probabilities(
                 model, stream.tokens, train.conduit_length, train.open_symbol,
-                train.close_symbol, only, bias_at_phrase_end=bias_at_phrase_end,
+                train.close_symbol, only, bias_at_phrase_end=cd.bias_at_phrase_end,
             )  # fmt: skip
             after = Snapshot({phrase: estimate(v) for phrase, v in read.after_close.items()},
                              estimate(read.full_after_close), read.error)  # fmt: skip

@@ -217,9 +217,7 @@ def rule_close_probabilities(
     their fix (`probes.contextual_decomposition.bias_with_phrase`); `dtype` (e.g.
     `torch.float64`): the model cast to it before decomposing (None: as saved)."""
     data = run.datamodule(settings_tag)
-    model = run.model(settings_tag).to(device)
-    if dtype is not None:
-        model = model.to(dtype)
+    model = run.model(settings_tag).to(device, dtype)  # dtype None: as saved
     batch = next(iter(data.split_dataloader("rules", batch_size=len(data.datasets["rules"]))))
     tokens = batch["input"].to(device)
     open_position = int(batch["open_position"][0])
