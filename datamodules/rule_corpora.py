@@ -21,16 +21,18 @@ from datamodules.rule_corpus import RuleCorpus
 
 
 def generate_rule_corpus(
-    length: int = 1_000_000,
-    vocabulary: int = 1000,
-    rules: int = 1000,
-    conduit_length: int = 8,
+    length: int,
+    vocabulary: int,
+    rules: int,
+    conduit_length: int,
     seed: int = 0,
     conduit_pool: int | None = None,
     conduit_copies: int = 0,
     pool: Tensor | None = None,
 ) -> RuleCorpus:
-    """A corpus of exactly `length` tokens with `rules` instances of `alpha q omega`.
+    """A corpus of exactly `length` tokens over `vocabulary` types with `rules` instances of
+    `alpha q omega`, each conduit `q` `conduit_length` tokens (the paper's values are
+    `RuleCorpusDataModule`'s defaults).
 
     `conduit_pool`: None draws every conduit `q` afresh from Sigma^k; a number draws that many
     conduits and uses each `rules / conduit_pool` times (paper 2, 4.2: 100 conduits, 10 uses

@@ -56,7 +56,8 @@ def test_unpredictable_setting_has_no_copies_and_same_seed_same_corpus():
 def test_impossible_settings_are_clear_errors():
     with pytest.raises(ValueError, match="do not fit in 100 tokens"):
         generate_rule_corpus(length=100, vocabulary=10, rules=20, conduit_length=8)
+    small = dict(length=1000, vocabulary=10, conduit_length=3)
     with pytest.raises(ValueError, match="multiple of conduit_pool"):
-        generate_rule_corpus(length=1000, rules=15, conduit_pool=10)
+        generate_rule_corpus(rules=15, conduit_pool=10, **small)
     with pytest.raises(ValueError, match="needs a conduit_pool"):
-        generate_rule_corpus(length=1000, rules=10, conduit_copies=3)
+        generate_rule_corpus(rules=10, conduit_copies=3, **small)
