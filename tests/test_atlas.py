@@ -30,6 +30,8 @@ from experiments.atlas.questions import (
     cell_status,
     preregistration_text,
 )
+from experiments.atlas.runs import paper_layout
+from experiments.atlas.scales import SCALES
 from experiments.atlas.targets import EOS, NO_LABEL, lookup_table_batch, table_index
 from experiments.report import RULE_VERDICTS
 from lightning_modules.seq2seq import Seq2Seq
@@ -254,7 +256,11 @@ def test_overlap_beyond_chance():
 
 
 # ---- the quick atlas end to end ------------------------------------------------------------------
-QUICK_RUNS = ("paper1_baseline/seed=1", "paper1_guided/seed=1", "paper4_gru/seed=0")
+QUICK_RUNS = ("paper1_baseline/seed=1", "paper1_guided/seed=1", "paper2_lm/seed=0",
+              "paper4_gru/seed=0")  # fmt: skip
+INAPPLICABLE = {"paper1_baseline": 1, "paper1_guided": 1, "paper2_lm": 3, "paper4_gru": 0}
+"""How many of each quick model's cells do not apply: paper 1's rows have no redundant input;
+paper2_lm has none either, one table index and no paper 4's stages (`questions.AMENDMENTS`)."""
 
 
 @pytest.fixture(scope="module")
@@ -264,10 +270,10 @@ def quick(tmp_path_factory):
 
 
 def test_quick_atlas_measures_every_model_beside_its_null(quick):
-    """The quick atlas trains paper 1's baseline and guided GRUs and paper 4's GRU as their
-    papers' own runs (in their papers' run folders, where a paper's reproduction under the same
-    run root would have trained them), measures each by the wired methods trained and untrained
-    into its measurements file under `atlas/` and beside the report,
+    """The quick atlas trains paper 1's baseline and guided GRUs, paper 2's language model and
+    paper 4's GRU as their papers' own runs (in their papers' run folders, where a paper's
+    reproduction under the same run root would have trained them), measures each by the wired
+    methods trained and untrained into its measurements file under `atlas/` and beside the report,
     and writes the matrix (table and figure) and the questions it can judge, each beside its
     verdict on the untrained weights; the rest are listed as not yet judged (no model it trains
     is one a method of theirs does not apply to, so none is listed as never judged)."""
@@ -278,24 +284,25 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
         record = json.loads((folder / "report" / "runs" / "atlas" / run / "measurements.json")
                             .read_text())  # fmt: skip
         assert "--run.root" not in record["command"] and record["schema"] == 1
-        paper, variant = run[:-7].split("_", 1)  # trained as its paper's own run, in its folder
+        model, seed = run[:-7], int(run[-1])  # trained as its paper's own run, in its folder
         assert "atlas" not in record["command"]
-        trained = folder / "runs" / paper / variant / run[-6:]
+        trained = paper_layout(model, seed, SCALES["quick"], folder / "runs").path
         assert (trained / "checkpoints" / "best.ckpt").is_file()
         assert [p.name for p in (folder / "runs" / "atlas" / run).iterdir()] == [
             "measurements.json"
         ]
         for measured in (record, record["untrained"]):
             assert set(measured["cells"]) == set(WIRED)
-            assert all((value is None) == (cell_status(run[:-7], name) != "measured")
+            assert all((value is None) == (cell_status(model, name) != "measured"
+                                           or "does_not_apply" in (measured.get(name) or {}))
                        for name, value in measured["cells"].items()), run  # fmt: skip
-        assert record["tokens"] and record["untrained"]["tokens"]
+        paper4_stages = model != "paper2_lm"  # a language model has no paper 4's tokens
+        assert bool(record["tokens"] and record["untrained"]["tokens"]) == paper4_stages
         for measured in (record, record["untrained"]):  # beta + gamma is the model's logit
             assert measured["contextual_decomposition"]["error"] < 1e-4
-        row = next(line for line in report.splitlines() if line.startswith(f"| `{run[:-7]}`"))
-        inapplicable = int(run.startswith("paper1"))  # paper 1's rows have no redundant input
-        assert row.count("(null ") == len(WIRED) - inapplicable
-        assert row.count("does not apply") == inapplicable
+        row = next(line for line in report.splitlines() if line.startswith(f"| `{model}`"))
+        assert row.count("(null ") == len(WIRED) - INAPPLICABLE[model]
+        assert row.count("does not apply") == INAPPLICABLE[model]
     assert (folder / "report" / "figures" / "matrix.png").stat().st_size > 1000
     assert "![The matrix](figures/matrix.png)" in report
     assert set(claims) == {
@@ -314,8 +321,9 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
     )
     assert "`q2.most.paper1_baseline`" not in pending and "`q2.b_over_a`" in pending
     assert "`q3.guidance_only`" in pending and pending.count("\n- `") == len(RULES) - len(claims)
-    assert "19 cells measured" in report and "3 where the" in report
-    assert output.count("] paper") == 3
+    assert "23 cells measured" in report and "5 where the" in report
+    assert "- `paper2_lm` x `functional_groups`: the rule corpus has one rule" in report
+    assert output.count("] paper") == 4
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
@@ -325,7 +333,7 @@ def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
     kept = folder / "report" / "runs"
     output, again = quick_reproduction("atlas", folder / "rebuilt",
                                        options=("--runs", str(kept), "--reuse-runs"))  # fmt: skip
-    assert "3 done before, 0 to run" in output
+    assert "4 done before, 0 to run" in output
     assert not list(kept.rglob("*.ckpt"))
     assert {k: (c["verdict"], c["null"], c["measured"]) for k, c in again.items()} == {
         k: (c["verdict"], c["null"], c["measured"]) for k, c in claims.items()

@@ -8,7 +8,9 @@ The methods are the probes' own (`probes.traces.site_functional_group`,
 decomposition and `redundant.py`'s swap of the redundant input); what is the atlas's is which
 site, label and rows each reads (the pre-registration's counterparts) and the one number each cell
 reports.
-The same function measures a trained model and its untrained weights (the null).
+The same function measures a trained model and its untrained weights (the null). A language model
+(paper 2's, on the rule corpus) has one layer where a seq2seq model has an encoder and a decoder:
+its cells read that layer (`language_model_cells`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ from __future__ import annotations
 import math
 
 import torch
+from captum.attr import IntegratedGradients
 from torch import Tensor
 
 from experiments.atlas.decomposition import decomposition_cell
 from experiments.atlas.redundant import redundant_cell
-from experiments.atlas.targets import NO_LABEL, Rows, decoder_steps, encoder_steps, table_index
+from experiments.atlas.targets import (
+    NO_LABEL,
+    RULE_CORPUS,
+    Rows,
+    decoder_steps,
+    encoder_steps,
+    table_index,
+)
 from experiments.paper1.analyses import GRU_ROLES, THRESHOLDS
+from lightning_modules.recurrent import Intervention
 from probes.activations import gate_saturation
 from probes.diagnostic import ablation_functional_group
 from probes.neuron_functions import (
@@ -56,12 +67,15 @@ def update_gate(cell: str) -> str:
     return GRU_ROLES[cell]["update_gate"]
 
 
-def functional_group_cell(traced: Traced, labels: Tensor, gate: str) -> dict:
+def functional_group_cell(traced: Traced, labels: Tensor, gate: str, module: str = "decoder"
+                          ) -> dict:  # fmt: skip
     """Paper 1's diagnostic classifier and functional group (the co-authors' procedure) of the
-    decoder's `gate` for the table-index `labels` `[rows, decoder time]`; the cell is the
-    all-unit classifier's held-out accuracy (None with fewer than two labels)."""
-    site = f"decoder.{gate}"
-    trace = {site: traced.record[site], "label.table": labels, "valid.decoder": labels != NO_LABEL}
+    `module`'s `gate` (a seq2seq model's decoder, a language model's `lstm`) for the table-index
+    `labels` `[rows, time]`; the cell is the all-unit classifier's held-out accuracy (None with
+    fewer than two labels)."""
+    site = f"{module}.{gate}"
+    trace = {site: traced.record[site], "label.table": labels,
+             f"valid.{module}": labels != NO_LABEL}  # fmt: skip
     if len(torch.unique(labels[labels != NO_LABEL])) < 2:
         return {"value": None, "why": "fewer than two table indices among the analysed rows"}
     group = site_functional_group(trace, site, "label.table", procedure="coauthors")
@@ -79,10 +93,11 @@ def saturation_cell(traced: Traced, gate: str) -> dict:
     return {"value": float(torch.tensor(result["encoder"]["left"]).median()), **result}
 
 
-def connectivity_cell(state: dict[str, Tensor], gate: str) -> dict:
-    """Paper 1's connectivity of the encoder's recurrent `gate` matrix at its threshold; the cell
-    is the hub share of the receiving units."""
-    graph = connectivity(gate_weights(state, "encoder", gate, "hh"), THRESHOLDS["encoder"])
+def connectivity_cell(state: dict[str, Tensor], gate: str, module: str = "encoder") -> dict:
+    """Paper 1's connectivity of the `module`'s recurrent `gate` matrix (a seq2seq model's
+    encoder, a language model's `lstm`) at paper 1's encoder threshold; the cell is the hub share
+    of the receiving units."""
+    graph = connectivity(gate_weights(state, module, gate, "hh"), THRESHOLDS["encoder"])
     return {"value": graph.hub_share("to"), "edge_share": graph.edge_share, "edges": graph.edges}
 
 
@@ -168,7 +183,10 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
     """Every wired cell of one model (trained or untrained) on its analysed `rows` (and, for a
     cell that reads whole splits, SCAN's redundant input, its run's `datamodule`): the cells'
     values under `cells`, what each was computed from beside them; for a model without paper
-    4's time the cells of `PAPER4_TIME` say why they do not apply (`does_not_apply`)."""
+    4's time the cells of `PAPER4_TIME` say why they do not apply (`does_not_apply`). A language
+    model's rows (the rule corpus) are measured by `language_model_cells`."""
+    if task == RULE_CORPUS:
+        return language_model_cells(model, rows, cell, state)
     traced, gate = rows.traced, update_gate(cell)
     units = traced.record["decoder.hidden"].shape[-1]
     torch.manual_seed(0)
@@ -198,4 +216,102 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
         "statistics": statistics,
         **parts,
         "tokens": tokens,
+    }
+
+
+# ---- a language model's cells: paper 2's LSTM on the rule corpus ---------------------------------
+LAYER = "lstm"
+"""A language model's one recurrent layer (`lightning_modules.language_model.LanguageModel`):
+what a seq2seq model's encoder and decoder are to its cells."""
+ONE_RULE = (
+    "the rule corpus has one rule (one alpha, one omega: paper 2, section 4.1), so its table "
+    "index, alpha's identity, takes one value on every labelled step, and a diagnostic "
+    "classifier needs two"
+)
+NO_PAPER4_STAGES = (
+    "paper 4's stages do not follow a language model on the rule corpus: their first stage "
+    "separates the analysed token's states from other analysed tokens' (storing), and the rule "
+    "corpus has one analysed token, omega; their manipulations read the token from the model's "
+    "own greedy outputs a step later, where a language model reads its corpus"
+)
+"""Why the `neuron_functions` cell does not apply to paper2_lm (`questions.AMENDMENTS`)."""
+
+
+def next_token_probability(state: Tensor, tokens: Tensor, token: Tensor, model, step: int
+                           ) -> Tensor:  # fmt: skip
+    """P(`token` `[rows]` next) `[rows]` at the time `step` of `tokens` `[rows, time]` (the rows'
+    own inputs) when the language model's hidden state there is `state` `[rows, units]`."""
+    edit = Intervention(f"{LAYER}.hidden", steps=(step,), operation="replace",
+                        value=state[:, None])  # fmt: skip
+    logits, _ = model(tokens[:, : step + 1], edits=[edit])
+    return logits[:, step].softmax(-1).gather(1, token[:, None])[:, 0]
+
+
+def omega_attributions(model, traced: Traced, n_steps: int = 32) -> Tensor:
+    """`[rows, units]`: integrated gradients (zero baseline, `n_steps`) of P(omega at T) with
+    respect to h_(T-1), paper 4's time with alpha at t = 0 (`targets.steps_until_omega`): the
+    state after the last conduit token, from which the language model predicts omega (it has no
+    decoder step between reading its request and its first output), its inputs the rows' own."""
+    steps = traced.batch["open_position"] + traced.position - 1
+    hidden, tokens = traced.record[f"{LAYER}.hidden"], traced.batch["input"]
+    maps = torch.zeros(hidden.shape[0], hidden.shape[-1])
+    for step in torch.unique(steps).tolist():
+        rows = torch.nonzero(steps == step).flatten()
+        state = hidden[rows, step]
+        with torch.enable_grad():
+            maps[rows] = IntegratedGradients(next_token_probability).attribute(
+                state.clone(), baselines=torch.zeros_like(state), n_steps=n_steps,
+                additional_forward_args=(tokens[rows], traced.token[rows], model, step),
+            ).detach()  # fmt: skip
+    return maps
+
+
+def layer_saturation_cell(traced: Traced, gate: str) -> dict:
+    """Paper 1's gate saturation of a language model's `gate` per unit over every step of its
+    rows; the cell is the median fraction left-saturated."""
+    values = traced.record[f"{LAYER}.{gate}"]
+    saturation = gate_saturation(values, torch.ones(values.shape[:2], dtype=torch.bool))
+    left = saturation.left
+    return {"value": float(left.median()),
+            LAYER: {"left": left.tolist(), "right": saturation.right.tolist()}}  # fmt: skip
+
+
+def language_model_cells(model, rows: Rows, cell: str, state: dict[str, Tensor]) -> dict:
+    """Every cell of a language model (trained or untrained) on its rule rows
+    (`targets.rule_corpus_rows`), in `measure_model`'s form: functional groups of its layer's
+    update gate for alpha's identity (does not apply where that takes one value, `ONE_RULE`),
+    gate saturation, connectivity, paper 2's contextual decomposition of omega's logit by alpha,
+    the integrated gradients' concentration at h_(T-1) (`omega_attributions`); the redundant
+    input and paper 4's stages (`NO_PAPER4_STAGES`) do not apply."""
+    traced, gate = rows.traced, update_gate(cell)
+    units = traced.record[f"{LAYER}.hidden"].shape[-1]
+    labels = table_index(traced, RULE_CORPUS)
+    empty = {"value": None, "why": "no analysed rows"}
+    if not len(traced.token):
+        groups = saturation = ig = empty
+    else:
+        one = len(torch.unique(labels[labels != NO_LABEL])) < 2
+        groups = ({"value": None, "does_not_apply": ONE_RULE} if one
+                  else functional_group_cell(traced, labels, gate, LAYER))  # fmt: skip
+        saturation = layer_saturation_cell(traced, gate)
+        ig = {"value": top_share(omega_attributions(model, traced)), "rows": len(traced.token)}
+    parts = {
+        "functional_groups": groups,
+        "gate_saturation": saturation,
+        "connectivity": connectivity_cell(state, gate, LAYER),
+        "contextual_decomposition": decomposition_cell(model, rows, RULE_CORPUS),
+        "integrated_gradients": ig,
+        "neuron_functions": {"value": None, "does_not_apply": NO_PAPER4_STAGES},
+        "redundant_input": redundant_cell(model, rows, RULE_CORPUS),
+    }
+    statistics = token_statistics({}, units) | {"ig_top_share": ig["value"]}
+    return {
+        "rows": len(traced.token),
+        "requested": len(rows.correct),
+        "answered": float(rows.correct.float().mean()),
+        "units": units,
+        "cells": {name: part["value"] for name, part in parts.items()},
+        "statistics": statistics,
+        **parts,
+        "tokens": {},
     }

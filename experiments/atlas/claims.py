@@ -183,4 +183,7 @@ NEEDS = {
 """The cells (model, method) each claim reads: where one of them does not apply the claim is
 never judged on this model set; where one is not measured yet, not yet (question 1's storing
 effect and function share, and question 4's overlap, come from paper 4's stages on the model,
-which its `neuron_functions` cell reports)."""
+which its `neuron_functions` cell reports). The report reads this where a claim cannot be
+judged, its cells not measured, so it is written out rather than found by running the claims;
+`tests/test_atlas_claims.py` judges every claim from records where only its cells here are
+measured and fails where a claim reads any other."""

@@ -15,7 +15,11 @@ The determining phrase, as source positions (`PHRASES`):
   table at the step that applies it; the final string's T applies every table);
 - SCAN: the command word the last action comes from, as its table index (its verb, or its
   direction for a turn): the one source position `action_source` names for step T - 1
-  (`targets.scan_batch`).
+  (`targets.scan_batch`);
+- rule corpus: alpha, for omega (paper 2's `open` phrase, `targets.alpha_phrase`). A language
+  model's omega logit is its prediction at the last conduit token, decomposed from a zero state
+  by paper 2's own CD (`probes.contextual_decomposition.decompose_language_model`, the CD its
+  reproduction reads, the output bias in gamma).
 
 beta + gamma must give the model's own logits (relative error, `TOLERANCE`); a decomposition that
 does not is a bug and stops the measurement. A model CD cannot follow (`refused_seq2seq`: paper
@@ -29,11 +33,12 @@ import torch
 from torch import Tensor
 
 from datamodules.token_positioning import SPECIALS
-from experiments.atlas.targets import Rows
+from experiments.atlas.targets import RULE_CORPUS, Rows, alpha_phrase
 from lightning_modules.seq2seq import SOS
 from probes.contextual_decomposition import (
     DecomposedLogits,
     Decomposition,
+    decompose_language_model,
     decompose_seq2seq,
     refused_seq2seq,
 )
@@ -95,7 +100,7 @@ def command_word(traced: Traced) -> Tensor:
 
 
 PHRASES = {"token positioning": signal_pair, "lookup tables": applied_tables,
-           "SCAN": command_word}  # fmt: skip
+           "SCAN": command_word, RULE_CORPUS: alpha_phrase}  # fmt: skip
 """Each wired task's determining phrase of its analysed rows (`questions.COUNTERPARTS`)."""
 
 
@@ -126,10 +131,32 @@ def analysed_parts(model, traced: Traced, phrases: Tensor) -> tuple[Tensor, Tens
     return beta, gamma, error
 
 
-def phrase_shares(model, traced: Traced, phrases: Tensor) -> tuple[Tensor, float]:
+@torch.no_grad()
+def language_model_parts(model, traced: Traced, phrases: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """`analysed_parts` of a language model's rule rows (`targets.rule_corpus_rows`): omega's
+    logit where the model predicts it (the step of the last conduit token, alpha's step + T - 1)
+    split by paper 2's CD from a zero state with `phrases` `[rows, time]` as the phrase, rows
+    decomposed by that step."""
+    tokens = traced.batch["input"]
+    steps = traced.batch["open_position"] + traced.position - 1
+    beta, gamma, error = (torch.zeros(len(tokens)) for _ in range(3))
+    for step in torch.unique(steps).tolist():
+        rows = torch.nonzero(steps == step).flatten()
+        parts = decompose_language_model(model, tokens[rows], phrases[rows], steps=[step])
+        token = traced.token[rows, None]
+        beta[rows] = parts.relevant[:, 0].gather(1, token)[:, 0]
+        gamma[rows] = parts.irrelevant[:, 0].gather(1, token)[:, 0]
+        error[rows] = parts.approximation_error()[:, 0]
+    return beta, gamma, error
+
+
+def phrase_shares(model, traced: Traced, phrases: Tensor, task: str = "") -> tuple[Tensor, float]:
     """beta / (|beta| + |gamma|) of each row's analysed token at T `[rows]` (0 where both are 0),
-    and the largest relative error of beta + gamma; an error above `TOLERANCE` stops here."""
-    beta, gamma, errors = analysed_parts(model, traced, phrases)
+    and the largest relative error of beta + gamma; an error above `TOLERANCE` stops here. A
+    `task` of a language model (the rule corpus) is read by `language_model_parts`, any other by
+    `analysed_parts`."""
+    parts = language_model_parts if task == RULE_CORPUS else analysed_parts
+    beta, gamma, errors = parts(model, traced, phrases)
     error = float(errors.max())
     if not error <= TOLERANCE:
         raise RuntimeError(f"contextual decomposition: beta + gamma is off the model's own logits "
@@ -143,7 +170,7 @@ def decomposition_cell(model, rows: Rows, task: str) -> dict:
     """The `contextual_decomposition` cell of `model` on its analysed `rows` of `task`: `value`
     (the mean share over the rows), the mean per analysed token, the rows and the largest
     relative error; for a model CD cannot follow, `value` None and `does_not_apply` (why)."""
-    why = refused_seq2seq(model.hparams)
+    why = None if task == RULE_CORPUS else refused_seq2seq(model.hparams)
     if why:
         return {"value": None, "does_not_apply": f"contextual decomposition cannot follow the "
                 f"model: {why}"}  # fmt: skip
@@ -153,7 +180,7 @@ def decomposition_cell(model, rows: Rows, task: str) -> dict:
     if task not in PHRASES:
         raise ValueError(f"the determining phrase of {task!r} rows is not built yet "
                          f"(built: {', '.join(PHRASES)})")  # fmt: skip
-    shares, error = phrase_shares(model, traced, PHRASES[task](traced))
+    shares, error = phrase_shares(model, traced, PHRASES[task](traced), task)
     tokens = {rows.names[token]: float(shares[traced.token == token].mean())
               for token in rows.tokens if bool((traced.token == token).any())}  # fmt: skip
     return {"value": float(shares.mean()), "rows": len(shares), "error": error, "tokens": tokens}

@@ -122,6 +122,20 @@ AMENDMENTS = (
      "(`cells.PAPER4_TIME`), as their `contextual_decomposition` cells already were (CD cannot "
      "follow that encoder), and `q4.overlap.paper3_scan_A` / `_B` and the SCAN claims of q2 are "
      "not judged. Their other cells, and q3, are measured as registered."),
+    ("2026-11-29",
+     "Before any paper2_lm run. The rule corpus has one rule (one alpha, one omega: paper 2, "
+     "section 4.1), so its table index, alpha's identity, takes one value on every labelled "
+     "step: paper2_lm's `functional_groups` cell, whose diagnostic classifier needs two, is "
+     "reported as not applying, found when measured. Paper 4's time on the language model is "
+     "the one the counterparts fix: alpha at t = 0 (steps until omega, from alpha on: T - t = "
+     "k + 1 at alpha), so h_(T-1) is the state after the last conduit token, the one that "
+     "predicts omega (a language model has no decoder step between reading its request and its "
+     "first output): `integrated_gradients` is measured there. `neuron_functions` does not "
+     "apply, found when measured (`cells.NO_PAPER4_STAGES`): paper 4's first stage separates "
+     "the analysed token's states from other analysed tokens' and the rule corpus has one, "
+     "omega; its manipulations read the token from the model's own greedy outputs a step later, "
+     "where a language model reads its corpus. paper2_lm's other cells are measured as "
+     "registered; no claim reads its cells."),
 )  # fmt: skip
 """Changes to this pre-registration, each dated and said to come before the runs it concerns."""
 

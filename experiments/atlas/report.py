@@ -220,6 +220,7 @@ def report_text(scale_name: str, scale: Scale, records: Records, claims: list[Cl
     measured = counts[ABOVE] + counts[BELOW] + counts[EQUAL]
     title = report_title("The atlas: every paper's method on every paper's models", scale_name)
     runs = ", ".join(f"{model} seed={seed}" for model, seed in sorted(records))
+    why_not_yet = f" ({not_yet_text(scale)})" if not_yet_text(scale) else ""
     return f"""{title}
 
 Every paper's method on every paper's models, each cell beside the same method on the model's own
@@ -236,8 +237,8 @@ paper's own fit arguments ({runs}).{kept_note(list(records.values()))} This sitt
 {len(MODELS)} models by {len(METHODS)} methods: {measured} cells measured ({counts[ABOVE]} above
 their null, {counts[BELOW]} below, {counts[EQUAL]} equal), {counts[NOT_APPLICABLE]} where the
 method does not apply (the reasons are in the pre-registration, or below where the measurement
-found them; a claim reading one is never judged), {counts[NOT_YET]} not yet measured
-({not_yet_text(scale)}). A cell is the mean over the model's seeds of the statistic the
+found them; a claim reading one is never judged), {counts[NOT_YET]} not yet
+measured{why_not_yet}. A cell is the mean over the model's seeds of the statistic the
 pre-registration names for its method; beside it, the same on the untrained
 weights.{found_not_applicable(cells)}
 

@@ -11,7 +11,13 @@ other method read any task's rows alike, and the table index labels its decoder 
   1,467 times; a repeated command is the same row); T the position of the last action before
   `<eos>`, the analysed token that action; the table index of a decoder step the command word its
   action comes from (`action_words`: its verb, or its direction for a turn), the batch's
-  `action_source` (the word's source position).
+  `action_source` (the word's source position);
+- rule corpus (paper 2): every split's rule instances (the training, validation and test corpora's
+  and the probe rules paper 2 reads, `RuleCorpusDataModule`), each as paper 2's probe rules are
+  cut: `context` tokens, alpha, the conduit (the language model reads up to the last conduit
+  token, whose next-token prediction is omega); T the position of omega counted from alpha
+  (conduit length + 1), the analysed token omega; steps remaining T - t with alpha at t = 0
+  (`steps_until_omega`), the table index alpha's identity from alpha to the last conduit token.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS as LOOKUP_SPLITS
 from datamodules.lookup_tables import collate_sequences
+from datamodules.rule_corpus import RuleCorpus
 from datamodules.scan import CONJUNCTIONS, PRIMITIVES, TURNS, interpret
+from probes.contextual_decomposition import rule_phrases
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,
     ANALYSED_SPLITS,
@@ -195,10 +203,111 @@ def token_positioning_rows(model, datamodule, tokens: int, per_token: int,
     return Rows(traced, correct, chosen, {token: datamodule.vocab[token] for token in chosen})
 
 
+RULE_CORPUS = "rule corpus"
+PROBE_RULES = "rules"
+"""The `RuleCorpusDataModule` split of paper 2's probe rules (section 3.1); its other splits are
+corpora (`RuleCorpusDataModule.corpus`)."""
+
+
+def rule_instance_windows(corpus: RuleCorpus, context: int) -> Tensor:
+    """`[instances, context + k + 2]`: every rule instance of `corpus` with at least `context`
+    tokens before its alpha, as paper 2's probe rules are cut (`datamodules.rule_corpora.
+    rule_windows`): the `context` corpus tokens before alpha, alpha, the conduit, omega."""
+    k = corpus.conduit_length
+    opens = corpus.open_positions[corpus.open_positions >= context]
+    windows = corpus.tokens[(opens - context)[:, None] + torch.arange(context + k + 2)]
+    if not (bool((windows[:, context] == corpus.open_symbol).all())
+            and bool((windows[:, -1] == corpus.close_symbol).all())):  # fmt: skip
+        raise ValueError(
+            "a rule corpus whose open_positions do not hold alpha with omega "
+            "conduit_length + 1 later: build it with datamodules.rule_corpora"
+        )
+    return windows
+
+
+def rule_corpus_batch(datamodule, per_token: int, seed: int = 0) -> tuple[dict[str, Tensor], int]:
+    """Every split's rule instances (each corpus's `rule_instance_windows` and the probe rules) as
+    one batch, at most `per_token` of them (drawn with `seed`, kept in split order): `input`
+    `[rows, context + k + 1]` (the window up to the last conduit token), `open_position` `[rows]`
+    (alpha's step), `signal_token` `[rows, 1]` (omega) and `signal_position` `[rows, 1]` (T =
+    k + 1, omega's position counted from alpha); and omega's id."""
+    datamodule.setup()
+    context = datamodule.hparams.context
+    corpora = [datamodule.corpus(split) for split in datamodule.corpora]
+    probes = [torch.cat([row["input"], row["target"][-1:]])
+              for row in datamodule.datasets[PROBE_RULES]]  # fmt: skip
+    windows = torch.cat([*(rule_instance_windows(c, context) for c in corpora),
+                         *([torch.stack(probes)] if probes else [])])  # fmt: skip
+    order = list(range(len(windows)))
+    random.Random(seed).shuffle(order)
+    kept = torch.tensor(sorted(order[:per_token]), dtype=torch.long)
+    omega, rows = corpora[0].close_symbol, len(kept)
+    batch = {
+        "input": windows[kept, :-1],
+        "open_position": torch.full((rows,), context),
+        "signal_token": torch.full((rows, 1), omega),
+        "signal_position": torch.full((rows, 1), corpora[0].conduit_length + 1),
+    }
+    return batch, omega
+
+
+@torch.no_grad()
+def trace_language_model(model, batch: dict[str, Tensor]) -> Traced:
+    """A language model's rule rows (`rule_corpus_batch`) read from a zero state, as paper 4's
+    `Traced`: the batch, the record of every site (`lstm.<site>` `[rows, time, units]`), the
+    greedy next-token predictions from alpha on (`outputs[:, j]`: the prediction of position
+    j + 1 counted from alpha, so `answered` is omega predicted at T), `states` None (the cells of
+    paper 4's time read the model themselves)."""
+    record: dict[str, Tensor] = {}
+    logits, _ = model(batch["input"], record=record)
+    opened = batch["open_position"]
+    steps = batch["input"].shape[1] - int(opened.min())
+    at = (opened[:, None] + torch.arange(steps)).clamp_max(batch["input"].shape[1] - 1)
+    return Traced(batch, record, logits.argmax(-1).gather(1, at), None)
+
+
+def rule_corpus_rows(model, datamodule, tokens: int, per_token: int, correct_only: bool) -> Rows:
+    """Paper 2's task as the atlas's rows (`rule_corpus_batch`; its one analysed token, omega,
+    whatever `tokens`), read by the language model from a zero state; with `correct_only` only
+    the rows whose omega it predicts at T."""
+    batch, omega = rule_corpus_batch(datamodule, per_token)
+    traced = trace_language_model(model, batch)
+    correct = traced.answered
+    return Rows(traced.rows(correct) if correct_only else traced, correct, [omega],
+                {omega: "omega"})  # fmt: skip
+
+
+def rule_steps(traced: Traced) -> Tensor:
+    """`[rows, time]`: the rule rows' steps from alpha to the last conduit token (the step whose
+    prediction is omega), paper 4's t = 0 .. T - 1 with alpha at t = 0."""
+    t = torch.arange(traced.batch["input"].shape[1])[None] - traced.batch["open_position"][:, None]
+    return (t >= 0) & (t < traced.position[:, None])
+
+
+def steps_until_omega(traced: Traced) -> Tensor:
+    """`[rows, time]`: the rule corpus's steps remaining (`questions.COUNTERPARTS`), the steps
+    until omega from alpha on: T - t at the step t counted from alpha (k + 1 at alpha, 1 at the
+    last conduit token), `NO_LABEL` elsewhere."""
+    t = torch.arange(traced.batch["input"].shape[1])[None] - traced.batch["open_position"][:, None]
+    return torch.where(rule_steps(traced), traced.position[:, None] - t, NO_LABEL)
+
+
+def alpha_phrase(traced: Traced) -> Tensor:
+    """`[rows, time]`: the rule corpus's determining phrase of omega, alpha alone (paper 2's
+    `open` phrase, `probes.contextual_decomposition.rule_phrases`)."""
+    phrase = torch.zeros(traced.batch["input"].shape, dtype=torch.bool)
+    for row, (opened, position) in enumerate(
+        zip(traced.batch["open_position"].tolist(), traced.position.tolist(), strict=True)
+    ):
+        phrase[row, rule_phrases(opened, position - 1)["open"]] = True
+    return phrase
+
+
 ROWS = {
     "lookup tables": lookup_table_rows,
     "token positioning": token_positioning_rows,
     "SCAN": scan_rows,
+    RULE_CORPUS: rule_corpus_rows,
 }
 """The analysed rows of each wired task (`scales.WIRED_TASKS`)."""
 
@@ -229,7 +338,11 @@ def table_index(traced: Traced, task: str) -> Tensor:
     `NO_LABEL` where a step has none: lookup tables, the table the step's attention target points
     at, for steps 0 .. T - 1; SCAN, the command word (its id) the step's target action comes
     from, for steps 0 .. T - 1; token positioning, the analysed token at the step that outputs it
-    (T - 1)."""
+    (T - 1); the rule corpus, alpha's identity at every step from alpha to the last conduit token
+    (`rule_steps`: the time of its rows' input)."""
+    if task == RULE_CORPUS:
+        alpha = traced.batch["input"].gather(1, traced.batch["open_position"][:, None])
+        return torch.where(rule_steps(traced), alpha, NO_LABEL)
     steps = traced.record["decoder.hidden"].shape[1]
     labels = torch.full((len(traced.token), steps), NO_LABEL)
     if task == "token positioning":
