@@ -16,25 +16,25 @@ Time follows the paper: t = -1 is the encoder reading the requested token, t = 0
 last step (the decoder's initial state, the bridge being the identity), t >= 1 the decoder's
 steps, so the paper's h_t for t >= 1 is the decoder's step t - 1 (`decoder_step`), and the token
 requested at position T is the output of step T - 1.
+
+sklearn, captum and the token-positioning task are imported by the functions that use them, so a
+report that reads only this module's names (`HYPOTHESES`, `MANIPULATIONS`) loads neither.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from captum.attr import IntegratedGradients
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_selection import RFE
-from sklearn.metrics import balanced_accuracy_score
-from sklearn.svm import LinearSVC
 from torch import Tensor
 
-from datamodules.token_positioning import SPECIALS
 from lightning_modules.recurrent import Intervention
-from lightning_modules.seq2seq import Seq2Seq
+
+if TYPE_CHECKING:
+    from lightning_modules.seq2seq import Seq2Seq
 
 PLAUSIBLE = 0.95
 """Section 3.1: a hypothesis is plausible when the classifier's accuracy exceeds this."""
@@ -96,7 +96,9 @@ class Candidates:
         return self.accuracy > PLAUSIBLE
 
 
-def _linear_svm(seed: int) -> LinearSVC:
+def _linear_svm(seed: int):
+    from sklearn.svm import LinearSVC
+
     return LinearSVC(C=1.0, dual=False, max_iter=5000, class_weight="balanced", random_state=seed)
 
 
@@ -112,6 +114,10 @@ def svm_rfe_candidates(
     by their inverse frequency in training: the triggering hypothesis (h_{T-1} against every
     earlier step) has one positive per row, so plain accuracy would pass 95% by always
     answering "earlier" once T exceeds 20."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.feature_selection import RFE
+    from sklearn.metrics import balanced_accuracy_score
+
     x = features.detach().double().numpy()
     y = labels.numpy()
     if len(np.unique(y)) < 2:
@@ -168,6 +174,8 @@ def state_attributions(
     held at `batch["decoder_inputs"]` (the greedy outputs of the unedited model). With
     `convergence_delta`, also captum's completeness error per row `[batch]`: the attributions'
     sum minus F(h_t) - F(0), which shrinks as `n_steps` grows."""
+    from captum.attr import IntegratedGradients
+
     arguments = (
         batch["source"], batch["source_lengths"], batch["decoder_inputs"],
         batch["signal_token"][:, -1], model, t, position,
@@ -376,6 +384,8 @@ ANALYSED_SPLITS = ("validation", "test")
 def analysed_tokens(datamodule, count: int = ANALYSED_TOKENS) -> list[int]:
     """Section 4: ids of the `count` most frequent words of a `TokenPositioningDataModule` (the
     vocabulary lists them by training frequency after the special and position tokens)."""
+    from datamodules.token_positioning import SPECIALS
+
     first = len(SPECIALS) + datamodule.max_tokens
     return list(range(first, first + count))
 

@@ -24,8 +24,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from pytorch_lightning.utilities import rank_zero_only
-
 from storage.files import RunFileError, RunFolderLock, delete_entry, link_error
 from storage.layout import RunLayout
 
@@ -113,7 +111,11 @@ def settle_replacement(run_dir: str | os.PathLike, purpose: str = "use it") -> N
     advice). A process Lightning started for another rank of a multi-process fit leaves it to
     rank zero."""
     layout = RunLayout(run_dir)
-    if rank_zero_only.rank != 0 or not any(map(os.path.lexists, _holding_folders(layout))):
+    if not any(map(os.path.lexists, _holding_folders(layout))):
+        return  # the common case, decided without importing Lightning
+    from pytorch_lightning.utilities import rank_zero_only
+
+    if rank_zero_only.rank != 0:
         return
     lock = RunFolderLock(layout.path, purpose=purpose)
     try:

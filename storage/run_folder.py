@@ -14,9 +14,9 @@ import inspect
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from pytorch_lightning import LightningDataModule, LightningModule
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import Tensor
@@ -25,6 +25,9 @@ from storage.files import RunFileError, load_checkpoint
 from storage.layout import UNTRAINED, RunLayout
 from storage.replacement import settle_replacement
 from storage.trusted_classes import check_class_paths, resolve_class
+
+if TYPE_CHECKING:  # imported by `model` and `datamodule`: reading a run's files needs no Lightning
+    from pytorch_lightning import LightningModule
 
 CHECKPOINT_FIX = "pick another checkpoint (python -m probes ... --checkpoint best|last|epoch=N)"
 
@@ -93,6 +96,8 @@ class RunFolder:
         the untrained model), in evaluation mode; its class and settings from the checkpoint
         `settings_tag(tag)` (its `_class_path`; runs from before the CLI recorded it are
         `Seq2Seq`)."""
+        from pytorch_lightning import LightningModule
+
         source = self.settings_tag(tag)
         settings = self.checkpoint(source)["hyper_parameters"]
         model_class = self._trusted_class(
@@ -106,6 +111,8 @@ class RunFolder:
     def datamodule(self, tag: str = "best"):
         """The run's DataModule, rebuilt from the settings of checkpoint `settings_tag(tag)` and
         set up."""
+        from pytorch_lightning import LightningDataModule
+
         tag = self.settings_tag(tag)
         settings = self.checkpoint(tag).get("datamodule_hyper_parameters")
         if not settings or "_class_path" not in settings:

@@ -114,13 +114,16 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     (tmp_path / "runs").rename(tmp_path / "aside")  # no checkpoint, no metrics.csv: only these
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "experiments.paper4", "--scale", "quick", "--runs", str(kept),
-             "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
+            [sys.executable, "-X", "importtime", "-m", "experiments.paper4", "--scale", "quick",
+             "--runs", str(kept), "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
             capture_output=True, text=True, timeout=HANG_GUARD,
         )  # fmt: skip
     finally:
         (tmp_path / "aside").rename(tmp_path / "runs")
     assert done.returncode == 0, done.stdout + done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}  # fmt: skip
+    assert not {"pytorch_lightning", "sklearn", "captum"} & imported  # a rebuild trains nothing
     rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
     assert rebuilt == (tmp_path / "report" / "results.json").read_text()
     assert (

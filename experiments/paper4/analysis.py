@@ -15,7 +15,7 @@ from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 
 from datamodules.token_positioning import SPECIALS
-from experiments.paper4.claims import FUNCTIONS
+from experiments.paper4.claims import FIGURE2_TOKENS, FUNCTIONS
 from experiments.paper4.scales import Scale
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from probes.neuron_functions import (
@@ -36,7 +36,6 @@ from storage.run_folder import RunFolder
 
 POSITIONS = ANALYSED_POSITIONS
 """Section 4: positions 1-13."""
-FIGURE2_TOKENS = 10
 
 
 @torch.no_grad()

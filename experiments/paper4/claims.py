@@ -40,6 +40,8 @@ from probes.neuron_functions import HYPOTHESES, MANIPULATIONS
 
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper4.json").read_text())
 FUNCTIONS = ("storing", "counting", "triggering", "outputting")
+FIGURE2_TOKENS = 10
+"""The tokens Figure 2 and the report's token table show, most common first."""
 
 
 def exact(value: float) -> Measured:

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pandas as pd
 
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
-from experiments.paper4.analysis import FIGURE2_TOKENS
+from experiments.paper4.claims import FIGURE2_TOKENS
 from experiments.paper4.findings import FINDINGS
 from experiments.paper4.reading_claims import every_claim
 from experiments.paper4.report import (
@@ -29,7 +29,6 @@ from experiments.paper4.report import (
     training_figure,
     training_table,
 )
-from experiments.paper4.runs import measure_all
 from experiments.paper4.scales import SCALES, VARIANTS, Scale, command_line
 from experiments.paper4.untrained import judged_claims, null_text, untrained_inputs
 from experiments.report import Claim, claims_frame, earlier_file, with_earlier
@@ -76,7 +75,10 @@ def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
 
 def measure(request: Request) -> dict[tuple[str, int], dict]:
     """Train and measure every variant's runs (those of the sitting's shard), analysing every GRU
-    (sections 3-5) with its untrained weights."""
+    (sections 3-5) with its untrained weights. Imported here: a report rebuilt from kept
+    measurements loads no training code."""
+    from experiments.paper4.runs import measure_all
+
     with request.clock.stage("training and analyses"):
         return measure_all(request.scale, request.sitting)
 

@@ -14,7 +14,8 @@ can be rebuilt from the measurement files alone: the reproduction copies them be
 are read back as they are, unless `--measure-untrained` asks for it: then their runs' untrained
 weights are measured, from the run folder or, where it is gone or has no snapshot, rebuilt from
 the seed by a one-batch fit in a scratch folder (`experiments.engine.measure`); nothing is trained
-again.
+again. The analysis is imported by the functions that measure a run, so a report rebuilt from
+kept measurements loads neither Lightning nor sklearn.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import torch
 from experiments.engine.measure import Fields, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
-from experiments.paper4.analysis import analysis_of, positioning_accuracy
 from experiments.paper4.scales import CONFIGS, VARIANT_CONFIGS, VARIANTS, Scale
 from storage import RunLayout
 from storage.files import RunFileError, read_saved_config
@@ -95,6 +95,8 @@ def accuracies(model, datamodule, scale: Scale, analysis: dict | None, test: flo
     first training batches (their epoch-0 signals: what the model learned of pairs it trained
     on, beside the test accuracy under the same decoding), and with every decoder input a random
     token (section 5's side finding; the analysis's, where there is one)."""
+    from experiments.paper4.analysis import positioning_accuracy
+
     return {
         "test_position_acc": test,
         "training_accuracy": positioning_accuracy(model, datamodule, "train",
@@ -111,6 +113,8 @@ def untrained_fields(name: str, scale: Scale, reuse: bool) -> Fields:
     (on every requested row: they answer none correctly; `analysis_of`)."""
 
     def untrained(run: RunFolder) -> dict:
+        from experiments.paper4.analysis import analysis_of, positioning_accuracy
+
         analysis = analysis_of(run.path, scale, reuse, UNTRAINED) if name == "gru" else None
         torch.set_num_threads(1)
         model, datamodule = run.model(UNTRAINED), run.datamodule(UNTRAINED)
@@ -128,6 +132,8 @@ def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     `scale.untrained_of_kept_runs`."""
 
     def trained(run: RunFolder) -> dict:
+        from experiments.paper4.analysis import analysis_of
+
         analysis = analysis_of(run.path, scale, sitting.reuse) if name == "gru" else None
         torch.set_num_threads(1)
         model, datamodule = run.model("best"), run.datamodule("best")
