@@ -346,6 +346,13 @@ def check_received_config(
             "holds no settings (not a mapping)",
             "resume from a run folder written by python -m experiments fit.",
         )
+    if isinstance(settings.get("ckpt_path"), str):  # saved by a resumed fit of an older version
+        raise _received(
+            received.where,
+            f"names the checkpoint {settings['ckpt_path']!r} (ckpt_path)",
+            "a fit reads its checkpoint from the command line: set ckpt_path to null in that file, "
+            "then resume the run (python -m experiments fit --resume RUN).",
+        )
     received.value({key: value for key, value in settings.items() if key != "run"})
     received.value(settings.get("run"), PLAIN_DATA["run"])
     received.sections(settings)

@@ -144,6 +144,24 @@ def test_a_run_resumed_twice_equals_an_uninterrupted_one(runs, tmp_path):
     assert_same_run(run, runs["whole"])
 
 
+def test_a_config_naming_its_checkpoint_says_to_set_it_to_null_and_then_resumes(
+    runs, finished, capsys
+):
+    """A config.yaml saved by a resumed fit of an older version names the checkpoint it resumed
+    from: one line says so and how to mend it; mended, the run resumes as an uninterrupted one."""
+    layout = RunLayout(finished)
+    config = yaml.safe_load(layout.config.read_text())
+    config["ckpt_path"] = str(layout.checkpoint("last"))
+    layout.config.write_text(yaml.safe_dump(config))
+    before = state(finished)
+    error = refused(capsys, "fit", "--resume", str(finished), "--trainer.max_epochs", "3")
+    assert "(ckpt_path)" in error and "set ckpt_path to null" in error, error
+    assert state(finished) == before
+    layout.config.write_text(yaml.safe_dump({**config, "ckpt_path": None}))
+    main(["fit", "--resume", str(finished), "--trainer.max_epochs", "3"])
+    assert_same_run(finished, runs["whole"])
+
+
 # Row 2: files of the run folder that are links to files outside it.
 def test_a_linked_lock_is_refused_and_its_target_untouched(runs, finished, tmp_path, capsys):
     outside = tmp_path / "outside.txt"
