@@ -24,12 +24,13 @@ sequences, or one sequence with many different phrases, at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
-from scipy.stats import sem
 from torch import Tensor, nn
 
 from lightning_modules.recurrent import LayerWeights, gate_blocks
@@ -560,6 +561,10 @@ class CloseProbabilities:
 
 
 def mean_and_standard_error(values: Tensor) -> tuple[float, float]:
-    """The mean of `values` and its standard error (scipy's `sem`: sample standard deviation /
-    sqrt(count))."""
-    return float(values.mean()), float(sem(values.numpy()))
+    """The mean of `values` and its standard error: the sample standard deviation / sqrt(count),
+    computed as scipy's `sem` computes it (the same bits), without its per-call overhead (a
+    report takes tens of thousands); NaN for fewer than two values."""
+    samples = np.atleast_1d(values.numpy())
+    if len(samples) < 2:
+        return float(values.mean()), math.nan
+    return float(values.mean()), float(np.std(samples, ddof=1) / len(samples) ** 0.5)

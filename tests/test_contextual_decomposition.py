@@ -1,6 +1,8 @@
 """Contextual decomposition of an LSTM (Murdoch et al. 2018; paper 2, section 3.1): the parts
 sum to the true outputs, batching changes nothing, and known answers on planted networks."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -101,3 +103,25 @@ def test_planted_model_gives_the_one_token_it_depends_on_all_the_relevance():
 def test_only_single_layer_batch_first_lstms():
     with pytest.raises(ValueError, match="1-layer unidirectional batch_first"):
         contextual_decomposition(nn.LSTM(2, 3), torch.zeros(1, 2, 2), torch.ones(1, 2).bool())
+
+
+def test_the_standard_error_is_scipys_sem_bit_for_bit():
+    """`mean_and_standard_error` computes what scipy's `sem` does, in both dtypes the readings
+    use, and NaN where one value gives no spread."""
+    import warnings
+
+    import numpy as np
+    from scipy.stats import sem
+
+    from probes.contextual_decomposition import mean_and_standard_error
+
+    generator = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        for count in (2, 3, 5, 17, 100):
+            values = (generator.standard_normal(count) * 3).astype(dtype)
+            mean, error = mean_and_standard_error(torch.from_numpy(values))
+            assert error == float(sem(values)) and mean == float(torch.from_numpy(values).mean())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning either
+        mean, error = mean_and_standard_error(torch.tensor([0.25]))
+    assert mean == 0.25 and math.isnan(error)
