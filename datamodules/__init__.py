@@ -1,15 +1,18 @@
-from datamodules.lookup_tables import LookupTableDataModule
-from datamodules.rule_corpora import RuleCorpusDataModule
-from datamodules.scan import ScanDataModule
-from datamodules.token_positioning import TokenPositioningDataModule
-from datamodules.toy_2d import Toy2DDataModule
-from datamodules.two_digit_images import TwoDigitImagesDataModule
+"""One module per task: its data, generated or read from a path the user gives, as a Lightning
+DataModule (paper 3's toy points also on their own, `toy_2d_points`, torch only).
 
-__all__ = [
-    "LookupTableDataModule",
-    "RuleCorpusDataModule",
-    "ScanDataModule",
-    "TokenPositioningDataModule",
-    "Toy2DDataModule",
-    "TwoDigitImagesDataModule",
-]
+The DataModules (the class paths the configs name, `datamodules.LookupTableDataModule`) are
+imported from their modules when first used, so that reading one task's constants or points (a
+report built from kept measurements) does not import every task, and Lightning with them."""
+
+from storage import lazy_names
+
+_TASKS = {
+    "LookupTableDataModule": "lookup_tables", "RuleCorpusDataModule": "rule_corpora",
+    "ScanDataModule": "scan", "TokenPositioningDataModule": "token_positioning",
+    "Toy2DDataModule": "toy_2d", "TwoDigitImagesDataModule": "two_digit_images",
+}  # fmt: skip
+__all__ = sorted(_TASKS)
+__getattr__ = lazy_names(
+    "datamodules", {name: f"datamodules.{module}" for name, module in _TASKS.items()}
+)

@@ -25,7 +25,17 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'storage' has no attribute {name!r}")
-    return getattr(import_module(_HOMES[name]), name)
+def lazy_names(package: str, homes: dict[str, str]):
+    """A package's module `__getattr__` (PEP 562) that imports each name of `homes` (name ->
+    its module) from its module when first used, so that importing the package, or one light
+    module of it, imports none of the heavy ones."""
+
+    def __getattr__(name: str):
+        if name not in homes:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(import_module(homes[name]), name)
+
+    return __getattr__
+
+
+__getattr__ = lazy_names("storage", _HOMES)

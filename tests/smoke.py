@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 HANG_GUARD = 1800
@@ -60,13 +61,39 @@ def assert_quick_report(report: str, title: str = "# Paper ") -> None:
     assert "**Scale:** `quick`" in report
 
 
-def quick_command(paper: int, *options, timeout: int = HANG_GUARD) -> subprocess.CompletedProcess:
-    """`python -m experiments.paperN --scale quick <options>`, its output captured."""
+def quick_command(paper: int, *options, timeout: int = HANG_GUARD,
+                  python: Sequence[str] = ()) -> subprocess.CompletedProcess:  # fmt: skip
+    """`python <python> -m experiments.paperN --scale quick <options>`, its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", f"experiments.paper{paper}", "--scale", "quick",
+        [sys.executable, *python, "-m", f"experiments.paper{paper}", "--scale", "quick",
          *map(str, options)],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
+
+
+TRAINING_LIBRARIES = {"pytorch_lightning", "sklearn", "captum"}
+"""What a report rebuilt from kept measurements does not load (`imported`)."""
+
+
+def imported(done: subprocess.CompletedProcess) -> set[str]:
+    """The modules a command run with `python=("-X", "importtime")` imported."""
+    lines = done.stderr.splitlines()
+    return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
+
+
+def rebuilt_alone(paper: int, folder: Path, runs: int) -> subprocess.CompletedProcess:
+    """A quick report's measurements (`folder/report/runs`) rebuilt into `folder/rebuilt` with
+    `--reuse-runs`: it exits 0, loads none of `TRAINING_LIBRARIES` (a rebuild trains nothing),
+    writes the same `results.json` and says all `runs` runs were kept. Returns the command."""
+    done = quick_command(paper, "--runs", folder / "report" / "runs", "--reuse-runs", "--out",
+                         folder / "rebuilt", python=("-X", "importtime"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not TRAINING_LIBRARIES & imported(done)
+    assert ((folder / "rebuilt" / "results.json").read_text()
+            == (folder / "report" / "results.json").read_text())  # fmt: skip
+    report = (folder / "rebuilt" / "report.md").read_text()
+    assert f"{runs} of the {runs} were kept from an earlier invocation" in report
+    return done
 
 
 def copy_kept_measurements(single: Path, folder: Path, paper: int, run: str, shard: int) -> None:

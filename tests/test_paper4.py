@@ -5,7 +5,6 @@ import itertools
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -15,12 +14,12 @@ from experiments.report import VERDICTS
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from lightning_modules.seq2seq import Seq2Seq
 from tests.smoke import (
-    HANG_GUARD,
     assert_initial_weights_rebuilt,
     assert_quick_report,
     assert_shards_merge,
     copy_kept_measurements,
     quick_command,
+    rebuilt_alone,
     shared_quick_reproduction,
 )
 
@@ -113,23 +112,9 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     assert record["analysis"] == analysis and "--run.root" not in record["command"]
     (tmp_path / "runs").rename(tmp_path / "aside")  # no checkpoint, no metrics.csv: only these
     try:
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "experiments.paper4", "--scale", "quick",
-             "--runs", str(kept), "--reuse-runs", "--out", str(tmp_path / "rebuilt")],
-            capture_output=True, text=True, timeout=HANG_GUARD,
-        )  # fmt: skip
+        rebuilt_alone(4, tmp_path, 5)
     finally:
         (tmp_path / "aside").rename(tmp_path / "runs")
-    assert done.returncode == 0, done.stdout + done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
-                if line.startswith("import time:")}  # fmt: skip
-    assert not {"pytorch_lightning", "sklearn", "captum"} & imported  # a rebuild trains nothing
-    rebuilt = (tmp_path / "rebuilt" / "results.json").read_text()
-    assert rebuilt == (tmp_path / "report" / "results.json").read_text()
-    assert (
-        "5 of the 5 were kept from an earlier invocation"
-        in (tmp_path / "rebuilt" / "report.md").read_text()
-    )
 
 
 def reproduction(*options: str) -> subprocess.CompletedProcess:

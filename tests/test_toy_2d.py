@@ -5,7 +5,7 @@ import torch
 
 from datamodules import Toy2DDataModule
 from datamodules.sampling import OrderedPasses
-from datamodules.toy_2d import authors_candidates, sample_authors_toy, sample_toy_2d
+from datamodules.toy_2d_points import authors_candidates, sample_authors_toy, sample_toy_2d
 
 
 def combination_counts(latent: torch.Tensor) -> dict[tuple[int, int], int]:

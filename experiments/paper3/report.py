@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from datamodules.toy_2d import sample_toy_2d  # noqa: E402
+from datamodules.toy_2d_points import sample_toy_2d  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.paper3.claims import EARLY_SCAN_STEPS, Records  # noqa: E402
 from experiments.paper3.runs import figure5_run  # noqa: E402

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import pytorch_lightning as pl
 import torch
 import yaml
 
@@ -62,7 +62,9 @@ from experiments.paper3.toy import (
 from storage import RunLayout
 from storage.files import read_saved_config
 from storage.layout import UNTRAINED
-from storage.run_folder import RunFolder
+
+if TYPE_CHECKING:
+    from storage.run_folder import RunFolder
 
 TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY,
                   SCAN_AUTHORS)  # fmt: skip
@@ -137,6 +139,8 @@ def untrained_accuracies(run: RunFolder, data, experiment: str) -> dict:
     data (`data`, the run's DataModule, set up): accuracy on the training and test samples
     (`samples`: the curves' value before the first update, which training never logs) and on
     all training and test data (`final`, as `final_accuracies`)."""
+    import pytorch_lightning as pl
+
     metric = ACCURACY[experiment]
     model = run.model(UNTRAINED)
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
@@ -298,6 +302,8 @@ def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, sc
 def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """Train the run (or keep it, with `reuse`), measure it and write its measurements file;
     with `reuse`, measurements taken from the same command are read back instead."""
+    from storage.run_folder import RunFolder
+
     root = sitting.root
     layout = RunLayout.of(root, "paper3", variant(experiment, setting), seed)
     arguments = arguments_of(experiment, setting, seed, scale, root)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from datamodules.toy_2d import sample_authors_toy
+from datamodules.toy_2d_points import sample_authors_toy
 from experiments.paper3.claims import TOY_DEPENDENT, TOY_FAIL, Records
 from experiments.paper3.report import boundary_figure, mean_and_spread, plot_curves, y1_grids
 from experiments.paper3.runs import figure5_run
