@@ -12,7 +12,7 @@ _TASKS = {
     "ScanDataModule": "scan", "TokenPositioningDataModule": "token_positioning",
     "Toy2DDataModule": "toy_2d", "TwoDigitImagesDataModule": "two_digit_images",
 }  # fmt: skip
+TASK_MODULES = tuple(f"datamodules.{module}" for module in _TASKS.values())
+"""Every task's module (what a process that trains imports ahead: `experiments.engine.launch`)."""
 __all__ = sorted(_TASKS)
-__getattr__ = lazy_names(
-    "datamodules", {name: f"datamodules.{module}" for name, module in _TASKS.items()}
-)
+__getattr__ = lazy_names("datamodules", dict(zip(_TASKS, TASK_MODULES, strict=True)))

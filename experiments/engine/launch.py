@@ -57,13 +57,15 @@ from collections.abc import Mapping, Sequence
 from multiprocessing import forkserver, reduction
 from multiprocessing.connection import wait
 
+from datamodules import TASK_MODULES
+
 WARM_MODULES = [
     "experiments.engine.warm_server",  # first: the environment torch loads under
     "experiments.cli",
     "lightning_modules.seq2seq",
     "lightning_modules.classifier",
     "lightning_modules.language_model",
-    "datamodules",
+    *TASK_MODULES,
     "wandb",
     "wandb.sdk.launch.inputs.internal",  # imported as a fit's W&B run ends
 ]
