@@ -14,7 +14,6 @@ import torch
 
 from datamodules.rule_corpora_authors import AuthorsCorpus, authors_evaluation_corpus
 from experiments.paper2.scales import STREAM_LENGTH
-from probes.command.contextual_decomposition import rule_close_probabilities
 from probes.contextual_decomposition import BiasAtPhraseEnd, mean_and_standard_error
 from probes.stream_decomposition import stream_close_probabilities
 from storage.run_folder import RunFolder
@@ -118,6 +117,9 @@ def close_probabilities(
     `probes.contextual_decomposition.rule_phrases` (or the phrases named in `only`), decomposed
     by `cd` in one batch (`rule_close_probabilities`, which the `contextual-decomposition` probe
     runs too), as estimates over the rules."""
+    # the probe command's module: Lightning, sklearn and captum, which a report need not load
+    from probes.command.contextual_decomposition import rule_close_probabilities
+
     measured = rule_close_probabilities(RunFolder(run), tags, only,
                                         bias_at_phrase_end=cd.bias_at_phrase_end,
                                         dtype=cd.dtype)  # fmt: skip
