@@ -29,6 +29,7 @@ from experiments.atlas.targets import (
     Rows,
     decoder_steps,
     encoder_steps,
+    omega_steps,
     table_index,
 )
 from experiments.paper1.analyses import GRU_ROLES, THRESHOLDS
@@ -252,7 +253,7 @@ def omega_attributions(model, traced: Traced, n_steps: int = 32) -> Tensor:
     respect to h_(T-1), paper 4's time with alpha at t = 0 (`targets.steps_until_omega`): the
     state after the last conduit token, from which the language model predicts omega (it has no
     decoder step between reading its request and its first output), its inputs the rows' own."""
-    steps = traced.batch["open_position"] + traced.position - 1
+    steps = omega_steps(traced)
     hidden, tokens = traced.record[f"{LAYER}.hidden"], traced.batch["input"]
     maps = torch.zeros(hidden.shape[0], hidden.shape[-1])
     for step in torch.unique(steps).tolist():

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from datamodules.token_positioning import SPECIALS
-from experiments.atlas.targets import RULE_CORPUS, Rows, alpha_phrase
+from experiments.atlas.targets import RULE_CORPUS, Rows, alpha_phrase, omega_steps
 from lightning_modules.seq2seq import SOS
 from probes.contextual_decomposition import (
     DecomposedLogits,
@@ -138,7 +138,7 @@ def language_model_parts(model, traced: Traced, phrases: Tensor) -> tuple[Tensor
     split by paper 2's CD from a zero state with `phrases` `[rows, time]` as the phrase, rows
     decomposed by that step."""
     tokens = traced.batch["input"]
-    steps = traced.batch["open_position"] + traced.position - 1
+    steps = omega_steps(traced)
     beta, gamma, error = (torch.zeros(len(tokens)) for _ in range(3))
     for step in torch.unique(steps).tolist():
         rows = torch.nonzero(steps == step).flatten()

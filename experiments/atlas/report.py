@@ -220,7 +220,8 @@ def report_text(scale_name: str, scale: Scale, records: Records, claims: list[Cl
     measured = counts[ABOVE] + counts[BELOW] + counts[EQUAL]
     title = report_title("The atlas: every paper's method on every paper's models", scale_name)
     runs = ", ".join(f"{model} seed={seed}" for model, seed in sorted(records))
-    why_not_yet = f" ({not_yet_text(scale)})" if not_yet_text(scale) else ""
+    not_yet = not_yet_text(scale)
+    why_not_yet = f" ({not_yet})" if not_yet else ""
     return f"""{title}
 
 Every paper's method on every paper's models, each cell beside the same method on the model's own

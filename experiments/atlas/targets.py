@@ -277,6 +277,12 @@ def rule_corpus_rows(model, datamodule, tokens: int, per_token: int, correct_onl
                 {omega: "omega"})  # fmt: skip
 
 
+def omega_steps(traced: Traced) -> Tensor:
+    """`[rows]`: each rule row's step whose next-token prediction is omega, the last conduit
+    token (alpha's step + T - 1), where the cells read the language model at h_(T-1)."""
+    return traced.batch["open_position"] + traced.position - 1
+
+
 def rule_steps(traced: Traced) -> Tensor:
     """`[rows, time]`: the rule rows' steps from alpha to the last conduit token (the step whose
     prediction is omega), paper 4's t = 0 .. T - 1 with alpha at t = 0."""
