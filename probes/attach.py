@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from lightning_modules.callbacks import pad_and_concatenate
+from lightning_modules.recording import pad_and_concatenate
 from lightning_modules.recurrent import (
     SITES,
     Intervention,

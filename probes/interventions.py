@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import evaluating
+from lightning_modules.recording import evaluating
 from lightning_modules.recurrent import Intervention
 from lightning_modules.seq2seq import Seq2Seq, sequence_correct
 from probes.weights import strongest_units, unit_strength

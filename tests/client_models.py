@@ -74,10 +74,12 @@ class DecoderRNN(nn.Module):
 
 
 class TutorialSeq2Seq(nn.Module):
+    decoder_class: type[nn.Module] = DecoderRNN
+
     def __init__(self, vocabulary: int = 20, hidden: int = 16, steps: int = 6):
         super().__init__()
         self.encoder = EncoderRNN(vocabulary, hidden)
-        self.decoder = DecoderRNN(hidden, vocabulary, steps)
+        self.decoder = self.decoder_class(hidden, vocabulary, steps)
 
     def forward(self, tokens):
         _, encoder_hidden = self.encoder(tokens)
@@ -156,11 +158,11 @@ class AttnDecoderRNN(nn.Module):
         return self.out(output), hidden
 
 
-class AttentionSeq2Seq(nn.Module):
+class AttentionSeq2Seq(TutorialSeq2Seq):
+    decoder_class = AttnDecoderRNN
+
     def __init__(self, vocabulary: int = 20, hidden: int = 12, steps: int = 5):
-        super().__init__()
-        self.encoder = EncoderRNN(vocabulary, hidden)
-        self.decoder = AttnDecoderRNN(hidden, vocabulary, steps)
+        super().__init__(vocabulary, hidden, steps)
 
     def forward(self, tokens):
         encoder_outputs, encoder_hidden = self.encoder(tokens)

@@ -10,7 +10,8 @@ import torch
 from experiments.cli import main as cli_main
 from experiments.engine import fit as fitting
 from experiments.paper1.ablations import COMPONENTS, load_weights
-from lightning_modules.callbacks import LoadWeights, record_split
+from lightning_modules.callbacks import LoadWeights
+from lightning_modules.recording import record_split
 from lightning_modules.recurrent import Intervention, removal_edits
 from lightning_modules.seq2seq import Seq2Seq
 from probes.interventions import sequence_accuracy

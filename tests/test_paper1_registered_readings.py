@@ -33,7 +33,7 @@ from experiments.paper1.readings import (
 )
 from experiments.paper1.reproduce import measured_on_all
 from experiments.report import Claim, Measured
-from lightning_modules.callbacks import pad_and_concatenate, record_split
+from lightning_modules.recording import pad_and_concatenate, record_split
 from probes.activations import gate_saturation
 from probes.traces import valid_steps
 from storage.layout import UNTRAINED

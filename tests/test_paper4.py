@@ -150,13 +150,13 @@ def test_the_chance_that_random_function_groups_share_a_unit():
     """Four groups of one unit among four: disjoint with probability 1 * 3/4 * 2/4 * 1/4; groups
     of a quarter of 128 units share one almost surely, so `functions.several_at_once` cannot
     fail there."""
-    from experiments.paper4.claims import _chance_of_a_shared_unit
+    from experiments.paper4.analysed import chance_of_a_shared_unit
 
     one_each = {"storing": [0], "counting": [1], "triggering": [2], "outputting": [3]}
-    assert _chance_of_a_shared_unit(one_each, 4) == pytest.approx(1 - 3 / 32)
+    assert chance_of_a_shared_unit(one_each, 4) == pytest.approx(1 - 3 / 32)
     quarter = {name: list(range(32)) for name in one_each}
-    assert _chance_of_a_shared_unit(quarter, 128) > 0.999
-    assert _chance_of_a_shared_unit({name: [] for name in one_each}, 128) == 0.0
+    assert chance_of_a_shared_unit(quarter, 128) > 0.999
+    assert chance_of_a_shared_unit({name: [] for name in one_each}, 128) == 0.0
 
 
 # ---- the null model: the untrained weights -----------------------------------------------------

@@ -33,7 +33,7 @@ from datamodules.lookup_tables import SPLITS, TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
-from lightning_modules.callbacks import record_traces
+from lightning_modules.recording import record_traces
 from lightning_modules.seq2seq import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace

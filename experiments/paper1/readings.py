@@ -25,7 +25,7 @@ from datamodules.lookup_tables import collate_sequences, encode_pair
 from datamodules.machine_tasks import SAMPLE1, resolve_longer, resolve_sample1
 from datamodules.text_files import read_rows
 from experiments.paper1.analyses import GATES, MODULES, THRESHOLDS
-from lightning_modules.callbacks import pad_and_concatenate, record_split
+from lightning_modules.recording import pad_and_concatenate, record_split
 from probes.activations import gate_saturation
 from probes.traces import site_values, valid_steps
 from probes.weights import gate_weights

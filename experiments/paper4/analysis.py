@@ -15,7 +15,8 @@ from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 
 from datamodules.token_positioning import SPECIALS
-from experiments.paper4.claims import FIGURE2_TOKENS, FUNCTIONS
+from experiments.paper4.analysed import FUNCTIONS
+from experiments.paper4.claims import FIGURE2_TOKENS
 from experiments.paper4.scales import Scale
 from lightning_modules.callbacks import TokenPositioningAccuracy
 from probes.neuron_functions import (

@@ -21,6 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.paper4.analysed import (
+    FUNCTIONS,
+    chance_of_a_shared_unit,
+    has_multi_function_unit,
+    manipulation_accuracy,
+    mean_over_tokens,
+    opposite_counting_share,
+    per_model,
+    positions_where_storing_matters,
+    registered_measured,
+    up_then_down,
+)
 from experiments.report import (
     CLOSE,
     Claim,
@@ -39,7 +51,6 @@ from experiments.report import (
 from probes.neuron_functions import HYPOTHESES, MANIPULATIONS
 
 PAPER = json.loads((Path(__file__).parents[1] / "paper_values" / "paper4.json").read_text())
-FUNCTIONS = ("storing", "counting", "triggering", "outputting")
 FIGURE2_TOKENS = 10
 """The tokens Figure 2 and the report's token table show, most common first."""
 
@@ -97,22 +108,6 @@ def seeds_spread(measured: Measured, gru: Measured) -> tuple[float, str]:
     if measured.n > 1:
         return measured.std, "the spread over seeds"
     return gru.std, "the GRU seeds' spread (one seed)"
-
-
-def per_model(analyses: list[dict], read) -> list[float]:
-    return [float(read(a)) for a in analyses]
-
-
-def mean_over_tokens(analysis: dict, read) -> float:
-    values = [read(t) for t in analysis["tokens"].values()]
-    values = [v for v in values if v == v]  # drop NaN
-    return float(np.mean(values)) if values else float("nan")
-
-
-def manipulation_accuracy(analysis: dict, name: str) -> float:
-    hits = sum(t["verification"].get(name, [0, 0])[0] for t in analysis["tokens"].values())
-    rows = sum(t["verification"].get(name, [0, 0])[1] for t in analysis["tokens"].values())
-    return hits / rows if rows else float("nan")
 
 
 def claims_of(analyses: list[dict], accuracies: dict[str, list[float]],
@@ -452,7 +447,7 @@ def added_claims(analyses: list[dict], registered: bool | None = None) -> list[C
         )  # fmt: skip
         fact = cannot_fail(checked, DATA_FACT)
         claims.append(after_rule_change(fact, checked.verdict, checked.rule, DATA_FACT_CHANGE))
-    storing_positions = per_model(analyses, _positions_where_storing_matters)
+    storing_positions = per_model(analyses, positions_where_storing_matters)
     claims.append(threshold_claim(
         "finding1.one_group_for_every_position",
         "One fixed group of storing neurons per token serves every position T (finding 1: "
@@ -461,7 +456,7 @@ def added_claims(analyses: list[dict], registered: bool | None = None) -> list[C
         "mean over models of the share of positions T = 2..13 where zeroing the token's one "
         "storing group loses the token in at least half the rows", 0.9, 0.5,
     ))  # fmt: skip
-    opposite = per_model(analyses, _opposite_counting_share)
+    opposite = per_model(analyses, opposite_counting_share)
     claim = threshold_claim(
         "finding2.some_count_the_opposite_way",
         "Some counting neurons count the opposite way: they jump up at t = 0 and fall (finding 2)",
@@ -480,9 +475,9 @@ def added_claims(analyses: list[dict], registered: bool | None = None) -> list[C
     )  # fmt: skip
     claims.append(after_rule_change(near_one_claim(analyses, claim), claim.verdict, claim.rule,
                                     NEARER_THAN_OTHERS) if registered else claim)  # fmt: skip
-    shared = per_model(analyses, lambda a: mean_over_tokens(a, _has_multi_function_unit))
+    shared = per_model(analyses, lambda a: mean_over_tokens(a, has_multi_function_unit))
     chance = float(np.mean(per_model(analyses, lambda a: mean_over_tokens(
-        a, lambda t: _chance_of_a_shared_unit(t, a["hidden_size"])))))  # fmt: skip
+        a, lambda t: chance_of_a_shared_unit(t, a["hidden_size"])))))  # fmt: skip
     claim = threshold_claim(
         "functions.several_at_once",
         "Neurons serve several functions at once (a unit in two or more of the four groups)",
@@ -496,14 +491,6 @@ def added_claims(analyses: list[dict], registered: bool | None = None) -> list[C
                             f"unit with probability {chance:.3f}")  # fmt: skip
     claims.append(claim)
     return claims
-
-
-def registered_measured(analyses: Sequence[dict]) -> bool:
-    """Whether every analysis records what items 2-4's registered rules read (each token's
-    `counting_units` and `others_abs`, the `counting_rises_by_drop`)."""
-    return all("counting_rises_by_drop" in a and all(
-        "counting_units" in t and "others_abs" in t for t in a["tokens"].values())
-        for a in analyses)  # fmt: skip
 
 
 UP_THEN_DOWN = (
@@ -520,22 +507,11 @@ NEARER_THAN_OTHERS = (
 """Why finding 2's opposite counting and finding 4's values near +-1 keep their verdicts before."""
 
 
-def _up_then_down(analysis: dict) -> tuple[int, float]:
-    """Among one model's counting units that jump up at t = 0 (mean h_0 - h_-1 > 0, every
-    token's pooled): how many then fall (mean h_(T-1) - h_0 < 0), and their share (NaN with
-    none jumping up)."""
-    rises = [rise for t in analysis["tokens"].values()
-             for jump, rise in zip(t["counting_units"]["jump"], t["counting_units"]["rise"],
-                                   strict=True) if jump > 0]  # fmt: skip
-    falling = sum(rise < 0 for rise in rises)
-    return falling, falling / len(rises) if rises else float("nan")
-
-
 def opposite_way_claim(analyses: list[dict], text: str) -> Claim:
     """Item 2: some counting units jump up at t = 0 and then fall. Reproduced when every model
     has such a unit and, on average over the models with up-jumping units, at least 0.8 of them
     fall; partially when some model has one and the mean is at least 0.6."""
-    counted = [_up_then_down(a) for a in analyses]
+    counted = [up_then_down(a) for a in analyses]
     shares = [share for _, share in counted]
     defined = [share for share in shares if share == share]
     mean = float(np.mean(defined)) if defined else float("nan")
@@ -569,41 +545,3 @@ def near_one_claim(analyses: list[dict], level_claim: Claim) -> Claim:
         "margins)"
     )
     return replace(level_claim, rule=rule, verdict=verdict, threshold=None)
-
-
-def _chance_of_a_shared_unit(token: dict, units: int) -> float:
-    """The probability that the four function groups, drawn as random sets of their sizes among
-    `units`, share a unit: 1 - P(pairwise disjoint), the groups drawn one after another."""
-    disjoint, taken = 1.0, 0
-    for size in sorted(len(token[f]) for f in FUNCTIONS):
-        disjoint *= math.comb(units - taken, size) / math.comb(units, size)
-        taken += size
-    return 1.0 - disjoint
-
-
-def _positions_where_storing_matters(analysis: dict) -> float:
-    """Share of the positions T (pooled over tokens) where zeroing the storing group at T - 1
-    leaves the token in at most half the rows."""
-    hits: dict[str, list[int]] = {}
-    for token in analysis["tokens"].values():
-        for key, (hit, rows) in token["verification"].items():
-            if key.startswith("storing_zero.T="):
-                total = hits.setdefault(key, [0, 0])
-                total[0] += hit
-                total[1] += rows
-    lost = [hit / rows <= 0.5 for hit, rows in hits.values() if rows]
-    return float(np.mean(lost)) if lost else float("nan")
-
-
-def _opposite_counting_share(analysis: dict) -> float:
-    falling = sum(t["counting_directions"]["falling"] for t in analysis["tokens"].values())
-    total = sum(sum(t["counting_directions"].values()) for t in analysis["tokens"].values())
-    return falling / total if total else float("nan")
-
-
-def _has_multi_function_unit(token: dict) -> float:
-    counts: dict[int, int] = {}
-    for function in FUNCTIONS:
-        for unit in token[function]:
-            counts[unit] = counts.get(unit, 0) + 1
-    return float(any(count >= 2 for count in counts.values()))

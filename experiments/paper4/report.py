@@ -15,12 +15,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
-from experiments.paper4.claims import (  # noqa: E402
-    FUNCTIONS,
-    PAPER,
-    manipulation_accuracy,
-    mean_over_tokens,
-)
+from experiments.paper4.analysed import FUNCTIONS, manipulation_accuracy, mean_over_tokens  # noqa: E402
+from experiments.paper4.claims import PAPER  # noqa: E402
 from experiments.paper4.readings import READING_IDS, measured, reading_values, shown_beside  # noqa: E402
 from experiments.paper4.scales import Scale  # noqa: E402
 from experiments.report import (  # noqa: E402

@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 
 from datamodules.lookup_tables import SPLITS, TEST_SPLITS
-from lightning_modules.callbacks import pad_and_concatenate
+from lightning_modules.recording import pad_and_concatenate
 from probes.command.registry import ProbeCard
 from probes.traces import CONVENTIONS, PAPER1_GATE_SITES
 from storage.files import RunFileError

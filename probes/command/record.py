@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from lightning_modules.callbacks import evaluating, pad_and_concatenate, savable_state
+from lightning_modules.recording import evaluating, pad_and_concatenate, savable_state
 from probes.attach import Attached
 from probes.command.base import RECORDED
 from storage import RunLayout
