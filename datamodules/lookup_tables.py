@@ -31,17 +31,20 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader
 
-from datamodules.machine_tasks import SAMPLE1, Sample1Unavailable, resolve_sample1
+from datamodules.machine_tasks import (
+    SAMPLE1,
+    SPLITS,
+    TEST_SPLITS,
+    Sample1Unavailable,
+    resolve_sample1,
+)
 from datamodules.sampling import SplitLoaders, VocabularySizes, split_loader
+from datamodules.sequences import IGNORE_INDEX, collate_sequences, decode_targets, encode_pair
 from datamodules.text_files import read_rows
 
 Row = tuple[str, str, str]
-TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
-SPLITS = ("train", "validation", *TEST_SPLITS)
-IGNORE_INDEX = -100
 ROW_FORMAT = "'input tables<TAB>outputs<TAB>attention'"
 EMPTY_FIX = (
     "fill it (or copy it again from machine-tasks), or leave --data.data_dir unset to generate "
@@ -161,54 +164,6 @@ def _token_order(token: str) -> tuple[bool, int, str]:
 
 def _table_index(token: str) -> int:
     return int(token[1:]) - 1 if token[:1] == "t" and token[1:].isdigit() else IGNORE_INDEX
-
-
-SEQUENCE_PADDING = {
-    "source": 0,
-    "target": 0,
-    "attention_target": IGNORE_INDEX,
-    "source_table": IGNORE_INDEX,
-}
-"""The variable-length keys of the suite's seq2seq rows and the value each is padded with."""
-
-
-def encode_pair(source: list[str], target: list[str], source_ids: dict[str, int],
-                target_ids: dict[str, int], source_eos: bool,
-                target_eos: bool) -> dict[str, torch.Tensor]:  # fmt: skip
-    """A row's input and output tokens as ids (`source`, `source_lengths`, `target`), `<eos>`
-    appended to each where asked, as the DataModule encodes its rows."""
-    source_end = [1] if source_eos else []
-    target_end = [2] if target_eos else []
-    return {
-        "source": torch.tensor([source_ids[t] for t in source] + source_end),
-        "source_lengths": torch.tensor(len(source) + len(source_end)),
-        "target": torch.tensor([target_ids[t] for t in target] + target_end),
-    }
-
-
-def collate_sequences(items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    """Batch encoded seq2seq rows (lookup tables, SCAN, token positioning): the keys of
-    ``SEQUENCE_PADDING`` a row has are padded into ``[batch, time]``, every other key (lengths,
-    indices, fixed-size signals) is stacked."""
-    return {
-        key: pad_sequence(
-            [item[key] for item in items], batch_first=True, padding_value=SEQUENCE_PADDING[key]
-        )
-        if key in SEQUENCE_PADDING
-        else torch.stack([item[key] for item in items])
-        for key in items[0]
-    }
-
-
-def decode_targets(ids: torch.Tensor, target_vocab: list[str]) -> list[str]:
-    """Output ids ``[batch, time]`` (or ``[time]``) -> space-joined strings, cut at ``<eos>``
-    (id 2; ids 0-2 are ``<pad>``, ``<sos>``, ``<eos>`` in every seq2seq vocabulary here)."""
-    rows = ids.unsqueeze(0) if ids.dim() == 1 else ids
-    decoded = []
-    for row in rows.tolist():
-        row = row[: row.index(2)] if 2 in row else row
-        decoded.append(" ".join(target_vocab[i] for i in row if i > 2))
-    return decoded
 
 
 class LookupTableDataModule(VocabularySizes, SplitLoaders, pl.LightningDataModule):

@@ -36,6 +36,9 @@ COMMIT = "467a283a970fa74d34b581988f7fd7519da168f0"
 SAMPLE1_PATH = "LookupTables/data/samples/sample1"
 SAMPLE1 = "sample1"
 """The ``data_dir`` value that names this sample."""
+TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
+SPLITS = ("train", "validation", *TEST_SPLITS)
+"""A lookup-table sample's splits, each a file `<split>.tsv` (the generated tables' too)."""
 SAMPLE1_ENV = "RECURRENT_PROBES_SAMPLE1"
 OFFLINE_ENV = "RECURRENT_PROBES_OFFLINE"
 SAMPLE1_SHA256 = {

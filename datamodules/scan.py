@@ -29,8 +29,8 @@ from typing import Literal
 
 import torch
 
-from datamodules.lookup_tables import collate_sequences, decode_targets
 from datamodules.sampling import TrainTestDataModule, VocabularySizes
+from datamodules.sequences import collate_sequences, decode_targets
 from datamodules.text_files import read_rows
 
 Pair = tuple[str, str]

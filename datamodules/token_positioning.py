@@ -49,8 +49,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.cache import cache_dir
-from datamodules.lookup_tables import collate_sequences
 from datamodules.sampling import SplitLoaders, VocabularySizes, split_loader
+from datamodules.sequences import collate_sequences
 from datamodules.text_files import line_at
 from storage.files import write_text_atomic
 

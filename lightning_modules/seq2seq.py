@@ -33,19 +33,13 @@ from lightning_modules.recurrent import (
     recurrent_layer,
     removal_edits,
 )
+from lightning_modules.sequences import PAD, SOS, sequence_correct
 from lightning_modules.splits import metric_key, metric_prefix
 from lightning_modules.tensorflow_init import tensorflow_initialise
 
-PAD, SOS, EOS = 0, 1, 2
-"""Reserved target ids: padding, start and end of sequence (source: 0 pad, 1 eos)."""
 LOSSES = ("token_loss", "attention_loss", "loss")
 """What a step's loss is logged as: its parts (`sequence_losses`; `attention_loss` only with
 attention targets) and their weighted sum, the `loss` trained on."""
-
-
-def sequence_correct(prediction: Tensor, target: Tensor) -> Tensor:
-    """`[batch]` booleans: every non-padding token of `target` `[batch, time]` predicted."""
-    return ((prediction == target) | (target == PAD)).all(-1)
 
 
 def sequence_losses(

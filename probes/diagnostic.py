@@ -31,16 +31,15 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import ShuffleSplit, train_test_split
 from threadpoolctl import ThreadpoolController
 from torch import Tensor
 
-from probes.shapley import explained_rows, kernel_shap, shap_unit_order
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 
 @functools.cache
@@ -105,6 +104,8 @@ class FunctionalGroup:
 
 def split_samples(features: Tensor, labels: Tensor, test_share: float = 1 / 3, seed: int = 0):
     """A seeded split stratified by label: `(train_x, test_x, train_y, test_y)` as numpy."""
+    from sklearn.model_selection import train_test_split  # sklearn where a classifier is fit
+
     return train_test_split(
         features.detach().double().numpy(),
         labels.numpy(),
@@ -124,6 +125,9 @@ def fit_diagnostic_classifier(
     thread count changes (measured on paper 1's baseline decoder gates: functional groups of 55
     or 35 units for the same run). One thread makes the result the same in every process.
     """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
     classifier = LogisticRegression(C=np.inf, max_iter=1000)
     with warnings.catch_warnings(), one_blas_thread():
         warnings.simplefilter("ignore", ConvergenceWarning)  # separable data never "converge"
@@ -198,6 +202,9 @@ def _mean_split_score(
 ) -> SplitClassifier:
     """The saga classifier over `splits`: its mean held-out accuracy and mean coefficients and
     intercepts (one BLAS thread, so the result is the same whatever ran it)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
     scores, coefficients, intercepts = [], [], []
     classes = np.unique(labels)
     for train, test in splits:
@@ -266,6 +273,8 @@ def ablation_functional_groups(
 ) -> list[FunctionalGroup]:
     """`ablation_functional_group` once per ranking of `unit_orders`, all from the same splits
     and the same all-unit classifier (fit once)."""
+    from sklearn.model_selection import ShuffleSplit
+
     x, y = features.detach().double().numpy(), labels.numpy()
     splits = list(ShuffleSplit(runs, test_size=test_share, random_state=seed).split(x))
     everything = _mean_split_score(x, y, splits, penalty_c, seed)
@@ -292,6 +301,8 @@ def shap_order(features: Tensor, labels: Tensor, rows: int, n_samples: int,
     classes` rounded up, data seed 0), every unit left out of a coalition set to its mean over
     all `features` (the baseline), from `n_samples` coalitions per row drawn with
     `sample_seed`."""
+    from probes.shapley import explained_rows, kernel_shap, shap_unit_order  # captum's
+
     if output not in ("probability", "logit"):
         raise ValueError(f"output must be probability or logit, got {output!r}")
     classes = torch.unique(labels)

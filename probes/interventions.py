@@ -10,14 +10,18 @@ steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, appli
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from lightning_modules.recording import evaluating
 from lightning_modules.recurrent import Intervention
-from lightning_modules.seq2seq import Seq2Seq, sequence_correct
+from lightning_modules.sequences import sequence_correct
 from probes.weights import strongest_units, unit_strength
+
+if TYPE_CHECKING:  # a type only: the Lightning model is not imported to probe it
+    from lightning_modules.seq2seq import Seq2Seq
 
 KEEP_SHARE = 0.05
 """Paper 1, section 5.2: "keeping only 5% of neurons with the biggest weights"."""

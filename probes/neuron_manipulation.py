@@ -6,12 +6,12 @@ gate interaction of triggering, storing and outputting neurons. The identificati
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from lightning_modules.recurrent import Intervention, gate_blocks
-from lightning_modules.seq2seq import Seq2Seq
 from probes.neuron_functions import (
     DIAGNOSTICS,
     HYPOTHESES,
@@ -29,6 +29,9 @@ from probes.neuron_functions import (
     triggering_advance,
     zero_at_output,
 )
+
+if TYPE_CHECKING:  # a type only: the Lightning model is not imported to probe it
+    from lightning_modules.seq2seq import Seq2Seq
 
 
 def manipulation_trials(

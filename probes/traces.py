@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 import torch
 from torch import Tensor
 
-from lightning_modules.seq2seq import PAD
+from lightning_modules.sequences import PAD
 from probes.diagnostic import (
     FunctionalGroup,
     ablation_functional_group,

@@ -19,22 +19,36 @@ def study_module(paper: int | str) -> str:
     return f"experiments.{paper}" if isinstance(paper, str) else f"experiments.paper{paper}"
 
 
+TRAINING_LIBRARIES = {"pytorch_lightning", "sklearn", "captum"}
+"""What a report rebuilt from kept measurements does not load (`imported`)."""
+
+
+def imported(done: subprocess.CompletedProcess) -> set[str]:
+    """The modules a command run with `python=("-X", "importtime")` imported."""
+    lines = done.stderr.splitlines()
+    return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
+
+
 def quick_reproduction(
     paper: int | str,
     folder: Path,
     timeout: int = HANG_GUARD,
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
+    trains_nothing: bool = False,
 ) -> tuple[str, dict[str, dict]]:
     """Run paper `paper`'s quick reproduction (or the study's named `paper`) with its runs and
     report under `folder` (with `env` added to the environment, and `options`); return its output
-    and its claims (`report/results.json`) by id, in their order."""
+    and its claims (`report/results.json`) by id, in their order. With `trains_nothing` (a
+    rebuild from kept measurements) it must load none of `TRAINING_LIBRARIES`."""
+    python = ("-X", "importtime") if trains_nothing else ()
     done = subprocess.run(
-        [sys.executable, "-m", study_module(paper), "--scale", "quick",
+        [sys.executable, *python, "-m", study_module(paper), "--scale", "quick",
          "--runs", str(folder / "runs"), "--out", str(folder / "report"), *options],
         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    assert not (trains_nothing and TRAINING_LIBRARIES & imported(done))
     claims = json.loads((folder / "report" / "results.json").read_text())
     return done.stdout, {claim["id"]: claim for claim in claims}
 
@@ -69,16 +83,6 @@ def quick_command(paper: int, *options, timeout: int = HANG_GUARD,
          *map(str, options)],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
-
-
-TRAINING_LIBRARIES = {"pytorch_lightning", "sklearn", "captum"}
-"""What a report rebuilt from kept measurements does not load (`imported`)."""
-
-
-def imported(done: subprocess.CompletedProcess) -> set[str]:
-    """The modules a command run with `python=("-X", "importtime")` imported."""
-    lines = done.stderr.splitlines()
-    return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
 
 
 def rebuilt_alone(paper: int, folder: Path, runs: int) -> subprocess.CompletedProcess:

@@ -12,7 +12,6 @@ import torch
 
 from datamodules.lookup_tables import LookupTableDataModule
 from experiments.atlas.cells import (
-    WIRED,
     beyond_chance,
     connectivity_cell,
     functional_group_cell,
@@ -27,6 +26,7 @@ from experiments.atlas.questions import (
     NOT_APPLICABLE,
     QUESTIONS,
     RULES,
+    WIRED,
     cell_status,
     preregistration_text,
 )
@@ -328,10 +328,11 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
     """The report rebuilt from the measurement files beside it (`--runs <report>/runs
-    --reuse-runs`) trains nothing and judges every claim as before."""
+    --reuse-runs`) trains nothing, loads neither Lightning, sklearn nor captum, and judges every
+    claim as before."""
     folder, _, claims = quick
     kept = folder / "report" / "runs"
-    output, again = quick_reproduction("atlas", folder / "rebuilt",
+    output, again = quick_reproduction("atlas", folder / "rebuilt", trains_nothing=True,
                                        options=("--runs", str(kept), "--reuse-runs"))  # fmt: skip
     assert "4 done before, 0 to run" in output
     assert not list(kept.rglob("*.ckpt"))

@@ -10,8 +10,8 @@ import torch
 
 from datamodules.rule_corpora import RuleCorpusDataModule
 from datamodules.rule_corpus import RuleCorpus
-from experiments.atlas.cells import NO_PAPER4_STAGES, ONE_RULE, WIRED, measure_model
-from experiments.atlas.questions import AMENDMENTS, preregistration_text
+from experiments.atlas.cells import NO_PAPER4_STAGES, ONE_RULE, measure_model
+from experiments.atlas.questions import AMENDMENTS, WIRED, preregistration_text
 from experiments.atlas.report import not_yet_text, report_text
 from experiments.atlas.scales import SCALES, WIRED_TASKS
 from experiments.atlas.targets import (

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from datamodules.token_positioning import TokenPositioningDataModule
-from experiments.atlas.cells import WIRED
+from experiments.atlas.questions import WIRED
 from experiments.atlas.redundant import (
     donors,
     lines_and_signals,

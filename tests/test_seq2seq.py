@@ -8,7 +8,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from datamodules import LookupTableDataModule
-from datamodules.lookup_tables import collate_sequences
+from datamodules.sequences import collate_sequences
 from lightning_modules.attention import Attention
 from lightning_modules.recurrent import SITES, Intervention
 from lightning_modules.seq2seq import Seq2Seq, sequence_losses
@@ -225,7 +225,7 @@ def test_own_output_decoder_equals_a_hand_loop_over_torch_layers(cell):
     from torch import nn
     from torch.nn.utils.rnn import pack_padded_sequence
 
-    from lightning_modules.seq2seq import SOS
+    from lightning_modules.sequences import SOS
 
     torch.manual_seed(0)
     model = Seq2Seq(11, 13, cell=cell, embedding_size=5, hidden_size=7, attention="none",
@@ -350,7 +350,7 @@ def luong_by_hand(model, source, lengths, target):
     = output(a_t). The encoder's final states (both directions) start the decoder."""
     from torch.nn.utils.rnn import pack_padded_sequence
 
-    from lightning_modules.seq2seq import SOS
+    from lightning_modules.sequences import SOS
 
     encoder = torch.nn.LSTM(model.encoder.input_size, model.encoder.hidden_size, batch_first=True,
                             bidirectional=True).double()  # fmt: skip
@@ -403,7 +403,7 @@ def test_teacher_forced_and_greedy_sentence_accuracy_agree_with_input_feeding():
     """A sentence is right under teacher forcing exactly when greedy decoding gets it right: gold
     = the greedy output for rows 0-2 (right under both), one token changed at step 2 for rows
     3-5 (wrong under both), though the fed attentional vector carries the past."""
-    from lightning_modules.seq2seq import sequence_correct
+    from lightning_modules.sequences import sequence_correct
 
     torch.manual_seed(0)
     model = Seq2Seq(11, 13, cell="lstm", embedding_size=5, hidden_size=4, bidirectional=True,

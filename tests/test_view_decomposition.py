@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from lightning_modules.language_model import LanguageModel
-from lightning_modules.seq2seq import PAD, Seq2Seq
+from lightning_modules.seq2seq import Seq2Seq
+from lightning_modules.sequences import PAD
 from probes.attach import attach
 from probes.command.record import record_run
 from probes.command.view.decomposition import Decompositions, LanguageModelPath, Seq2SeqPath

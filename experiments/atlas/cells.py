@@ -58,9 +58,6 @@ PAPER4_TIME = ("neuron_functions", "integrated_gradients")
 """The cells that read paper 4's time (`probes.neuron_functions.paper_time_states`): on a model
 without it (`untimed`: paper 3's encoder hands its decoder its first and last states, twice its
 own units) they do not apply, found when measured, and question 4's overlap is not judged."""
-WIRED = ("functional_groups", "gate_saturation", "connectivity", "contextual_decomposition",
-         "integrated_gradients", "neuron_functions", "redundant_input")  # fmt: skip
-"""The methods measured so far; the others' cells are listed as not yet measured."""
 
 
 def update_gate(cell: str) -> str:

@@ -34,7 +34,7 @@ from torch import Tensor
 
 from datamodules.token_positioning import SPECIALS
 from experiments.atlas.targets import RULE_CORPUS, Rows, alpha_phrase, omega_steps
-from lightning_modules.seq2seq import SOS
+from lightning_modules.sequences import SOS
 from probes.contextual_decomposition import (
     DecomposedLogits,
     Decomposition,

@@ -100,6 +100,10 @@ METHODS = {
         "of another held-out row, the rest kept (SCAN: training minus test sentence accuracy, "
         "paper 3's own reading of the redundancy its setting A keeps)"),
 }  # fmt: skip
+WIRED = ("functional_groups", "gate_saturation", "connectivity", "contextual_decomposition",
+         "integrated_gradients", "neuron_functions", "redundant_input")  # fmt: skip
+"""The methods measured so far (`cells.measure_model`); the others' cells are listed as not yet
+measured."""
 
 NOT_APPLICABLE = {
     ("paper1_baseline", "redundant_input"):

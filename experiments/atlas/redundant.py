@@ -43,7 +43,7 @@ import random
 import torch
 from torch import Tensor
 
-from datamodules.lookup_tables import collate_sequences
+from datamodules.sequences import collate_sequences
 from experiments.atlas.decomposition import signal_pair
 from experiments.atlas.targets import Rows
 from probes.interventions import split_accuracy

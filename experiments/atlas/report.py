@@ -13,9 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from experiments.atlas.cells import WIRED  # noqa: E402
 from experiments.atlas.claims import NEEDS, Records, not_judged  # noqa: E402
-from experiments.atlas.questions import METHODS, MODELS, RULES, cell_status  # noqa: E402
+from experiments.atlas.questions import METHODS, MODELS, RULES, WIRED, cell_status  # noqa: E402
 from experiments.atlas.scales import NOT_WIRED, WIRED_TASKS, Scale  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402

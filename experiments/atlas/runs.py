@@ -18,10 +18,8 @@ from pathlib import Path
 
 import torch
 
-from experiments.atlas.cells import measure_model
 from experiments.atlas.questions import MODELS
 from experiments.atlas.scales import WIRED_TASKS, Scale
-from experiments.atlas.targets import ROWS
 from experiments.engine.measure import measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
@@ -91,6 +89,10 @@ def paper_layout(model: str, seed: int, scale: Scale, root: Path) -> RunLayout:
 
 def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: bool) -> dict:
     """Every wired cell of the run's checkpoint or weight snapshot `tag`."""
+    # the measurement's own modules (captum, the tasks' DataModules) where a model is measured
+    from experiments.atlas.cells import measure_model
+    from experiments.atlas.targets import ROWS
+
     torch.set_num_threads(1)
     info = MODELS[model]
     network, datamodule = run.model(tag), run.datamodule(tag)

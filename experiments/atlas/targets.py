@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from datamodules.lookup_tables import SPLITS as LOOKUP_SPLITS
-from datamodules.lookup_tables import collate_sequences
+from datamodules.machine_tasks import SPLITS as LOOKUP_SPLITS
 from datamodules.rule_corpus import RuleCorpus
 from datamodules.scan import CONJUNCTIONS, PRIMITIVES, TURNS, interpret
+from datamodules.sequences import collate_sequences
 from probes.contextual_decomposition import rule_phrases
 from probes.neuron_functions import (
     ANALYSED_POSITIONS,

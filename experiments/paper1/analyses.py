@@ -29,12 +29,12 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-from datamodules.lookup_tables import SPLITS, TEST_SPLITS
+from datamodules.machine_tasks import SPLITS, TEST_SPLITS
 from experiments.report import (  # noqa: E402
     save_figure,
 )
 from lightning_modules.recording import record_traces
-from lightning_modules.seq2seq import SOS
+from lightning_modules.sequences import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
 from probes.command.outputs import SMALLEST_POINTS

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from datamodules.lookup_tables import collate_sequences, encode_pair
 from datamodules.machine_tasks import SAMPLE1, resolve_longer, resolve_sample1
+from datamodules.sequences import collate_sequences, encode_pair
 from datamodules.text_files import read_rows
 from experiments.paper1.analyses import GATES, MODULES, THRESHOLDS
 from lightning_modules.recording import pad_and_concatenate, record_split

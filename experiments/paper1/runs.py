@@ -29,8 +29,8 @@ import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datamodules.lookup_tables import LookupTableDataModule
 from datamodules.machine_tasks import (
     SAMPLE1,
     SAMPLE1_RECORD,
@@ -61,6 +61,9 @@ from probes.interventions import split_accuracy
 from storage import RunLayout
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
+
+if TYPE_CHECKING:  # a type only: a report rebuilt from measurements loads no Lightning
+    from datamodules.lookup_tables import LookupTableDataModule
 
 
 def test_accuracies(run: RunFolder, selection: str = ANALYSED) -> dict[str, float]:

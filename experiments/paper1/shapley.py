@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from datamodules.lookup_tables import SPLITS
+from datamodules.machine_tasks import SPLITS
 from experiments.paper1.analyses import ensure_traces, mean_of, probes_of
 from experiments.report import Claim, direction_claim, threshold_claim
 from probes.command.base import joined_trace

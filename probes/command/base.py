@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 from torch import Tensor
 
-from datamodules.lookup_tables import SPLITS, TEST_SPLITS
+from datamodules.machine_tasks import SPLITS, TEST_SPLITS
 from lightning_modules.recording import pad_and_concatenate
 from probes.command.registry import ProbeCard
 from probes.traces import CONVENTIONS, PAPER1_GATE_SITES

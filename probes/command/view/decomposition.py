@@ -33,7 +33,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
-from lightning_modules.seq2seq import PAD, SOS
+from lightning_modules.sequences import PAD, SOS
 from probes.command.view.runs import (
     OUTPUT_KEY,
     TARGET_KEY,

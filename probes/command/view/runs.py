@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
-from lightning_modules.seq2seq import PAD, sequence_correct
+from lightning_modules.sequences import PAD, sequence_correct
 from probes.command.view.unit_orders import UnitOrder, read_measurements, unit_orders
 from probes.traces import valid_key
 from storage.files import RunFileError
