@@ -38,7 +38,7 @@ SAMPLE1 = "sample1"
 """The ``data_dir`` value that names this sample."""
 TEST_SPLITS = ("heldout_inputs", "heldout_compositions", "heldout_tables", "new_compositions")
 SPLITS = ("train", "validation", *TEST_SPLITS)
-"""A lookup-table sample's splits, each a file `<split>.tsv` (the generated tables' too)."""
+"""A lookup-table sample's splits, each in its file `<split>.tsv`; the generated tables' too."""
 SAMPLE1_ENV = "RECURRENT_PROBES_SAMPLE1"
 OFFLINE_ENV = "RECURRENT_PROBES_OFFLINE"
 SAMPLE1_SHA256 = {

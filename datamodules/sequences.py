@@ -8,8 +8,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 IGNORE_INDEX = -100
-
-
+"""The label of a step or row that no loss or classifier reads (torch's cross-entropy default)."""
 SEQUENCE_PADDING = {
     "source": 0,
     "target": 0,
