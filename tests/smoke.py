@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 HANG_GUARD = 1800
@@ -24,7 +23,7 @@ TRAINING_LIBRARIES = {"pytorch_lightning", "sklearn", "captum"}
 
 
 def imported(done: subprocess.CompletedProcess) -> set[str]:
-    """The modules a command run with `python=("-X", "importtime")` imported."""
+    """The modules a command run with `-X importtime` imported (its stderr)."""
     lines = done.stderr.splitlines()
     return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
 
@@ -41,14 +40,9 @@ def quick_reproduction(
     report under `folder` (with `env` added to the environment, and `options`); return its output
     and its claims (`report/results.json`) by id, in their order. With `trains_nothing` (a
     rebuild from kept measurements) it must load none of `TRAINING_LIBRARIES`."""
-    python = ("-X", "importtime") if trains_nothing else ()
-    done = subprocess.run(
-        [sys.executable, *python, "-m", study_module(paper), "--scale", "quick",
-         "--runs", str(folder / "runs"), "--out", str(folder / "report"), *options],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+    done = quick_command(paper, "--runs", folder / "runs", "--out", folder / "report", *options,
+                         timeout=timeout, env=env, trains_nothing=trains_nothing)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert not (trains_nothing and TRAINING_LIBRARIES & imported(done))
     claims = json.loads((folder / "report" / "results.json").read_text())
     return done.stdout, {claim["id"]: claim for claim in claims}
 
@@ -75,14 +69,22 @@ def assert_quick_report(report: str, title: str = "# Paper ") -> None:
     assert "**Scale:** `quick`" in report
 
 
-def quick_command(paper: int, *options, timeout: int = HANG_GUARD,
-                  python: Sequence[str] = ()) -> subprocess.CompletedProcess:  # fmt: skip
-    """`python <python> -m experiments.paperN --scale quick <options>`, its output captured."""
-    return subprocess.run(
-        [sys.executable, *python, "-m", f"experiments.paper{paper}", "--scale", "quick",
+def quick_command(paper: int | str, *options, timeout: int = HANG_GUARD,
+                  env: dict[str, str] | None = None,
+                  trains_nothing: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+    """`python -m <study_module(paper)> --scale quick <options>` (with `env` added to the
+    environment), its output captured. With `trains_nothing` (a rebuild from kept measurements)
+    it runs under `-X importtime` and must exit 0 having loaded none of `TRAINING_LIBRARIES`."""
+    python = ("-X", "importtime") if trains_nothing else ()
+    done = subprocess.run(
+        [sys.executable, *python, "-m", study_module(paper), "--scale", "quick",
          *map(str, options)],
-        capture_output=True, text=True, timeout=timeout,
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
+    if trains_nothing:
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not TRAINING_LIBRARIES & imported(done)
+    return done
 
 
 def rebuilt_alone(paper: int, folder: Path, runs: int) -> subprocess.CompletedProcess:
@@ -90,9 +92,7 @@ def rebuilt_alone(paper: int, folder: Path, runs: int) -> subprocess.CompletedPr
     `--reuse-runs`: it exits 0, loads none of `TRAINING_LIBRARIES` (a rebuild trains nothing),
     writes the same `results.json` and says all `runs` runs were kept. Returns the command."""
     done = quick_command(paper, "--runs", folder / "report" / "runs", "--reuse-runs", "--out",
-                         folder / "rebuilt", python=("-X", "importtime"))  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert not TRAINING_LIBRARIES & imported(done)
+                         folder / "rebuilt", trains_nothing=True)  # fmt: skip
     assert ((folder / "rebuilt" / "results.json").read_text()
             == (folder / "report" / "results.json").read_text())  # fmt: skip
     report = (folder / "rebuilt" / "report.md").read_text()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -62,9 +61,7 @@ from experiments.paper3.toy import (
 from storage import RunLayout
 from storage.files import read_saved_config
 from storage.layout import UNTRAINED
-
-if TYPE_CHECKING:
-    from storage.run_folder import RunFolder
+from storage.run_folder import RunFolder
 
 TRAINING_ORDER = ("scan", "two_digit_images", IMAGES_AUTHORS, "toy_2d", PLAYGROUND_TOY,
                   SCAN_AUTHORS)  # fmt: skip
@@ -302,8 +299,6 @@ def measurements_of(run: RunFolder, experiment: str, setting: str, seed: int, sc
 def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """Train the run (or keep it, with `reuse`), measure it and write its measurements file;
     with `reuse`, measurements taken from the same command are read back instead."""
-    from storage.run_folder import RunFolder
-
     root = sitting.root
     layout = RunLayout.of(root, "paper3", variant(experiment, setting), seed)
     arguments = arguments_of(experiment, setting, seed, scale, root)
