@@ -397,6 +397,38 @@ def traced(model, everything):
     return found
 
 
+def test_trace_rows_decodes_at_most_traced_rows_at_once(model, everything, monkeypatch):
+    """Without edits the rows are decoded `TRACED_ROWS` at a time (a decode's logits are `[rows,
+    steps, vocabulary]`: section 4's rows at once outgrow memory at the paper's vocabulary), and
+    the trace is the whole batch's, site by site; an edited batch is decoded at once."""
+    import probes.neuron_functions as functions
+    from lightning_modules.recurrent import Intervention
+
+    batch, _, states = everything
+    sizes = []
+    forward = model.forward
+
+    def counted(source, *args, **kwargs):
+        sizes.append(len(source))
+        return forward(source, *args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", counted)
+    whole = functions.trace_rows(model, batch, STEPS)
+    assert sizes == [64]
+    sizes.clear()
+    monkeypatch.setattr(functions, "TRACED_ROWS", 5)
+    found = functions.trace_rows(model, batch, STEPS)
+    assert sizes == [5] * 12 + [4]
+    assert torch.equal(found.outputs, batch["target"])
+    assert found.record.keys() == whole.record.keys()
+    for site, values in whole.record.items():
+        assert torch.equal(found.record[site], values), site
+    assert torch.equal(found.states, states)
+    sizes.clear()
+    functions.trace_rows(model, batch, STEPS, [Intervention("decoder.hidden", (0,), (1,), "zero")])
+    assert sizes == [64]
+
+
 def test_verify_neurons_with_the_planted_units(model, traced):
     """Rows of token A with T = 2..8 (4 filler counts each): counting k needs T >= k + 1,
     triggering k needs T >= k + 2; every manipulation does what the design says on every row."""

@@ -311,3 +311,27 @@ def test_a_claim_the_untrained_weights_pass_is_uninformative():
         assert judged[none].null is None and judged[none] == before[none], none
     del records[("lstm", 0)]["untrained"]
     assert judged_claims(claims, records, scale) == claims
+
+
+def test_a_time_cap_caps_every_variant_and_a_malformed_one_is_refused(tmp_path, capsys):
+    """`--time-cap` replaces the scale's caps for every variant (the paper's setting, stopped by
+    early stopping, within a lent machine's hours); without it the paper scale has none; a cap
+    not written DD:HH:MM:SS stops the command line in one line that shows the form."""
+    from experiments.paper4.reproduce import scale_of
+    from experiments.paper4.runs import arguments_of
+    from experiments.paper4.scales import SCALES, VARIANTS, command_line
+
+    paper = SCALES["paper"]
+    args = command_line().parse_args(["--scale", "paper", "--time-cap", "00:02:30:00"])
+    capped = scale_of(args, paper)
+    assert capped.max_time == dict.fromkeys(VARIANTS, "00:02:30:00")
+    fit = arguments_of("lstm", 1, capped, tmp_path)
+    assert fit[fit.index("--trainer.max_time") + 1] == "00:02:30:00"
+    assert "--trainer.max_time" not in arguments_of("lstm", 1, paper, tmp_path)
+    assert scale_of(command_line().parse_args(["--scale", "paper"]), paper) == paper
+    for wrong in ("2:30", "00:02:30", "00:00:00:00", "0a:02:30:00"):
+        with pytest.raises(SystemExit):
+            command_line().parse_args(["--time-cap", wrong])
+        assert "is not a time cap: write days, hours, minutes and seconds as DD:HH:MM:SS" in (
+            capsys.readouterr().err
+        )

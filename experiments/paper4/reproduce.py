@@ -125,7 +125,10 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
 
 
 def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
-    """`--measure-untrained`: kept runs measured before the untrained weights get them too."""
+    """`--measure-untrained`: kept runs measured before the untrained weights get them too;
+    `--time-cap`: every variant's training time capped at it."""
+    if args.time_cap is not None:
+        scale = replace(scale, max_time=dict.fromkeys(VARIANTS, args.time_cap))
     return replace(scale, untrained_of_kept_runs=True) if args.measure_untrained else scale
 
 

@@ -137,4 +137,25 @@ def command_line() -> argparse.ArgumentParser:
         "whose kept measurements predate them, from their run folder or, where it is gone, "
         "rebuilt from their seed (a one-batch fit in a scratch folder); nothing is trained again",
     )  # fmt: skip
+    parser.add_argument(
+        "--time-cap", type=time_cap, default=None, metavar="DD:HH:MM:SS",
+        help="cap every run's training time at this (Lightning's max_time), the scale's own "
+        "caps replaced: the paper's setting within the hours a lent machine gives; early "
+        "stopping still ends a run first where it can, and the report says which rule ended each",
+    )  # fmt: skip
     return parser
+
+
+def time_cap(text: str) -> str:
+    """`--time-cap`'s value, checked: Lightning's `DD:HH:MM:SS`, above zero."""
+    parts = text.split(":")
+    if (
+        len(parts) != 4
+        or not all(p.isdigit() and len(p) == 2 for p in parts)
+        or set(text) <= {"0", ":"}
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time cap: write days, hours, minutes and seconds as "
+            "DD:HH:MM:SS, e.g. 00:02:30:00 for two and a half hours"
+        )
+    return text
