@@ -139,6 +139,44 @@ def test_every_run_keeps_its_measurements_beside_the_report(quick):
     assert max(path.stat().st_size for path in kept.rglob("measurements.json")) < 20_000
 
 
+def test_before_fix_reads_the_registered_runs_again_from_their_folders(quick, tmp_path):
+    """`--before-fix --reuse-runs` reads Figure 3's runs (the text's generator) and Figure 2's
+    cell again from their run folders by the authors' CD before their fix, in float64 (its error
+    far below float32's), trains nothing, and adds its claims beside the others, which stay as
+    they were. (Before the runs' folders are deleted by the rebuild test below.)"""
+    first, _, claims = quick
+    shutil.copytree(first / "runs", tmp_path / "runs")
+    checkpoints = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("*.ckpt")}
+    output, again = quick_reproduction(2, tmp_path, options=("--reuse-runs", "--before-fix"))
+    registered = ["pooled_k=2_unpredictable", "pooled_k=2_predictable_m=2", "k=3_n=20"]
+    assert f"{len(QUICK_RUNS) - 3} done before, 3 to run: " in output
+    assert {p: p.stat().st_mtime_ns for p in checkpoints} == checkpoints  # nothing trained
+    for run in QUICK_RUNS:
+        folder = tmp_path / "runs" / "paper2" / run / "seed=0"
+        readings = json.loads((folder / "measurements.json").read_text())["readings"]
+        read = [name for name in ("before_fix", "authors_before_fix") if name in readings]
+        assert read == (["before_fix", "authors_before_fix"] if run in registered else []), run
+        for name in read:
+            assert readings[name].keys() == readings["text"].keys()
+    figures = FIGURE3 | {"fig2.conduit_interacts", "fig2.conduit_interacts_over_training"}
+    new = {f"{reading}.{id}" for reading in ("before_fix", "authors_before_fix") for id in figures}
+    assert set(again) == set(claims) | new | {"cd.approximation_error.float64"}
+    float64 = again["cd.approximation_error.float64"]
+    assert (
+        max(float64["measured"]["values"])
+        < 1e-12
+        < max(again["cd.approximation_error"]["measured"]["values"])
+    )
+    assert float64["verdict"] == "reproduced" and float64["null"] is None
+    assert all(again[id]["null"] is not None for id in new)
+    for id, claim in claims.items():
+        assert (again[id]["measured"], again[id]["verdict"]) == (
+            claim["measured"], claim["verdict"],
+        ), id  # fmt: skip
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "before_fix: " in report and "float64, before the fix: reproduced" in report
+
+
 def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_path):
     """With the runs deleted, `--reuse-runs` over a run root holding only the measurement files
     rebuilds the same `results.json`, trains nothing and loads none of the training libraries

@@ -9,7 +9,9 @@ each naming the claims that test it under the text's reading (primary) and under
 - `m=100`: Figure 3 with 100 copies of each conduit, the text's second number (with each of the
   readings above as `<reading> m=100`);
 - `second values`: section 3's momentum and weight decay at the suite's second values (momentum
-  at plain SGD's long-run step, AWD-LSTM's weight decay).
+  at plain SGD's long-run step, AWD-LSTM's weight decay);
+- `before_fix`, `authors_before_fix`: Figures 2 and 3 read by the authors' CD before their fix,
+  in float64 (`--before-fix`), and `float64, before the fix` CD's error so.
 
 Claims about the data or the setup name no finding. `STUDY.findings` hands these to the engine,
 which marks each claim with the finding it tests and opens the report with their table.
@@ -22,8 +24,12 @@ from experiments.paper2.claims import FINDINGS as WORDS
 
 ANALYSES = ("authors", "authors_at_close")
 """The readings of the authors' analysis that decide every claim of the text's runs."""
+BEFORE_FIX = ("before_fix", "authors_before_fix")
+"""The text's reading and the authors' analysis by their CD before their fix, in float64
+(`--before-fix`): Figures 2 and 3 only."""
 FIGURE3_READINGS = (*ANALYSES, "authors_domain", "authors_generator.text",
-                    "authors_generator.authors", "authors_generator.authors_domain")  # fmt: skip
+                    "authors_generator.authors", "authors_generator.authors_domain",
+                    *BEFORE_FIX)  # fmt: skip
 """The readings that decide Figure 3's claims."""
 SECOND_M = "m=100"
 """Figure 3's claims at the text's second number of copies carry `.m=100` in their ids."""
@@ -46,9 +52,11 @@ def figure3_finding(id: str, key: str, because: str = "") -> Finding:
     return Finding(id, WORDS[key], (claim,), readings, because)
 
 
-def text_finding(id: str, key: str, claims: tuple[str, ...], because: str = "") -> Finding:
-    """A finding tested by `claims` under the text's reading and both of `ANALYSES`."""
-    return Finding(id, WORDS[key], claims, readings_of(claims, ANALYSES), because)
+def text_finding(
+    id: str, key: str, claims: tuple[str, ...], because: str = "", readings: tuple[str, ...] = ()
+) -> Finding:
+    """A finding tested by `claims` under the text's reading, both of `ANALYSES` and `readings`."""
+    return Finding(id, WORDS[key], claims, readings_of(claims, (*ANALYSES, *readings)), because)
 
 
 FIRST_VALUES = ("training.momentum_slows_rules", "training.weight_decay_slows_rules")
@@ -75,6 +83,7 @@ FINDINGS: tuple[Finding, ...] = (
         because="with the most frequent rule alpha's P(omega) is already at its ceiling, so the "
         "conduit has no room to raise it, and the whole conduit lowers it slightly instead; "
         "along training it raises it at no epoch where the rule is above chance",
+        readings=BEFORE_FIX,
     ),
     figure3_finding("fig3.predictable_early", "predictable_early"),
     figure3_finding(
@@ -103,6 +112,7 @@ FINDINGS: tuple[Finding, ...] = (
         "sec4.cd_error",
         WORDS["cd_error"],
         ("cd.approximation_error",),
+        {"float64, before the fix": ("cd.approximation_error.float64",)},
         because="the decomposition runs in the models' single precision, and at a few of the "
         "trained models' snapshots its error passes the paper's bound (the untrained models stay "
         "well under it); the double-precision reading that would tell rounding from the method "

@@ -193,15 +193,18 @@ def stream_snapshots(
     only: Sequence[str] | None = None,
     cd: CdSettings = FIXED_CD,
     stream_length: int = STREAM_LENGTH,
+    domain: bool = True,
 ) -> dict[str, dict[str, Snapshot]]:
     """The authors' readings (`STREAM_READINGS`) of a run's weight snapshots `tags`, for the
     phrases named in `only` (None: all), each rule of their streams (`stream_length` tokens)
     decomposed by `cd` (`probes.stream_decomposition.stream_close_probabilities`): by reading,
-    by tag."""
+    by tag. With `domain` False, their test stream alone (`AUTHORS`, `AUTHORS_AT_CLOSE`)."""
     folder = RunFolder(run)
     data, model = folder.datamodule("last"), folder.model("last").to(dtype=cd.dtype)
     train = data.corpus("train")
     streams = authors_streams(data, stream_length)
+    if not domain:
+        streams.pop("domain_test", None)
     readings: dict[str, dict[str, Snapshot]] = {AUTHORS: {}, AUTHORS_AT_CLOSE: {}}
     if "domain_test" in streams:
         readings[AUTHORS_DOMAIN] = {}

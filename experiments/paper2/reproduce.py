@@ -52,7 +52,7 @@ from experiments.paper2.report import (
     report_text,
     seed_frame,
 )
-from experiments.paper2.runs import TEXT, measure_all, snapshots
+from experiments.paper2.runs import BEFORE_FIX_READINGS, TEXT, measure_all, snapshots
 from experiments.paper2.scales import (
     SCALES,
     UNTRAINED,
@@ -104,9 +104,10 @@ def figure_values(
     curve_tags = [epoch_tag(e) for e in range(1, scale.epochs + 1)]
     values = {}
     if all(s in analysed for s in figure1_settings(scale)):
-        second = [s for s in figure1_settings(scale) if s.conduit_length == longest]
         values["figure1"] = {(s.conduit_length, s.rules): analysed[s][figure1_tag]
                              for s in figure1_settings(scale)}  # fmt: skip
+    second = [s for s in figure1_settings(scale) if s.conduit_length == longest and s in analysed]
+    if second:  # Figure 2 needs its own cells alone (a reading of Figure 2's cell only)
         values["figure2"] = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
                              for s in second}  # fmt: skip
         ends = (prefix_names[0], prefix_names[-1])  # alpha alone, alpha and the whole conduit
@@ -131,8 +132,9 @@ def claims_of(values: dict, scale: Scale) -> list[Claim]:
     """The claims `figure_values`' figures decide (those it holds)."""
     claims = []
     if "figure1" in values:
-        most = max(scale.rule_counts)
         claims += figure1_claims(values["figure1"], scale)
+    most = max(scale.rule_counts)
+    if most in values.get("figure2", {}):
         claims += figure2_claims(values["figure2"][most], most)
         longest = max(scale.conduit_lengths)
         claims.append(figure2_training_claim(values["figure2_training"][most], longest, most))
@@ -145,7 +147,8 @@ def claims_of(values: dict, scale: Scale) -> list[Claim]:
 
 
 def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
-    """The claims under the authors' analysis (`readings.STREAM_READINGS`) and on the authors'
+    """The claims under the authors' analysis (`readings.STREAM_READINGS`), under the authors'
+    CD before their fix (`runs.BEFORE_FIX_READINGS`, where measured) and on the authors'
     generator's corpora (text reading, and their analysis), ids prefixed by the reading."""
 
     def runs(reading: str, generator: str) -> dict:
@@ -156,8 +159,10 @@ def second_readings(measured: dict[str, dict], scale: Scale) -> list[Claim]:
         return [replace(claim, id=f"{prefix}.{claim.id}") for claim in claims]
 
     claims = []
-    for reading in STREAM_READINGS:
-        claims += prefixed(claims_of(figure_values(runs(reading, "text"), scale), scale), reading)
+    for reading in (*STREAM_READINGS, *BEFORE_FIX_READINGS):
+        if reading in measured:
+            values = figure_values(runs(reading, "text"), scale)
+            claims += prefixed(claims_of(values, scale), reading)
     if "authors" in generators(scale):
         for reading in (TEXT, AUTHORS, AUTHORS_DOMAIN):
             values = figure_values(runs(reading, "authors"), scale, "authors")
@@ -187,6 +192,25 @@ def untrained_errors(measured: dict[str, dict]) -> list[float] | None:
     return [result[UNTRAINED].error for runs in measured.values() for result in runs.values()]
 
 
+def errors_of(measured: dict[str, dict]) -> list[float]:
+    """CD's largest error of every snapshot of every run, over the readings in `measured`."""
+    return [snapshot.error for reading in measured.values() for result in reading.values()
+            for snapshot in result.values()]  # fmt: skip
+
+
+def error_claims(measured: dict[str, dict], before_fix: dict[str, dict]) -> list[Claim]:
+    """Section 4's bound on CD's error over the readings of `measured` (the models' own
+    precision), and where the runs were read by the authors' CD before their fix (in float64,
+    `before_fix`), the same rule on those readings (`cd.approximation_error.float64`, no null:
+    the bound is on the arithmetic)."""
+    claims = [error_claim(errors_of(measured), untrained_errors(measured))]
+    if before_fix:
+        claim = error_claim(errors_of(before_fix))
+        words = f"{claim.claim}, in float64 (the authors' CD before their fix)"
+        claims.append(replace(claim, id=f"{claim.id}.float64", claim=words))
+    return claims
+
+
 def measure(request: Request) -> dict[tuple[Setting, int], dict]:
     """Train every setting of Figures 1-3 once per seed, decomposing its rules over training as
     each is trained."""
@@ -199,12 +223,13 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     scale, out, sitting = request.scale, request.out, request.sitting
     measured = {reading: {key: snapshots(record, reading) for key, record in records.items()
                           if reading in record["readings"]}
-                for reading in (TEXT, *STREAM_READINGS)}  # fmt: skip
+                for reading in (TEXT, *STREAM_READINGS, *BEFORE_FIX_READINGS)}  # fmt: skip
+    before_fix = {reading: runs for reading in BEFORE_FIX_READINGS
+                  if (runs := measured.pop(reading))}  # fmt: skip
     text_runs = {k: v for k, v in measured[TEXT].items() if k[0].generator == "text"}
     values = figure_values(text_runs, scale)
-    errors = [snapshot.error for reading in measured.values() for result in reading.values()
-              for snapshot in result.values()]  # fmt: skip
-    primary = claims_of(values, scale) + [error_claim(errors, untrained_errors(measured))]
+    primary = claims_of(values, scale) + error_claims(measured, before_fix)
+    measured |= before_fix
     null = untrained_claims(measured, scale)
     geometric_runs = {key: {tag: geometric(s) for tag, s in result.items()}
                       for key, result in text_runs.items()}  # fmt: skip
@@ -269,10 +294,12 @@ def seeds_of(words: list[str]) -> tuple[int, ...]:
 
 
 def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
-    """The scale with the conduit copies and seeds given on the command line, where given."""
+    """The scale with the conduit copies and seeds given on the command line, where given, and
+    `--before-fix`."""
     changes = {"conduit_copies": args.conduit_copies,
                "seeds": seeds_of(args.seeds) if args.seeds else None}  # fmt: skip
-    return replace(scale, **{k: tuple(v) for k, v in changes.items() if v})
+    scale = replace(scale, **{k: tuple(v) for k, v in changes.items() if v})
+    return replace(scale, before_fix=True) if args.before_fix else scale
 
 
 def variants_of(args: argparse.Namespace, scale: Scale) -> tuple[str, ...]:

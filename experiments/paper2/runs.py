@@ -49,18 +49,38 @@ from experiments.paper2.readings import (
     AUTHORS,
     AUTHORS_AT_CLOSE,
     AUTHORS_DOMAIN,
+    CdSettings,
     Snapshot,
     close_probabilities,
     snapshot_of,
     snapshot_record,
     stream_snapshots,
 )
-from experiments.paper2.scales import CONFIG, Scale, Setting, epoch_tag, read_tags, training_order
+from experiments.paper2.scales import (
+    CONFIG,
+    Scale,
+    Setting,
+    before_fix_settings,
+    epoch_tag,
+    read_tags,
+    training_order,
+)
 from storage import RunLayout
 
 TEXT = "text"
 """The reading the paper's text gives (section 3.1): P(omega | phrase) = softmax(v_phrase)[omega]
 at the close symbol, CD from the zero state over each probe rule's window."""
+
+
+BEFORE_FIX = CdSettings("irrelevant", torch.float64)
+"""The authors' CD before their fix (`nsaphra/acd` 820fabd), in float64."""
+BEFORE_FIX_READINGS = {
+    "before_fix": "the text's reading by the authors' CD before their fix, in float64",
+    "authors_before_fix": "the authors' analysis (their test stream, P at omega's own step) by "
+    "their CD before their fix, in float64",
+}
+"""The readings of `--before-fix` (`reports/paper2/preregistration.md`, item 4), of the runs of
+`scales.before_fix_settings`: the text's, and the authors' `AUTHORS`."""
 
 
 def run_layout(root: Path, setting: Setting, seed: int) -> RunLayout:
@@ -95,7 +115,7 @@ def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> 
     tags = {tag for group, _ in read_tags(setting, scale) for tag in group}
     if record is None or all(
         name in record["readings"] and tags <= set(record["readings"][name])
-        for name in reading_names(setting)
+        for name in reading_names(setting, scale)
     ):
         return record
     if sitting.merged:
@@ -113,11 +133,34 @@ def joined(first: Snapshot, second: Snapshot) -> Snapshot:
     return Snapshot({**first.phrase, **second.phrase}, second.full, max(first.error, second.error))
 
 
-def reading_names(setting: Setting) -> list[str]:
+def reading_names(setting: Setting, scale: Scale) -> list[str]:
     """The readings a run of `setting` is measured by: the text's and the authors' (their
-    domain_test stream for pooled corpora only)."""
+    domain_test stream for pooled corpora only); with `scale.before_fix`, for the runs it reads,
+    also `BEFORE_FIX_READINGS`."""
     streams = [AUTHORS, AUTHORS_AT_CLOSE] + ([AUTHORS_DOMAIN] if setting.pool is not None else [])
-    return [TEXT, *streams]
+    before_fix = scale.before_fix and setting in before_fix_settings(scale)
+    return [TEXT, *streams, *(BEFORE_FIX_READINGS if before_fix else ())]
+
+
+def read_run(path: Path, setting: Setting, scale: Scale) -> dict[str, dict[str, Snapshot]]:
+    """A trained run's `reading_names` by reading, by weight snapshot (`read_tags`)."""
+    before_fix = "before_fix" in reading_names(setting, scale)
+    readings: dict[str, dict[str, Snapshot]] = {}
+    for tags, only in read_tags(setting, scale):
+        groups = {
+            TEXT: close_probabilities(path, tags, only),
+            **stream_snapshots(path, tags, only, stream_length=scale.stream_length),
+        }
+        if before_fix:
+            groups["before_fix"] = close_probabilities(path, tags, only, BEFORE_FIX)
+            groups["authors_before_fix"] = stream_snapshots(
+                path, tags, only, BEFORE_FIX, scale.stream_length, domain=False
+            )[AUTHORS]
+        for name, snapshots_by_tag in groups.items():
+            for tag, snapshot in snapshots_by_tag.items():
+                kept = readings.setdefault(name, {}).get(tag)
+                readings[name][tag] = snapshot if kept is None else joined(kept, snapshot)
+    return readings
 
 
 def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict:
@@ -131,16 +174,7 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     arguments = arguments_of(setting, seed, scale, root)
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
-    readings: dict[str, dict[str, Snapshot]] = {}
-    for tags, only in read_tags(setting, scale):
-        groups = {
-            TEXT: close_probabilities(layout.path, tags, only),
-            **stream_snapshots(layout.path, tags, only, stream_length=scale.stream_length),
-        }
-        for name, snapshots_by_tag in groups.items():
-            for tag, snapshot in snapshots_by_tag.items():
-                kept = readings.setdefault(name, {}).get(tag)
-                readings[name][tag] = snapshot if kept is None else joined(kept, snapshot)
+    readings = read_run(layout.path, setting, scale)
     record = {
         "variant": setting.variant,
         "seed": seed,

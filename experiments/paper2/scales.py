@@ -39,6 +39,9 @@ class Scale:
     authors_generator: bool = True  # Figure 3's settings also by the authors' generator
     stream_length: int = STREAM_LENGTH
     """Tokens of each of the authors' test documents their analysis reads (theirs by default)."""
+    before_fix: bool = False
+    """Also read the runs of `before_fix_settings` by the authors' CD before their fix, in float64
+    (`--before-fix`, `runs.BEFORE_FIX_READINGS`)."""
     # Figure 2's cell trained so too (`OPTIMIZERS`): one tuple per reading of the paper's
     # unstated values, each trained as its own group after the earlier ones (`training_order`)
     optimizers: tuple[tuple[str, ...], ...] = (
@@ -161,6 +164,13 @@ def figure2_cell(scale: Scale, optimizer: str = "sgd") -> Setting:
     return Setting(max(scale.conduit_lengths), max(scale.rule_counts), optimizer=optimizer)
 
 
+def before_fix_settings(scale: Scale) -> list[Setting]:
+    """The settings whose runs the registered reading of the authors' CD before their fix reads
+    (`reports/paper2/preregistration.md`, item 4): Figure 3's by the text's generator and Figure
+    2's cell."""
+    return [*figure3_settings(scale).values(), figure2_cell(scale)]
+
+
 def optimizer_settings(scale: Scale) -> dict[str, Setting]:
     """Figure 2's cell trained with momentum and with weight decay (section 3's statement), every
     reading of their values."""
@@ -235,6 +245,14 @@ def command_line() -> argparse.ArgumentParser:
         "pooled_k=8_unpredictable; spaces or commas between them), at the scale's seeds or "
         "--seeds, the same runs the whole scale trains; no report: build it afterwards with "
         "--reuse-runs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--before-fix", action="store_true",
+        help="also read Figure 2's and Figure 3's runs (the text's generator) by the authors' CD "
+        "before their fix of 2019-09-03 (nsaphra/acd 820fabd: the bias product at a phrase's last "
+        "token went to the irrelevant part), in float64: claims before_fix.*, "
+        "authors_before_fix.* and cd.approximation_error.float64; with --reuse-runs, kept runs "
+        "without that reading are read again from their run folders, nothing trained again",
     )  # fmt: skip
     return parser
 
