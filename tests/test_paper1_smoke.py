@@ -229,6 +229,66 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
         layout.measurements.write_text(written)
 
 
+def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeypatch, tmp_path):
+    """`--section5-controls` (`Scale.controls`) adds, on the pairs' seeds, each model retrained
+    as the substitutions are with nothing frozen and each guided one retrained as the pruned ones
+    are with nothing removed; the kept retrains stay kept. Their claims read the controls in
+    place of the unretrained originals: the gains over the retrained baseline, and the pruned
+    models' accuracy against the retrained full one, seed by seed."""
+    from experiments.engine.sitting import Sitting
+    from experiments.paper1.ablations import PRUNING_CONTROL, control_claims
+    from experiments.paper1.reproduce import PAPER, ablation_of
+    from experiments.paper1.runs import ablations
+    from experiments.paper1.scales import ANALYSED, SCALES
+
+    folder, _, _ = quick
+    for name, value in offline_env(folder).items():
+        monkeypatch.setenv(name, value)
+    shutil.copytree(folder / "runs", tmp_path / "runs")
+    root = tmp_path / "runs"
+    scale = dataclasses.replace(SCALES["quick"], data=("--data.init_args.data_dir", "null"),
+                                controls=True)  # fmt: skip
+    models = {(v, s): json.loads(RunLayout.of(root, "paper1", v, s).measurements.read_text())
+              for v in ("guided", "baseline") for s in scale.seeds}  # fmt: skip
+    retrains = ablations(scale, models, Sitting(root, 1, reuse=True))
+    controls = ["control/guided_retrained", "control/baseline_retrained", PRUNING_CONTROL]
+    assert sorted(key for key, record in retrains.items() if not record["kept"]) == sorted(
+        (variant, 1) for variant in controls
+    )
+    commands = {v: RunLayout.of(root, "paper1", v, 1).command.read_text() for v in controls}
+    for variant in controls[:2]:
+        assert commands[variant].count("LoadWeights") == 1
+        assert '"freeze": false' in commands[variant] and '"freeze": true' not in commands[variant]
+    # the pruned model's fit (trained in the shared folder) but for its variant and removed units
+    control = commands[PRUNING_CONTROL].splitlines()
+    at = control.index("--model.removed_units")
+    pruned = RunLayout.of(root, "paper1", "pruned/guided", 1).command.read_text()
+    pruned = pruned.replace(str(folder / "runs"), str(root)).splitlines()
+    assert control[at + 1] == "{}" and pruned[at + 1].startswith('{"encoder.hidden": [')
+    assert [line.replace(PRUNING_CONTROL, "pruned/guided") for line in control[:at]] == pruned[:at]
+    assert control[at + 2 :] == pruned[at + 2 :]
+    ablation = ablation_of(retrains, scale)
+    nc = {key[0]: record.get("new_compositions", record.get("after"))
+          for key, record in retrains.items() if key[1] == 1}  # fmt: skip
+    original = {v: [models[(v, 1)]["selections"][ANALYSED]["new_compositions"]]
+                for v in ("guided", "baseline")}  # fmt: skip
+    claims = {c.id: c for c in control_claims(ablation, original, PAPER)}
+    assert set(claims) == {
+        "control.sec5_1.guided_with_encoder", "control.sec5_1.guided_with_decoder_w_hh",
+        "control.sec5_1.baseline_not_helped", "pool3.sec5_2.pruned_accuracy",
+        "pool3.sec5_2.pruned_retrained_accuracy", "pool3.sec5_2.retrained_beats_full",
+        "pool3.sec5_2.restored_against_control",
+    }  # fmt: skip
+    gain = nc["substitution/baseline_with_guided_encoder"] - nc["control/baseline_retrained"]
+    gains = [gain, nc["substitution/baseline_with_guided_decoder_w_hh"]
+             - nc["control/baseline_retrained"]]  # fmt: skip
+    assert list(claims["control.sec5_1.baseline_not_helped"].measured.values) == pytest.approx(
+        gains
+    )
+    restored = list(claims["pool3.sec5_2.restored_against_control"].measured.values)
+    assert restored == pytest.approx([nc["pruned/guided"] - nc[PRUNING_CONTROL]])
+
+
 def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_untrained(
     quick, monkeypatch
 ):

@@ -14,7 +14,7 @@ callbacks (the receiver's own best checkpoint, then the donor's component, froze
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -57,20 +57,27 @@ def load_weights(checkpoint: Path, parameters: list[str] | None = None, freeze: 
 @dataclass(frozen=True)
 class Substitution:
     receiver: str  # variant retrained: guided or baseline
-    component: str  # key of COMPONENTS, taken from the opposite variant and frozen
+    component: str | None  # key of COMPONENTS, taken from the opposite variant and frozen;
+    # None: the control, the receiver retrained the same way with nothing taken or frozen
     seed: int
     selection: str = "best"  # the checkpoint of receiver and donor the retrain starts from
 
     @property
     def variant(self) -> str:
+        if self.component is None:
+            return f"control/{self.receiver}_retrained"
         donor = OPPOSITE[self.receiver]
         return f"substitution/{self.receiver}_with_{donor}_{slug(self.component)}"
 
     def arguments(self, root: Path, base: list[str], configs: Path, trained) -> list[str]:
         """The fit arguments retraining the receiver of `trained(variant, seed)` with the
-        donor's component frozen; `base` holds the scale's data and overrides."""
+        donor's component frozen (the control: nothing frozen); `base` holds the scale's data
+        and overrides."""
         own = RunLayout(trained(self.receiver, self.seed)).checkpoint(self.selection)
         donor = RunLayout(trained(OPPOSITE[self.receiver], self.seed)).checkpoint(self.selection)
+        taken = [] if self.component is None else [
+            load_weights(donor, COMPONENTS[self.component], freeze=True)
+        ]  # fmt: skip
         arguments = [
             "--config",
             str(configs / f"{self.receiver}.yaml"),
@@ -84,9 +91,14 @@ class Substitution:
             "false",
             *base,
             load_weights(own),
-            load_weights(donor, COMPONENTS[self.component], freeze=True),
+            *taken,
         ]
         return arguments
+
+
+PRUNING_CONTROL = "control/guided_not_pruned"
+"""The control of section 5.2 (`--section5-controls`): a guided model retrained as the pruned ones
+are, with no unit removed."""
 
 
 def pruned_accuracy(run: Path | RunFolder, split: str) -> tuple[float, dict[str, list[int]]]:
@@ -115,9 +127,11 @@ def pruning_arguments(
     source: Path,
     removed: dict,
     tag: str = "best",
+    variant: str = "pruned/guided",
 ) -> list[str]:
     """The fit arguments retraining the guided model `source` of `seed` with its weak units
-    (`removed`, from `pruned_accuracy`) removed (section 5.2)."""
+    (`removed`, from `pruned_accuracy`) removed (section 5.2); with none removed, as `variant`
+    `PRUNING_CONTROL`, its control."""
     return [
         "--config",
         str(configs / "guided.yaml"),
@@ -126,7 +140,7 @@ def pruning_arguments(
         "--run.root",
         str(root),
         "--run.variant",
-        "pruned/guided",
+        variant,
         "--trainer.enable_progress_bar",
         "false",
         *base,
@@ -290,6 +304,40 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
             "any model",
         ),
     ]
+
+
+CONTROLLED = "against the model retrained the same way with nothing frozen"
+
+
+def control_claims(ablation: dict, original: dict[str, list[float]], paper: dict) -> list[Claim]:
+    """The registered readings of section 5 (`reports/paper1/preregistration.md`, item 5), where
+    their runs were measured: 5.1's statements against each receiver retrained with nothing
+    frozen (`control.sec5_1.*`, in place of the unretrained original), and 5.2 on the paper's
+    pool, the guided models of the first three seeds (`pool3.sec5_2.*`), the retrained pruned
+    models also against the full model retrained as long with nothing removed."""
+    claims = []
+    controls = ablation["controls"]
+    if set(controls) == set(OPPOSITE):
+        for claim in substitution_pattern_claims(ablation["substitution"], controls, paper):
+            claims.append(replace(claim, id=f"control.{claim.id}",
+                                  claim=f"{claim.claim} ({CONTROLLED})"))  # fmt: skip
+    pool = len(original["guided"])
+    pruning = {name: values[:pool] for name, values in ablation["pruning"].items()}
+    for claim in pruning_claims(pruning, original["guided"], paper)[:3]:
+        words = f"{claim.claim} (the paper's pool: the first {pool} seeds)"
+        # a reading new since the rules' last change: no earlier rule ever judged it
+        claims.append(replace(claim, id=f"pool3.{claim.id}", claim=words, earlier=()))
+    retrained = ablation["pruning_control"]
+    if retrained:
+        gaps = [a - c for a, c in zip(pruning["after"], retrained, strict=True)]
+        claims.append(threshold_claim(
+            "pool3.sec5_2.restored_against_control",
+            "Retraining fully restores the pruned models: as good as the full models retrained "
+            "as long with nothing removed", "fully restores", gaps, sum(gaps) / len(gaps),
+            "mean(pruned and retrained - full and retrained) NC accuracy",
+            reproduced_at=-CLOSE, partially_at=-0.1,
+        ))  # fmt: skip
+    return claims
 
 
 def table4_rows(ablation: dict, original: dict[str, list[float]]):

@@ -36,7 +36,9 @@ from datamodules.machine_tasks import LookupData
 from experiments.engine.publish import Stopwatch, kept_note
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper1.ablations import (
+    PRUNING_CONTROL,
     ablation_figure,
+    control_claims,
     pruning_claims,
     retraining_length_note,
     substitution_claims,
@@ -202,6 +204,7 @@ def report(request: Request, runs: Runs) -> Built:
         + gru
         + substitution_claims(ablation["substitution"], original, PAPER)
         + pruning_claims(ablation["pruning"], original["guided_all"], PAPER)
+        + control_claims(ablation, original, PAPER)
     )
     earlier = []
     if data.is_paper_data and scale_name in ("default", "paper", "paper-training"):
@@ -254,8 +257,11 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
     `before`, `after` and `kept` per guided seed."""
     substitution: dict[tuple[str, str], list[float]] = {}
     best_epochs: dict[tuple[str, str], list[int]] = {}
+    controls: dict[str, list[float]] = {}
     for record in retrains.values():
-        if "component" in record:
+        if record.get("component", False) is None:  # a control: nothing frozen
+            controls.setdefault(record["receiver"], []).append(record["new_compositions"])
+        elif "component" in record:
             key = (record["receiver"], record["component"])
             substitution.setdefault(key, []).append(record["new_compositions"])
             best_epochs.setdefault(key, []).append(record["best_epoch"])
@@ -264,7 +270,10 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
         name: [record[key] for record in pruned]
         for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
     }
-    return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning}
+    pruning_control = [retrains[(PRUNING_CONTROL, seed)]["after"]
+                       for seed in scale.seeds if (PRUNING_CONTROL, seed) in retrains]  # fmt: skip
+    return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning,
+            "controls": controls, "pruning_control": pruning_control}  # fmt: skip
 
 
 def paper1_figures(measured, curves, analysed, ablation, original, seeds: Sequence[int],
@@ -486,8 +495,10 @@ Units kept: {kept_units}.
 
 
 def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
-    """`--add-measurements`: the footnotes' fields added to kept runs that lack them."""
-    return dataclasses.replace(scale, added=tuple(args.add_measurements))
+    """`--add-measurements`: the footnotes' fields added to kept runs that lack them;
+    `--section5-controls`: section 5's controls retrained too."""
+    return dataclasses.replace(scale, added=tuple(args.add_measurements),
+                               controls=args.section5_controls or scale.controls)  # fmt: skip
 
 
 STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)

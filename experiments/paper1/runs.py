@@ -41,7 +41,12 @@ from datamodules.machine_tasks import (
 from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
-from experiments.paper1.ablations import Substitution, pruning_arguments, pruning_of
+from experiments.paper1.ablations import (
+    PRUNING_CONTROL,
+    Substitution,
+    pruning_arguments,
+    pruning_of,
+)
 from experiments.paper1.analyses import analyse_run
 from experiments.paper1.readings import measure_readings
 from experiments.paper1.scales import (
@@ -262,30 +267,36 @@ def measure_substitution(job: Substitution, base: list[str], sitting: Sitting) -
     return measured(layout, arguments, sitting, measure)
 
 
-def pruned_arguments(seed: int, pruning: dict, base: list[str], root: Path) -> list[str]:
+def pruned_arguments(seed: int, pruning: dict, base: list[str], root: Path,
+                     variant: str = "pruned/guided") -> list[str]:  # fmt: skip
+    """The fit of the guided model of `seed` with the units of `pruning` removed, or as
+    `variant` `PRUNING_CONTROL` none."""
     source = run_dir(root, "guided", seed)
-    return pruning_arguments(root, seed, base, CONFIGS, source, pruning["removed"], ANALYSED)
+    removed = {} if variant == PRUNING_CONTROL else pruning["removed"]
+    return pruning_arguments(root, seed, base, CONFIGS, source, removed, ANALYSED, variant)
 
 
-def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting) -> dict:
+def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting,
+                   variant: str = "pruned/guided") -> dict:  # fmt: skip
     """Section 5.2: the guided model of `seed` pruned as its measurements say (`pruning`: the
-    units kept and removed, the accuracy before retraining), and retrained."""
-    arguments = pruned_arguments(seed, pruning, base, sitting.root)
+    units kept and removed, the accuracy before retraining), and retrained; as `variant`
+    `PRUNING_CONTROL`, retrained so with nothing removed."""
+    arguments = pruned_arguments(seed, pruning, base, sitting.root, variant)
 
     def measure(run: RunFolder) -> dict:
         by = {s: new_compositions(run, s) for s in SELECTIONS}
-        return {"variant": "pruned/guided", "seed": seed, "before": pruning["before"],
+        return {"variant": variant, "seed": seed, "before": pruning["before"],
                 "kept_units": pruning["kept"], "after": by[ANALYSED],
                 "after_by": by}  # fmt: skip
 
-    layout = RunLayout.of(sitting.root, "paper1", "pruned/guided", seed)
+    layout = RunLayout.of(sitting.root, "paper1", variant, seed)
     return measured(layout, arguments, sitting, measure)
 
 
 def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict[tuple, dict]:
     """Section 5: every substitution of `scale` and the pruning retrains of the measured
-    `models` (of the sitting's shard: its seeds), `jobs` at a time; their measurements by
-    `(variant, seed)`."""
+    `models` (of the sitting's shard: its seeds), with `scale.controls` also their controls on
+    the first `scale.pairs` seeds, `jobs` at a time; their measurements by `(variant, seed)`."""
     base = [*scale.data, *scale.epochs(scale.substitution_epochs), *scale.overrides]
     pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
     ours = [seed for seed in scale.seeds if sitting.shard.keeps(seed, scale.seeds)]
@@ -298,14 +309,26 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
                 tasks[(job.variant, seed)] = functools.partial(
                     measure_substitution, job, base, sitting
                 )
+    pool = scale.seeds[: scale.pairs]
+    if scale.controls:  # the registered controls of section 5, on the paper's pool
+        for receiver in VARIANTS:
+            for seed in (s for s in pool if s in ours):
+                job = Substitution(receiver, None, seed, ANALYSED)
+                arguments[(job.variant, seed)] = substitution_arguments(job, base, sitting.root)
+                tasks[(job.variant, seed)] = functools.partial(
+                    measure_substitution, job, base, sitting
+                )
     for seed in ours:
         pruning = models[("guided", seed)]["pruning"]
-        arguments[("pruned/guided", seed)] = pruned_arguments(
-            seed, pruning, pruning_base, sitting.root
-        )
-        tasks[("pruned/guided", seed)] = functools.partial(
-            measure_pruned, seed, pruning, pruning_base, sitting
-        )
+        variants = ["pruned/guided"] + ([PRUNING_CONTROL] if scale.controls and seed in pool
+                                        else [])  # fmt: skip
+        for variant in variants:
+            arguments[(variant, seed)] = pruned_arguments(
+                seed, pruning, pruning_base, sitting.root, variant
+            )
+            tasks[(variant, seed)] = functools.partial(
+                measure_pruned, seed, pruning, pruning_base, sitting, variant
+            )
 
     def describe(key, record):
         accuracy = record.get("new_compositions", record.get("after"))

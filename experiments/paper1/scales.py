@@ -90,6 +90,10 @@ class Scale:
     added: tuple[str, ...] = ()
     """Measurement groups of `OPTIONAL` (`--add-measurements`) added to kept runs that lack them;
     a run measured anew gets every group."""
+    controls: bool = False
+    """Also retrain section 5's controls (`--section5-controls`): each model of the first `pairs`
+    seeds retrained as the substitutions are with nothing frozen, and each guided one as the
+    pruned ones are with nothing removed (`reports/paper1/preregistration.md`, item 5)."""
     seeds: tuple[int, ...] = SEEDS
     """The seeds of each variant's models: the paper's five, or the first few of them (at least
     two: the claims compare spreads over seeds)."""
@@ -170,5 +174,12 @@ def command_line() -> argparse.ArgumentParser:
         help="measure these groups on kept runs (--reuse-runs) whose measurements lack them, from "
         "the run folder or, where it is gone, by training the run again from its command: "
         + "; ".join(f"{name}: {what}" for name, what in OPTIONAL.items()),
+    )  # fmt: skip
+    parser.add_argument(
+        "--section5-controls", action="store_true",
+        help="also retrain section 5's controls on the first model pairs' seeds: every model "
+        "retrained as the substitutions are with nothing frozen, and every guided one as the "
+        "pruned ones are with nothing removed (claims control.sec5_1.* and "
+        "pool3.sec5_2.restored_against_control)",
     )  # fmt: skip
     return parser
