@@ -19,8 +19,11 @@ def reproduction_parser(
     description: str, scales: Sequence[str], out: str
 ) -> argparse.ArgumentParser:
     """The options every `python -m experiments.paperN` takes (`out`: reports/paperN)."""
-    parser = argparse.ArgumentParser(
-        prog=f"python -m experiments.{Path(out).name}", description=description
+    parser = argparse.ArgumentParser(  # no abbreviations: `--slurm-options "--time=..."` is
+        # sbatch's --time, not an abbreviation of one of ours (paper 4's --time-cap)
+        prog=f"python -m experiments.{Path(out).name}",
+        description=description,
+        allow_abbrev=False,
     )
     parser.add_argument(
         "--scale", choices=sorted(scales), default=os.environ.get("SCALE") or "default"

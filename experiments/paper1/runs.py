@@ -285,8 +285,9 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting,
 
     def measure(run: RunFolder) -> dict:
         by = {s: new_compositions(run, s) for s in SELECTIONS}
-        return {"variant": variant, "seed": seed, "before": pruning["before"],
-                "kept_units": pruning["kept"], "after": by[ANALYSED],
+        pruned = ({} if variant == PRUNING_CONTROL else
+                  {"before": pruning["before"], "kept_units": pruning["kept"]})  # fmt: skip
+        return {"variant": variant, "seed": seed, **pruned, "after": by[ANALYSED],
                 "after_by": by}  # fmt: skip
 
     layout = RunLayout.of(sitting.root, "paper1", variant, seed)

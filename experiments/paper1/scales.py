@@ -175,11 +175,7 @@ def command_line() -> argparse.ArgumentParser:
         "the run folder or, where it is gone, by training the run again from its command: "
         + "; ".join(f"{name}: {what}" for name, what in OPTIONAL.items()),
     )  # fmt: skip
-    parser.add_argument(
-        "--section5-controls", action="store_true",
-        help="also retrain section 5's controls on the first model pairs' seeds: every model "
-        "retrained as the substitutions are with nothing frozen, and every guided one as the "
-        "pruned ones are with nothing removed (claims control.sec5_1.* and "
-        "pool3.sec5_2.restored_against_control)",
-    )  # fmt: skip
+    parser.add_argument("--section5-controls", action="store_true", help="also retrain the "
+                        "first pairs' models with nothing frozen and the guided ones with nothing "
+                        "removed: section 5's controls (docs/reproductions.md)")  # fmt: skip
     return parser

@@ -106,7 +106,9 @@ def figure_values(
     if all(s in analysed for s in figure1_settings(scale)):
         values["figure1"] = {(s.conduit_length, s.rules): analysed[s][figure1_tag]
                              for s in figure1_settings(scale)}  # fmt: skip
-    second = [s for s in figure1_settings(scale) if s.conduit_length == longest and s in analysed]
+    second = [s for s in figure1_settings(scale) if s.conduit_length == longest
+              and figure2_tag in analysed.get(s, {})
+              and set(prefix_names) <= set(analysed[s][figure2_tag].phrase)]  # fmt: skip
     if second:  # Figure 2 needs its own cells alone (a reading of Figure 2's cell only)
         values["figure2"] = {s.rules: [analysed[s][figure2_tag].phrase[p] for p in prefix_names]
                              for s in second}  # fmt: skip

@@ -106,17 +106,21 @@ def arguments_of(setting: Setting, seed: int, scale: Scale, root: Path) -> list[
     ]  # fmt: skip
 
 
+def unread(record: dict | None, setting: Setting, scale: Scale) -> list[str]:
+    """The `reading_names` a kept `record` lacks or holds at fewer snapshots than the scale reads
+    (a scale's Figure 1 epoch is not in the command); every one without a record."""
+    tags = {tag for group, _ in read_tags(setting, scale) for tag in group}
+    return [name for name in reading_names(setting, scale) if record is None
+            or not tags <= set(record["readings"].get(name, ()))]  # fmt: skip
+
+
 def kept_record(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict | None:
     """The run's measurements from an earlier invocation of the same command (`Sitting.kept`)
-    if they hold every snapshot the scale reads (a scale's Figure 1 epoch is not in the
-    command); else None, and merging, stop naming the run."""
+    if they hold every reading and snapshot the scale reads (`unread`); else None, and merging,
+    stop naming the run."""
     layout = run_layout(sitting.root, setting, seed)
     record = sitting.kept(layout, arguments_of(setting, seed, scale, sitting.root))
-    tags = {tag for group, _ in read_tags(setting, scale) for tag in group}
-    if record is None or all(
-        name in record["readings"] and tags <= set(record["readings"][name])
-        for name in reading_names(setting, scale)
-    ):
+    if record is None or not unread(record, setting, scale):
         return record
     if sitting.merged:
         raise SittingError(
@@ -142,17 +146,20 @@ def reading_names(setting: Setting, scale: Scale) -> list[str]:
     return [TEXT, *streams, *(BEFORE_FIX_READINGS if before_fix else ())]
 
 
-def read_run(path: Path, setting: Setting, scale: Scale) -> dict[str, dict[str, Snapshot]]:
-    """A trained run's `reading_names` by reading, by weight snapshot (`read_tags`)."""
-    before_fix = "before_fix" in reading_names(setting, scale)
+def read_run(
+    path: Path, setting: Setting, scale: Scale, names: list[str]
+) -> dict[str, dict[str, Snapshot]]:
+    """A trained run's readings `names` (of `reading_names`) by reading, by weight snapshot
+    (`read_tags`)."""
     readings: dict[str, dict[str, Snapshot]] = {}
     for tags, only in read_tags(setting, scale):
-        groups = {
-            TEXT: close_probabilities(path, tags, only),
-            **stream_snapshots(path, tags, only, stream_length=scale.stream_length),
-        }
-        if before_fix:
+        groups = {TEXT: close_probabilities(path, tags, only)} if TEXT in names else {}
+        if {AUTHORS, AUTHORS_AT_CLOSE, AUTHORS_DOMAIN} & set(names):
+            streams = stream_snapshots(path, tags, only, stream_length=scale.stream_length)
+            groups |= {name: read for name, read in streams.items() if name in names}
+        if "before_fix" in names:
             groups["before_fix"] = close_probabilities(path, tags, only, BEFORE_FIX)
+        if "authors_before_fix" in names:
             groups["authors_before_fix"] = stream_snapshots(
                 path, tags, only, BEFORE_FIX, scale.stream_length, domain=False
             )[AUTHORS]
@@ -165,23 +172,30 @@ def read_run(path: Path, setting: Setting, scale: Scale) -> dict[str, dict[str, 
 
 def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict:
     """Train the run (or keep it, with `reuse`), read it and write its measurements file; with
-    `reuse`, measurements taken from the same command are read back instead."""
+    `reuse`, measurements taken from the same command are read back instead, and where they
+    lack readings the scale reads (`unread`, e.g. `--before-fix`'s), those alone are read."""
     kept = kept_record(setting, seed, scale, sitting)
     if kept is not None:
         return kept
     root = sitting.root
     layout = run_layout(root, setting, seed)
     arguments = arguments_of(setting, seed, scale, root)
+    earlier = sitting.kept(layout, arguments)  # the same command's, some readings missing
+    missing = unread(earlier, setting, scale)
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
-    readings = read_run(layout.path, setting, scale)
+    readings = {
+        name: {tag: snapshot_record(s) for tag, s in reading.items()}
+        for name, reading in read_run(layout.path, setting, scale, missing).items()
+    }
+    kept_readings = {name: reading for name, reading in (earlier or {"readings": {}})["readings"]
+                     .items() if name not in missing}  # fmt: skip
     record = {
         "variant": setting.variant,
         "seed": seed,
         "setting": asdict(setting),
         "command": portable(arguments, root),
-        "readings": {name: {tag: snapshot_record(s) for tag, s in reading.items()}
-                     for name, reading in readings.items()},
+        "readings": {**kept_readings, **readings},
     }  # fmt: skip
     return {**write_measurements(layout, record, sitting.schema), "kept": not trained}
 

@@ -246,14 +246,9 @@ def command_line() -> argparse.ArgumentParser:
         "--seeds, the same runs the whole scale trains; no report: build it afterwards with "
         "--reuse-runs",
     )  # fmt: skip
-    parser.add_argument(
-        "--before-fix", action="store_true",
-        help="also read Figure 2's and Figure 3's runs (the text's generator) by the authors' CD "
-        "before their fix of 2019-09-03 (nsaphra/acd 820fabd: the bias product at a phrase's last "
-        "token went to the irrelevant part), in float64: claims before_fix.*, "
-        "authors_before_fix.* and cd.approximation_error.float64; with --reuse-runs, kept runs "
-        "without that reading are read again from their run folders, nothing trained again",
-    )  # fmt: skip
+    parser.add_argument("--before-fix", action="store_true", help="also read Figures 2-3's "
+                        "runs by the authors' CD before their fix (nsaphra/acd 820fabd), in "
+                        "float64, from their folders (docs/reproductions.md)")  # fmt: skip
     return parser
 
 

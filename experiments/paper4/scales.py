@@ -137,12 +137,9 @@ def command_line() -> argparse.ArgumentParser:
         "whose kept measurements predate them, from their run folder or, where it is gone, "
         "rebuilt from their seed (a one-batch fit in a scratch folder); nothing is trained again",
     )  # fmt: skip
-    parser.add_argument(
-        "--time-cap", type=time_cap, default=None, metavar="DD:HH:MM:SS",
-        help="cap every run's training time at this (Lightning's max_time), the scale's own "
-        "caps replaced: the paper's setting within the hours a lent machine gives; early "
-        "stopping still ends a run first where it can, and the report says which rule ended each",
-    )  # fmt: skip
+    parser.add_argument("--time-cap", type=time_cap, metavar="DD:HH:MM:SS", help="cap every "
+                        "run's training at this (Lightning's max_time), for a machine lent for "
+                        "hours; the report says which runs early stopping ended")  # fmt: skip
     return parser
 
 
