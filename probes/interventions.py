@@ -9,7 +9,8 @@ steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, appli
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -18,7 +19,7 @@ from torch import Tensor
 from lightning_modules.recording import evaluating
 from lightning_modules.recurrent import Intervention
 from lightning_modules.sequences import sequence_correct
-from probes.weights import strongest_units, unit_strength
+from probes.weights import strong_edge_count, strongest_units, unit_strength
 
 if TYPE_CHECKING:  # a type only: the Lightning model is not imported to probe it
     from lightning_modules.seq2seq import Seq2Seq
@@ -64,15 +65,23 @@ def pruned_units(
     state_dict: dict[str, Tensor],
     share: float = KEEP_SHARE,
     modules: Sequence[str] = PRUNED_MODULES,
+    edge_thresholds: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """Paper 1, section 5.2: the hidden units (kept, removed) of each recurrent layer of
     `modules`, by site (`"encoder.hidden"`, units indexed from 0, ascending); kept are the
     `ceil(share * units)` with the strongest connections (`probes.weights.unit_strength`,
-    `strongest_units`), the rest removed (`lightning_modules.recurrent.removal_edits`)."""
+    `strongest_units`), the rest removed (`lightning_modules.recurrent.removal_edits`). With
+    `edge_thresholds` (by module), the units with the most strong edges are kept instead
+    (`strong_edge_count`; ties by summed |w|, then by index)."""
     kept, removed = {}, {}
     for module in modules:
         strength = unit_strength(state_dict, module)
-        strongest = set(strongest_units(strength, share).tolist())
+        if edge_thresholds is None:
+            strongest = set(strongest_units(strength, share).tolist())
+        else:
+            edges = strong_edge_count(state_dict, module, edge_thresholds[module]).tolist()
+            ranked = sorted(range(len(edges)), key=lambda u: (-edges[u], -float(strength[u]), u))
+            strongest = set(ranked[: math.ceil(share * len(edges) - 1e-9)])
         kept[f"{module}.hidden"] = sorted(strongest)
         removed[f"{module}.hidden"] = [u for u in range(strength.numel()) if u not in strongest]
     return kept, removed

@@ -233,11 +233,12 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
 def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeypatch, tmp_path):
     """`--section5-controls` (`Scale.controls`) adds, on the pairs' seeds, each model retrained
     as the substitutions are with nothing frozen and each guided one retrained as the pruned ones
-    are with nothing removed; the kept retrains stay kept. Their claims read the controls in
+    are with nothing removed, and the guided ones pruned to the units with the most strong
+    edges; the kept retrains stay kept. Their claims read the controls in
     place of the unretrained originals: the gains over the retrained baseline, and the pruned
     models' accuracy against the retrained full one, seed by seed."""
     from experiments.engine.sitting import Sitting
-    from experiments.paper1.ablations import PRUNING_CONTROL, control_claims
+    from experiments.paper1.ablations import PRUNED_BY_EDGES, PRUNING_CONTROL, control_claims
     from experiments.paper1.reproduce import PAPER, ablation_of
     from experiments.paper1.runs import ablations
     from experiments.paper1.scales import ANALYSED, SCALES
@@ -252,7 +253,8 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     models = {(v, s): json.loads(RunLayout.of(root, "paper1", v, s).measurements.read_text())
               for v in ("guided", "baseline") for s in scale.seeds}  # fmt: skip
     retrains = ablations(scale, models, Sitting(root, 1, reuse=True))
-    controls = ["control/guided_retrained", "control/baseline_retrained", PRUNING_CONTROL]
+    controls = ["control/guided_retrained", "control/baseline_retrained", PRUNING_CONTROL,
+                PRUNED_BY_EDGES]  # fmt: skip
     assert sorted(key for key, record in retrains.items() if not record["kept"]) == sorted(
         (variant, 1) for variant in controls
     )
@@ -269,6 +271,10 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     assert [line.replace(PRUNING_CONTROL, "pruned/guided") for line in control[:at]] == pruned[:at]
     assert control[at + 2 :] == pruned[at + 2 :]
     assert "before" not in retrains[(PRUNING_CONTROL, 1)]  # nothing was pruned
+    edges = models[("guided", 1)]["pruning_by_edges"]  # the units with the most strong edges
+    edged = RunLayout.of(root, "paper1", PRUNED_BY_EDGES, 1).command.read_text().splitlines()
+    assert json.loads(edged[at + 1]) == edges["removed"]
+    assert retrains[(PRUNED_BY_EDGES, 1)]["kept_units"] == edges["kept"]
     ablation = ablation_of(retrains, scale)
     nc = {key[0]: record.get("new_compositions", record.get("after"))
           for key, record in retrains.items() if key[1] == 1}  # fmt: skip
@@ -279,7 +285,9 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
         "control.sec5_1.guided_with_encoder", "control.sec5_1.guided_with_decoder_w_hh",
         "control.sec5_1.baseline_not_helped", "pool3.sec5_2.pruned_accuracy",
         "pool3.sec5_2.pruned_retrained_accuracy", "pool3.sec5_2.retrained_beats_full",
-        "pool3.sec5_2.restored_against_control",
+        "pool3.sec5_2.restored_against_control", *(f"edges.sec5_2.{id}" for id in (
+            "pruned_accuracy", "pruned_retrained_accuracy", "retrained_beats_full",
+            "restored_against_control")),
     }  # fmt: skip
     gain = nc["substitution/baseline_with_guided_encoder"] - nc["control/baseline_retrained"]
     gains = [gain, nc["substitution/baseline_with_guided_decoder_w_hh"]
@@ -289,6 +297,8 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     )
     restored = list(claims["pool3.sec5_2.restored_against_control"].measured.values)
     assert restored == pytest.approx([nc["pruned/guided"] - nc[PRUNING_CONTROL]])
+    restored = list(claims["edges.sec5_2.restored_against_control"].measured.values)
+    assert restored == pytest.approx([nc[PRUNED_BY_EDGES] - nc[PRUNING_CONTROL]])
 
 
 def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_untrained(

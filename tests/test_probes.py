@@ -136,6 +136,28 @@ def test_planted_strong_neuron_survives_pruning():
     assert 3 not in removed["encoder.hidden"] and len(removed["decoder.hidden"]) == 38
 
 
+def test_pruning_by_strong_edges_keeps_the_units_with_most_edges_over_the_threshold():
+    """Ranked by strong-edge count (`edge_thresholds`), a unit with one weight over the threshold
+    beats one whose weights sum higher but stay under it; ties go to the larger summed |w|, then
+    to the lower index."""
+    from probes.weights import strong_edge_count
+
+    units, inputs = 20, 4
+    state = {"encoder.weight_ih_l0": torch.zeros(3 * units, inputs),
+             "encoder.weight_hh_l0": torch.zeros(3 * units, units)}  # fmt: skip
+    state["encoder.weight_ih_l0"][5, :3] = 0.21  # unit 5's reset row: 3 strong edges, sum 0.63
+    state["encoder.weight_ih_l0"][units + 9, :] = 0.19  # unit 9's update row: none, sum 0.76
+    state["encoder.weight_hh_l0"][units + 12, :2] = 0.3  # unit 12: 2 (0.6); units 0, 1 one each
+    state["encoder.weight_hh_l0"][13, 0] = 0.5  # unit 13: 1 strong edge (0.5); unit 0 another
+    state["encoder.weight_hh_l0"][14, 0] = 0.5  # unit 14: the same as 13; unit 0 a third (1.3)
+    counts = strong_edge_count(state, "encoder", 0.2)
+    assert counts[[0, 1, 5, 9, 12, 13, 14]].tolist() == [3, 1, 3, 0, 2, 1, 1]
+    by_edges, _ = pruned_units(state, 0.2, ("encoder",), {"encoder": 0.2})  # keep 4 of 20
+    assert by_edges["encoder.hidden"] == [0, 5, 12, 13]  # 13 before 14: the tie by index
+    by_strength, _ = pruned_units(state, 0.2, ("encoder",))
+    assert by_strength["encoder.hidden"] == [0, 5, 9, 12]
+
+
 def test_polarity_correlation_of_opposite_and_equal_matrices():
     weight = torch.randn(10, 7, generator=torch.Generator().manual_seed(0))
     assert polarity_correlation(weight, -weight) == pytest.approx(-1.0)

@@ -22,6 +22,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from experiments.paper1.analyses import THRESHOLDS  # noqa: E402
 from experiments.paper1.scales import COMPONENTS  # noqa: E402
 from experiments.report import (  # noqa: E402
     CLOSE,
@@ -96,6 +97,8 @@ class Substitution:
         return arguments
 
 
+PRUNED_BY_EDGES = "pruned_by_edges/guided"
+"""Section 5.2's pruning with the units ranked by strong-edge count (`--section5-controls`)."""
 PRUNING_CONTROL = "control/guided_not_pruned"
 """The control of section 5.2 (`--section5-controls`): a guided model retrained as the pruned ones
 are, with no unit removed."""
@@ -109,11 +112,14 @@ def pruned_accuracy(run: Path | RunFolder, split: str) -> tuple[float, dict[str,
     return pruned["before"], pruned["kept"]
 
 
-def pruning_of(run: Path | RunFolder, split: str = "new_compositions", tag: str = "best") -> dict:
+def pruning_of(run: Path | RunFolder, split: str = "new_compositions", tag: str = "best",
+               by_edges: bool = False) -> dict:  # fmt: skip
     """`pruned_accuracy`'s measurements of a guided run's checkpoint `tag`: the units `kept` and
-    `removed` by site, and the accuracy on `split` `before` retraining."""
+    `removed` by site, and the accuracy on `split` `before` retraining; `by_edges`: the units
+    with the most strong edges kept (Figure 2's thresholds, `pruned_units`)."""
     folder = run if isinstance(run, RunFolder) else RunFolder(run)
-    kept, removed = pruned_units(folder.state_dict(tag))
+    kept, removed = pruned_units(folder.state_dict(tag),
+                                 edge_thresholds=THRESHOLDS if by_edges else None)  # fmt: skip
     data = folder.datamodule(tag)
     accuracy = split_accuracy(folder.model(tag), data, split, removal_edits(removed))
     return {"kept": kept, "removed": removed, "before": accuracy}
@@ -322,16 +328,30 @@ def control_claims(ablation: dict, original: dict[str, list[float]], paper: dict
             claims.append(replace(claim, id=f"control.{claim.id}",
                                   claim=f"{claim.claim} ({CONTROLLED})"))  # fmt: skip
     pool = len(original["guided"])
-    pruning = {name: values[:pool] for name, values in ablation["pruning"].items()}
-    for claim in pruning_claims(pruning, original["guided"], paper)[:3]:
-        words = f"{claim.claim} (the paper's pool: the first {pool} seeds)"
+    readings = {"pool3": {name: values[:pool] for name, values in ablation["pruning"].items()}}
+    if ablation["pruned_by_edges"]:
+        readings["edges"] = ablation["pruned_by_edges"]
+    for prefix, pruning in readings.items():
+        claims += pool_claims(prefix, pruning, original["guided"], ablation["pruning_control"],
+                              paper)  # fmt: skip
+    return claims
+
+
+def pool_claims(prefix: str, pruning: dict, full: list[float], retrained: list[float],
+                paper: dict) -> list[Claim]:  # fmt: skip
+    """Section 5.2's claims (`pruning_claims` but the check of the units kept) on the paper's
+    pool, ids prefixed by the reading, and, where the full models were retrained as long with
+    nothing removed (`retrained`), the pruned ones against them."""
+    claims = []
+    for claim in pruning_claims(pruning, full, paper)[:3]:
+        ranked = "" if prefix == "pool3" else "units ranked by strong edges, "
+        words = f"{claim.claim} ({ranked}the paper's pool: the first {len(full)} seeds)"
         # a reading new since the rules' last change: no earlier rule ever judged it
-        claims.append(replace(claim, id=f"pool3.{claim.id}", claim=words, earlier=()))
-    retrained = ablation["pruning_control"]
+        claims.append(replace(claim, id=f"{prefix}.{claim.id}", claim=words, earlier=()))
     if retrained:
         gaps = [a - c for a, c in zip(pruning["after"], retrained, strict=True)]
         claims.append(threshold_claim(
-            "pool3.sec5_2.restored_against_control",
+            f"{prefix}.sec5_2.restored_against_control",
             "Retraining fully restores the pruned models: as good as the full models retrained "
             "as long with nothing removed", "fully restores", gaps, sum(gaps) / len(gaps),
             "mean(pruned and retrained - full and retrained) NC accuracy",

@@ -40,8 +40,9 @@ from datamodules.machine_tasks import (
 )
 from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
-from experiments.engine.sitting import Sitting
+from experiments.engine.sitting import Sitting, SittingError
 from experiments.paper1.ablations import (
+    PRUNED_BY_EDGES,
     PRUNING_CONTROL,
     Substitution,
     pruning_arguments,
@@ -131,7 +132,8 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
     """The measurements of `OPTIONAL` a model has, field -> (group, measure): footnote 5's SHAP
     groups of every GRU and LSTM of Tables 5-6, trained (two sample seeds) and untrained (one),
     the LSTMs' analyses of sections 3-4, trained and untrained (footnote 1), and the baseline and
-    guided GRUs' pre-registered readings, trained and untrained (`readings.measure_readings`)."""
+    guided GRUs' pre-registered readings, trained and untrained (`readings.measure_readings`),
+    with the guided ones' pruning by strong edges (section 5.2's)."""
     if variant not in (*VARIANTS, *FOOTNOTE1):
         return {}
 
@@ -145,6 +147,9 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
     if variant in VARIANTS:
         fields["readings"] = ("readings", lambda run: measure_readings(run, ANALYSED))
         fields["untrained_readings"] = ("readings", lambda run: measure_readings(run, UNTRAINED))
+    if variant == "guided":  # section 5.2 with the units ranked by strong edges
+        edges = functools.partial(pruning_of, tag=ANALYSED, by_edges=True)
+        fields["pruning_by_edges"] = ("readings", edges)
     if variant in FOOTNOTE1:
         fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed))
         fields["untrained_analysis"] = ("footnote1", lambda run: analysis_of(run, seed, UNTRAINED))
@@ -294,6 +299,17 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting,
     return measured(layout, arguments, sitting, measure)
 
 
+def by_edges(record: dict, seed: int) -> dict:
+    """The guided model's pruning with its units ranked by strong edges, from its measurements
+    (`optional_fields`' `pruning_by_edges`); a SittingError naming the fix where they lack it."""
+    if record.get("pruning_by_edges") is None:
+        raise SittingError(
+            f"--section5-controls: guided seed={seed}'s measurements lack its pruning by strong "
+            "edges (measured before it existed): add --add-measurements readings"
+        )
+    return record["pruning_by_edges"]
+
+
 def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict[tuple, dict]:
     """Section 5: every substitution of `scale` and the pruning retrains of the measured
     `models` (of the sitting's shard: its seeds), with `scale.controls` also their controls on
@@ -320,10 +336,12 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
                     measure_substitution, job, base, sitting
                 )
     for seed in ours:
-        pruning = models[("guided", seed)]["pruning"]
-        variants = ["pruned/guided"] + ([PRUNING_CONTROL] if scale.controls and seed in pool
-                                        else [])  # fmt: skip
-        for variant in variants:
+        record = models[("guided", seed)]
+        variants = {"pruned/guided": record["pruning"]}
+        if scale.controls and seed in pool:
+            variants |= {PRUNING_CONTROL: record["pruning"],
+                         PRUNED_BY_EDGES: by_edges(record, seed)}  # fmt: skip
+        for variant, pruning in variants.items():
             arguments[(variant, seed)] = pruned_arguments(
                 seed, pruning, pruning_base, sitting.root, variant
             )

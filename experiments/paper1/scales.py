@@ -42,7 +42,8 @@ OPTIONAL = {
     "footnote5": "footnote 5's SHAP-ranked functional groups of every GRU and LSTM, trained and "
     "untrained",
     "readings": "the pre-registered readings of Figure 4 on the authors' gate data and of Figure 2 "
-    "over all weights, of every baseline and guided GRU, trained and untrained",
+    "over all weights, of every baseline and guided GRU, trained and untrained, and section "
+    "5.2's pruning of the guided ones by strong edges",
 }
 """Optional measurements, each measured on every new run: a kept run lacking them gets
 them only when asked (`--add-measurements`), from its run folder, or by training it again from
