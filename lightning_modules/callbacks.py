@@ -20,6 +20,7 @@ from torchmetrics import MeanMetric, Metric
 
 from lightning_modules.recording import record_traces, savable_state
 from lightning_modules.splits import metric_key, metric_prefix
+from lightning_modules.zeroed_units import zero_units
 from storage import RunLayout
 from storage.files import load_checkpoint, save_tensors_atomic
 from storage.layout import UNTRAINED
@@ -71,6 +72,20 @@ class TraceRecorder(Callback):
         best = copy.deepcopy(pl_module)
         best.load_state_dict(load_checkpoint(checkpoint.best_model_path)["state_dict"])
         self.record(trainer, best, "best")
+
+
+class ZeroUnits(Callback):
+    """Zero every weight of `units` (by site, e.g. `{"encoder.hidden": [3]}`) at the start of a
+    fit, left trainable (`lightning_modules.zeroed_units.zero_units`): after the `LoadWeights`
+    listed before it, before the optimizer is built; a resumed fit restores its own checkpoint
+    over them. Paper 1's section 5.2 pruned by zeroing weights instead of masking units."""
+
+    def __init__(self, units: dict[str, list[int]]):
+        self.units = units
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if stage == "fit":
+            zero_units(pl_module, self.units)
 
 
 class WeightSnapshot(Callback):

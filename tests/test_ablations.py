@@ -118,6 +118,43 @@ def test_removed_units_are_zero_everywhere_and_equal_a_zeroing_intervention():
                              Intervention("decoder.hidden", (0, 7), None, "zero"))  # fmt: skip
 
 
+def test_zeroed_units_act_as_removed_until_training_reaches_them_through_the_bridge():
+    """Zeroing a unit's every weight (`ZeroUnits`) gives the masked model's outputs: a zeroed
+    encoder unit stays at 0, a zeroed decoder unit starts from the encoder's last state and halves
+    at every step, read by no layer. The decoder's start state is the encoder's (the bridge, which
+    has no weight to zero), so training reaches a zeroed unit whose twin of the same index is
+    kept: encoder unit 1 (decoder unit 1 kept) gets a gradient in its candidate rows, the output
+    layer's column of decoder unit 0 (encoder unit 0 kept) gets one; encoder unit 5 and decoder
+    unit 5, both zeroed, get none."""
+    from lightning_modules.callbacks import ZeroUnits
+
+    removed = {"encoder.hidden": [1, 5], "decoder.hidden": [0, 5]}
+    zeroed, masked = tiny_model(0), tiny_model(0, removed_units=removed)
+    ZeroUnits(removed).setup(None, zeroed, "fit")
+    traced = record_split(zeroed, tiny_batches())
+    assert traced["encoder.hidden"][..., [1, 5]].abs().max() == 0
+    start = traced["encoder.hidden"][:, -1, [0, 5]]  # every source is 3 tokens long
+    steps = traced["decoder.hidden"].shape[1]
+    halving = 0.5 ** torch.arange(1, steps + 1, dtype=torch.float32)
+    torch.testing.assert_close(traced["decoder.hidden"][..., [0, 5]],
+                               start[:, None, :] * halving[None, :, None])  # fmt: skip
+    assert start[:, 0].abs().min() > 0 and start[:, 1].abs().max() == 0
+    assert torch.equal(traced["prediction"], record_split(masked, tiny_batches())["prediction"])
+    batch = tiny_batches()[0]
+    logits, _ = zeroed(batch["source"], batch["source_lengths"], steps=batch["target"].shape[1])
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch["target"].flatten()).backward()
+    rows = zeroed.encoder.weight_ih_l0.grad.view(3, 8, -1).abs().amax(-1)  # [gate, unit]
+    assert rows[:, 5].max() == 0 and rows[:2, 1].max() == 0 and rows[2, 1] > 0
+    assert zeroed.attention.key_projection.weight.grad[:, [1, 5]].abs().max() == 0
+    output = zeroed.output.weight.grad.abs().amax(0)
+    assert output[0] > 0 and output[5] == 0
+    with pytest.raises(ValueError, match="outside 0..7"):
+        ZeroUnits({"decoder.hidden": [8]}).setup(None, tiny_model(0), "fit")
+    with pytest.raises(ValueError, match="paper 1's model only"):
+        plain = Seq2Seq(**{**SIZES, "full_focus": False}, attention="none")
+        ZeroUnits(removed).setup(None, plain, "fit")
+
+
 def test_bad_removed_units_is_one_clear_cli_error(tmp_path, capsys):
     config = Path(__file__).parent.parent / "experiments" / "configs" / "paper1" / "baseline.yaml"
     for value, message in (({"encoder.bogus": [1]}, "unknown site 'encoder.bogus'"),

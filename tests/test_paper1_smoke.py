@@ -233,8 +233,9 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
 def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeypatch, tmp_path):
     """`--section5-controls` (`Scale.controls`) adds, on the pairs' seeds, each model retrained
     as the substitutions are with nothing frozen and each guided one retrained as the pruned ones
-    are with nothing removed, and the guided ones pruned to the units with the most strong
-    edges; the kept retrains stay kept. Their claims read the controls in
+    are with nothing removed, the guided ones pruned to the units with the most strong edges,
+    and both prunings with the units' weights zeroed instead of masked; the kept retrains stay
+    kept. Their claims read the controls in
     place of the unretrained originals: the gains over the retrained baseline, and the pruned
     models' accuracy against the retrained full one, seed by seed."""
     from experiments.engine.sitting import Sitting
@@ -253,8 +254,9 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     models = {(v, s): json.loads(RunLayout.of(root, "paper1", v, s).measurements.read_text())
               for v in ("guided", "baseline") for s in scale.seeds}  # fmt: skip
     retrains = ablations(scale, models, Sitting(root, 1, reuse=True))
+    zeroed = ["pruned_zeroed/guided", "pruned_by_edges_zeroed/guided"]
     controls = ["control/guided_retrained", "control/baseline_retrained", PRUNING_CONTROL,
-                PRUNED_BY_EDGES]  # fmt: skip
+                PRUNED_BY_EDGES, *zeroed]  # fmt: skip
     assert sorted(key for key, record in retrains.items() if not record["kept"]) == sorted(
         (variant, 1) for variant in controls
     )
@@ -275,6 +277,19 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     edged = RunLayout.of(root, "paper1", PRUNED_BY_EDGES, 1).command.read_text().splitlines()
     assert json.loads(edged[at + 1]) == edges["removed"]
     assert retrains[(PRUNED_BY_EDGES, 1)]["kept_units"] == edges["kept"]
+    # zeroed, not masked: the units' weights set to 0 at the start, the same units removed, and
+    # before retraining the masked model's accuracy (measured on the retrain's first weights)
+    for variant, masked in zip(zeroed, ("pruned/guided", PRUNED_BY_EDGES), strict=True):
+        lines = RunLayout.of(root, "paper1", variant, 1).command.read_text().splitlines()
+        assert lines[at + 1] == "{}" and "lightning_modules.callbacks.ZeroUnits" in lines[-1]
+        units = json.loads(lines[-1].split("=", 1)[1])["init_args"]["units"]
+        record, masked_record = retrains[(variant, 1)], retrains[(masked, 1)]
+        assert units == json.loads(
+            RunLayout.of(root, "paper1", masked, 1).command.read_text().splitlines()[at + 1]
+            .replace(str(folder / "runs"), str(root))
+        )  # fmt: skip
+        assert record["kept_units"] == masked_record["kept_units"]
+        assert record["before"] == masked_record["before"]
     ablation = ablation_of(retrains, scale)
     nc = {key[0]: record.get("new_compositions", record.get("after"))
           for key, record in retrains.items() if key[1] == 1}  # fmt: skip
@@ -285,9 +300,9 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
         "control.sec5_1.guided_with_encoder", "control.sec5_1.guided_with_decoder_w_hh",
         "control.sec5_1.baseline_not_helped", "pool3.sec5_2.pruned_accuracy",
         "pool3.sec5_2.pruned_retrained_accuracy", "pool3.sec5_2.retrained_beats_full",
-        "pool3.sec5_2.restored_against_control", *(f"edges.sec5_2.{id}" for id in (
+        "pool3.sec5_2.restored_against_control", *(f"{reading}.sec5_2.{id}" for id in (
             "pruned_accuracy", "pruned_retrained_accuracy", "retrained_beats_full",
-            "restored_against_control")),
+            "restored_against_control") for reading in ("edges", "zeroed", "edges_zeroed")),
     }  # fmt: skip
     gain = nc["substitution/baseline_with_guided_encoder"] - nc["control/baseline_retrained"]
     gains = [gain, nc["substitution/baseline_with_guided_decoder_w_hh"]

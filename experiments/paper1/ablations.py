@@ -4,11 +4,14 @@ Component substitution (5.1, Table 4): a component of one trained model, frozen,
 model, which is retrained by its own procedure (guided with Attentive Guidance, baseline
 without) at lr 0.001, then tested on new compositions. Both directions, model pairs of the
 same seed. Pruning (5.2): every encoder and decoder unit but the 5% with the strongest
-connections held at zero; new-composition accuracy before and after retraining.
+connections held at zero; new-composition accuracy before and after retraining. The registered
+controls and readings (`--section5-controls`): the same retrains with nothing frozen or removed,
+the units ranked by strong edges, and the units' weights zeroed instead of masked.
 
 Each retrain is `python -m experiments fit --config <receiver>.yaml` with `LoadWeights`
 callbacks (the receiver's own best checkpoint, then the donor's component, frozen) or with
-`--model.removed_units`, so a user can run any one of them by hand from its `command.txt`.
+`--model.removed_units` (or a `ZeroUnits` callback), so a user can run any one of them by hand
+from its `command.txt`.
 """
 
 from __future__ import annotations
@@ -99,6 +102,10 @@ class Substitution:
 
 PRUNED_BY_EDGES = "pruned_by_edges/guided"
 """Section 5.2's pruning with the units ranked by strong-edge count (`--section5-controls`)."""
+ZEROED = {"pruned_zeroed/guided": "pruned/guided",
+          "pruned_by_edges_zeroed/guided": PRUNED_BY_EDGES}  # fmt: skip
+"""The pruned variants with the removed units' weights zeroed and trainable instead of masked
+(`--section5-controls`), each of the masked variant whose units it removes."""
 PRUNING_CONTROL = "control/guided_not_pruned"
 """The control of section 5.2 (`--section5-controls`): a guided model retrained as the pruned ones
 are, with no unit removed."""
@@ -134,10 +141,14 @@ def pruning_arguments(
     removed: dict,
     tag: str = "best",
     variant: str = "pruned/guided",
+    zeroed: bool = False,
 ) -> list[str]:
     """The fit arguments retraining the guided model `source` of `seed` with its weak units
-    (`removed`, from `pruned_accuracy`) removed (section 5.2); with none removed, as `variant`
-    `PRUNING_CONTROL`, its control."""
+    (`removed`, from `pruned_accuracy`) removed (section 5.2): masked, or with `zeroed` their
+    weights set to 0 and left trainable (`lightning_modules.callbacks.ZeroUnits`); with none
+    removed, as `variant` `PRUNING_CONTROL`, its control."""
+    zeroing = {"class_path": "lightning_modules.callbacks.ZeroUnits",
+               "init_args": {"units": removed}}  # fmt: skip
     return [
         "--config",
         str(configs / "guided.yaml"),
@@ -151,8 +162,9 @@ def pruning_arguments(
         "false",
         *base,
         "--model.removed_units",
-        json.dumps(removed),
+        "{}" if zeroed else json.dumps(removed),
         load_weights(RunLayout(source).checkpoint(tag)),
+        *([f"--trainer.callbacks+={json.dumps(zeroing)}"] if zeroed else []),
     ]
 
 
@@ -315,6 +327,14 @@ def pruning_claims(pruning: dict, full: list[float], paper: dict):
 CONTROLLED = "against the model retrained the same way with nothing frozen"
 
 
+PRUNED_READINGS = {  # claim prefix: (variant, how it removes the units)
+    "edges": (PRUNED_BY_EDGES, "units ranked by strong edges"),
+    "zeroed": ("pruned_zeroed/guided", "weights zeroed, not masked"),
+    "edges_zeroed": ("pruned_by_edges_zeroed/guided", "ranked by strong edges, weights zeroed"),
+}
+"""The registered readings of section 5.2 that `--section5-controls` retrains, by claim prefix."""
+
+
 def control_claims(ablation: dict, original: dict[str, list[float]], paper: dict) -> list[Claim]:
     """The registered readings of section 5 (`reports/paper1/preregistration.md`, item 5), where
     their runs were measured: 5.1's statements against each receiver retrained with nothing
@@ -329,8 +349,8 @@ def control_claims(ablation: dict, original: dict[str, list[float]], paper: dict
                                   claim=f"{claim.claim} ({CONTROLLED})"))  # fmt: skip
     pool = len(original["guided"])
     readings = {"pool3": {name: values[:pool] for name, values in ablation["pruning"].items()}}
-    if ablation["pruned_by_edges"]:
-        readings["edges"] = ablation["pruned_by_edges"]
+    readings |= {prefix: ablation["pruned"][variant] for prefix, (variant, _) in
+                 PRUNED_READINGS.items() if ablation["pruned"].get(variant)}  # fmt: skip
     for prefix, pruning in readings.items():
         claims += pool_claims(prefix, pruning, original["guided"], ablation["pruning_control"],
                               paper)  # fmt: skip
@@ -344,8 +364,8 @@ def pool_claims(prefix: str, pruning: dict, full: list[float], retrained: list[f
     nothing removed (`retrained`), the pruned ones against them."""
     claims = []
     for claim in pruning_claims(pruning, full, paper)[:3]:
-        ranked = "" if prefix == "pool3" else "units ranked by strong edges, "
-        words = f"{claim.claim} ({ranked}the paper's pool: the first {len(full)} seeds)"
+        how = {"pool3": ""} | {p: f"{words}, " for p, (_, words) in PRUNED_READINGS.items()}
+        words = f"{claim.claim} ({how[prefix]}the paper's pool: the first {len(full)} seeds)"
         # a reading new since the rules' last change: no earlier rule ever judged it
         claims.append(replace(claim, id=f"{prefix}.{claim.id}", claim=words, earlier=()))
     if retrained:

@@ -147,6 +147,8 @@ FINDINGS: tuple[Finding, ...] = (
         {
             "the paper's pool of three": ("pool3.sec5_2.*",),
             "units ranked by strong edges": ("edges.sec5_2.*",),
+            "weights zeroed": ("zeroed.sec5_2.*",),
+            "strong edges, weights zeroed": ("edges_zeroed.sec5_2.*",),
         },  # fmt: skip
         because="our pruned guided models solve almost no new compositions before retraining, "
         "and after 20 epochs of retraining they stay below the full network",

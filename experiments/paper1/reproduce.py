@@ -36,7 +36,7 @@ from datamodules.machine_tasks import LookupData
 from experiments.engine.publish import Stopwatch, kept_note
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.paper1.ablations import (
-    PRUNED_BY_EDGES,
+    PRUNED_READINGS,
     PRUNING_CONTROL,
     ablation_figure,
     control_claims,
@@ -273,14 +273,16 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
     }
     pruning_control = [retrains[(PRUNING_CONTROL, seed)]["after"]
                        for seed in scale.seeds if (PRUNING_CONTROL, seed) in retrains]  # fmt: skip
-    edges = [retrains[(PRUNED_BY_EDGES, seed)] for seed in scale.seeds
-             if (PRUNED_BY_EDGES, seed) in retrains]  # fmt: skip
-    by_edges = {name: [record[key] for record in edges]
-                for name, key in (("before", "before"), ("after", "after"),
-                                  ("kept", "kept_units"))} if edges else {}  # fmt: skip
+    pruned = {}
+    for variant, _ in PRUNED_READINGS.values():  # the registered readings, where retrained
+        records = [retrains[(variant, s)] for s in scale.seeds if (variant, s) in retrains]
+        pruned[variant] = {
+            name: [record[key] for record in records]
+            for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
+        }
     return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning,
             "controls": controls, "pruning_control": pruning_control,
-            "pruned_by_edges": by_edges}  # fmt: skip
+            "pruned": {v: values for v, values in pruned.items() if values["after"]}}  # fmt: skip
 
 
 def paper1_figures(measured, curves, analysed, ablation, original, seeds: Sequence[int],

@@ -44,6 +44,7 @@ from experiments.engine.sitting import Sitting, SittingError
 from experiments.paper1.ablations import (
     PRUNED_BY_EDGES,
     PRUNING_CONTROL,
+    ZEROED,
     Substitution,
     pruning_arguments,
     pruning_of,
@@ -278,7 +279,8 @@ def pruned_arguments(seed: int, pruning: dict, base: list[str], root: Path,
     `variant` `PRUNING_CONTROL` none."""
     source = run_dir(root, "guided", seed)
     removed = {} if variant == PRUNING_CONTROL else pruning["removed"]
-    return pruning_arguments(root, seed, base, CONFIGS, source, removed, ANALYSED, variant)
+    return pruning_arguments(root, seed, base, CONFIGS, source, removed, ANALYSED, variant,
+                             zeroed=variant in ZEROED)  # fmt: skip
 
 
 def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting,
@@ -290,8 +292,12 @@ def measure_pruned(seed: int, pruning: dict, base: list[str], sitting: Sitting,
 
     def measure(run: RunFolder) -> dict:
         by = {s: new_compositions(run, s) for s in SELECTIONS}
+        before = pruning["before"]
+        if variant in ZEROED:  # measured on the retrain's start (zeroed), not assumed the mask's
+            before = split_accuracy(run.model(UNTRAINED), run.datamodule(UNTRAINED),
+                                    "new_compositions")  # fmt: skip
         pruned = ({} if variant == PRUNING_CONTROL else
-                  {"before": pruning["before"], "kept_units": pruning["kept"]})  # fmt: skip
+                  {"before": before, "kept_units": pruning["kept"]})  # fmt: skip
         return {"variant": variant, "seed": seed, **pruned, "after": by[ANALYSED],
                 "after_by": by}  # fmt: skip
 
@@ -341,6 +347,7 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
         if scale.controls and seed in pool:
             variants |= {PRUNING_CONTROL: record["pruning"],
                          PRUNED_BY_EDGES: by_edges(record, seed)}  # fmt: skip
+            variants |= {zeroed: variants[masked] for zeroed, masked in ZEROED.items()}
         for variant, pruning in variants.items():
             arguments[(variant, seed)] = pruned_arguments(
                 seed, pruning, pruning_base, sitting.root, variant

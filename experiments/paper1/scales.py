@@ -92,9 +92,11 @@ class Scale:
     """Measurement groups of `OPTIONAL` (`--add-measurements`) added to kept runs that lack them;
     a run measured anew gets every group."""
     controls: bool = False
-    """Also retrain section 5's controls (`--section5-controls`): each model of the first `pairs`
-    seeds retrained as the substitutions are with nothing frozen, and each guided one as the
-    pruned ones are with nothing removed (`reports/paper1/preregistration.md`, item 5)."""
+    """Also retrain section 5's controls and readings (`--section5-controls`,
+    `reports/paper1/preregistration.md` item 5), on the first `pairs` seeds: each model retrained
+    as the substitutions are with nothing frozen, each guided one as the pruned ones are with
+    nothing removed, pruned to the units with the most strong edges, and both prunings with the
+    units' weights zeroed instead of masked."""
     seeds: tuple[int, ...] = SEEDS
     """The seeds of each variant's models: the paper's five, or the first few of them (at least
     two: the claims compare spreads over seeds)."""
