@@ -254,7 +254,11 @@ def opened_section(browser, page: str, run: Path) -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(page)
-    wait_until(lambda: "example 0" in text_of(browser, "example-text"), 60, "the first example")
+    wait_until(
+        lambda: "example 0" in text_of(browser, "example-text") and text_of(browser, "run"),
+        60,
+        "the first example and the run's dropdown",
+    )  # both redrawn after loading
     if str(run) != text_of(browser, "run"):
         choose(browser, "run", str(run))
     browser.find_element(By.CSS_SELECTOR, "#cd-show input").click()
