@@ -339,8 +339,9 @@ def control_claims(ablation: dict, original: dict[str, list[float]], paper: dict
     """The registered readings of section 5 (`reports/paper1/preregistration.md`, item 5), where
     their runs were measured: 5.1's statements against each receiver retrained with nothing
     frozen (`control.sec5_1.*`, in place of the unretrained original), and 5.2 on the paper's
-    pool, the guided models of the first three seeds (`pool3.sec5_2.*`), the retrained pruned
-    models also against the full model retrained as long with nothing removed."""
+    pool, the guided models of the first three seeds (`pool3.sec5_2.*`) and by each of
+    `PRUNED_READINGS`, the retrained pruned models also against the full model retrained as long
+    with nothing removed."""
     claims = []
     controls = ablation["controls"]
     if set(controls) == set(OPPOSITE):
