@@ -9,7 +9,6 @@ steps earlier): the edits are `lightning_modules.recurrent.Intervention`s, appli
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -77,11 +76,11 @@ def pruned_units(
     for module in modules:
         strength = unit_strength(state_dict, module)
         if edge_thresholds is None:
-            strongest = set(strongest_units(strength, share).tolist())
+            strongest = strongest_units(strength, share)
         else:
-            edges = strong_edge_count(state_dict, module, edge_thresholds[module]).tolist()
-            ranked = sorted(range(len(edges)), key=lambda u: (-edges[u], -float(strength[u]), u))
-            strongest = set(ranked[: math.ceil(share * len(edges) - 1e-9)])
+            edges = strong_edge_count(state_dict, module, edge_thresholds[module])
+            strongest = strongest_units(edges, share, ties=strength)
+        strongest = set(strongest.tolist())
         kept[f"{module}.hidden"] = sorted(strongest)
         removed[f"{module}.hidden"] = [u for u in range(strength.numel()) if u not in strongest]
     return kept, removed

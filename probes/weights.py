@@ -10,6 +10,7 @@ Weight matrices follow torch: `[to_units, from_units]`, rows are the receiving n
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,30 +65,35 @@ def unit_strength(state_dict: dict[str, Tensor], module: str) -> Tensor:
     incoming rows of `weight_ih` and `weight_hh` (all gates) and its outgoing column of
     `weight_hh`. Returns `[units]`. Paper 1 ranks units by this to find "the strongest
     absolute weight values" (4.1) and "the neurons with the biggest weights" (5.2)."""
-    weight_ih = state_dict[f"{module}.weight_ih_l0"]
-    weight_hh = state_dict[f"{module}.weight_hh_l0"]
-    units = weight_hh.shape[1]
-    gates = len(GATE_BLOCKS[recurrent_cell(state_dict, module)])
-    incoming = (weight_ih.abs().sum(1) + weight_hh.abs().sum(1)).view(gates, units).sum(0)
-    outgoing = weight_hh.abs().sum(0)
-    return incoming + outgoing
+    return _summed_per_unit(state_dict, module, torch.abs)
 
 
 def strong_edge_count(state_dict: dict[str, Tensor], module: str, threshold: float) -> Tensor:
     """How many of the connections `unit_strength` sums for each unit of a recurrent layer have
     |w| >= `threshold` (paper 1's strong edges: 0.2 encoder, 0.17 decoder). Returns `[units]`."""
-    weight_ih = state_dict[f"{module}.weight_ih_l0"].abs() >= threshold
-    weight_hh = state_dict[f"{module}.weight_hh_l0"].abs() >= threshold
+    return _summed_per_unit(state_dict, module, lambda w: (w.abs() >= threshold).long())
+
+
+def _summed_per_unit(state_dict: dict[str, Tensor], module: str,
+                     weigh: Callable[[Tensor], Tensor]) -> Tensor:  # fmt: skip
+    """`weigh` of each connection of a recurrent layer's units, summed per unit over its incoming
+    rows of `weight_ih` and `weight_hh` (all gates) and its outgoing column of `weight_hh`."""
+    weight_ih = weigh(state_dict[f"{module}.weight_ih_l0"])
+    weight_hh = weigh(state_dict[f"{module}.weight_hh_l0"])
     units = weight_hh.shape[1]
     gates = len(GATE_BLOCKS[recurrent_cell(state_dict, module)])
     incoming = (weight_ih.sum(1) + weight_hh.sum(1)).view(gates, units).sum(0)
     return incoming + weight_hh.sum(0)
 
 
-def strongest_units(strength: Tensor, share: float) -> Tensor:
-    """Indices of the `ceil(share * units)` strongest units, strongest first (ties by index)."""
+def strongest_units(strength: Tensor, share: float, ties: Tensor | None = None) -> Tensor:
+    """Indices of the `ceil(share * units)` strongest units, strongest first; ties by `ties`
+    (larger first) where given, then by index."""
     count = math.ceil(share * strength.numel() - 1e-9)
-    order = torch.sort(strength, descending=True, stable=True).indices
+    order = torch.arange(strength.numel())
+    for key in (ties, strength):  # stable sorts: the last one decides first
+        if key is not None:
+            order = order[torch.sort(key[order], descending=True, stable=True).indices]
     return order[:count]
 
 

@@ -102,8 +102,8 @@ class Substitution:
 
 PRUNED_BY_EDGES = "pruned_by_edges/guided"
 """Section 5.2's pruning with the units ranked by strong-edge count (`--section5-controls`)."""
-ZEROED = {"pruned_zeroed/guided": "pruned/guided",
-          "pruned_by_edges_zeroed/guided": PRUNED_BY_EDGES}  # fmt: skip
+PRUNED_ZEROED, PRUNED_BY_EDGES_ZEROED = "pruned_zeroed/guided", "pruned_by_edges_zeroed/guided"
+ZEROED = {PRUNED_ZEROED: "pruned/guided", PRUNED_BY_EDGES_ZEROED: PRUNED_BY_EDGES}
 """The pruned variants with the removed units' weights zeroed and trainable instead of masked
 (`--section5-controls`), each of the masked variant whose units it removes."""
 PRUNING_CONTROL = "control/guided_not_pruned"
@@ -329,8 +329,8 @@ CONTROLLED = "against the model retrained the same way with nothing frozen"
 
 PRUNED_READINGS = {  # claim prefix: (variant, how it removes the units)
     "edges": (PRUNED_BY_EDGES, "units ranked by strong edges"),
-    "zeroed": ("pruned_zeroed/guided", "weights zeroed, not masked"),
-    "edges_zeroed": ("pruned_by_edges_zeroed/guided", "ranked by strong edges, weights zeroed"),
+    "zeroed": (PRUNED_ZEROED, "weights zeroed, not masked"),
+    "edges_zeroed": (PRUNED_BY_EDGES_ZEROED, "ranked by strong edges, weights zeroed"),
 }
 """The registered readings of section 5.2 that `--section5-controls` retrains, by claim prefix."""
 
@@ -364,9 +364,9 @@ def pool_claims(prefix: str, pruning: dict, full: list[float], retrained: list[f
     pool, ids prefixed by the reading, and, where the full models were retrained as long with
     nothing removed (`retrained`), the pruned ones against them."""
     claims = []
+    how = "" if prefix == "pool3" else f"{PRUNED_READINGS[prefix][1]}, "
     for claim in pruning_claims(pruning, full, paper)[:3]:
-        how = {"pool3": ""} | {p: f"{words}, " for p, (_, words) in PRUNED_READINGS.items()}
-        words = f"{claim.claim} ({how[prefix]}the paper's pool: the first {len(full)} seeds)"
+        words = f"{claim.claim} ({how}the paper's pool: the first {len(full)} seeds)"
         # a reading new since the rules' last change: no earlier rule ever judged it
         claims.append(replace(claim, id=f"{prefix}.{claim.id}", claim=words, earlier=()))
     if retrained:

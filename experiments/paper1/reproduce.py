@@ -266,23 +266,25 @@ def ablation_of(retrains: dict[tuple, dict], scale) -> dict:
             key = (record["receiver"], record["component"])
             substitution.setdefault(key, []).append(record["new_compositions"])
             best_epochs.setdefault(key, []).append(record["best_epoch"])
-    pruned = [retrains[("pruned/guided", seed)] for seed in scale.seeds]
-    pruning = {
-        name: [record[key] for record in pruned]
-        for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
-    }
+    pruning = pruned_values([retrains[("pruned/guided", seed)] for seed in scale.seeds])
     pruning_control = [retrains[(PRUNING_CONTROL, seed)]["after"]
                        for seed in scale.seeds if (PRUNING_CONTROL, seed) in retrains]  # fmt: skip
     pruned = {}
     for variant, _ in PRUNED_READINGS.values():  # the registered readings, where retrained
-        records = [retrains[(variant, s)] for s in scale.seeds if (variant, s) in retrains]
-        pruned[variant] = {
-            name: [record[key] for record in records]
-            for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
-        }
+        pruned[variant] = pruned_values(
+            [retrains[(variant, s)] for s in scale.seeds if (variant, s) in retrains]
+        )
     return {"substitution": substitution, "best_epochs": best_epochs, "pruning": pruning,
             "controls": controls, "pruning_control": pruning_control,
             "pruned": {v: values for v, values in pruned.items() if values["after"]}}  # fmt: skip
+
+
+def pruned_values(records: list[dict]) -> dict[str, list]:
+    """Pruned retrains' accuracies `before` and `after` retraining and units `kept`, in order."""
+    return {
+        name: [record[key] for record in records]
+        for name, key in (("before", "before"), ("after", "after"), ("kept", "kept_units"))
+    }
 
 
 def paper1_figures(measured, curves, analysed, ablation, original, seeds: Sequence[int],

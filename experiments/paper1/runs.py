@@ -324,19 +324,12 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
     pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
     ours = [seed for seed in scale.seeds if sitting.shard.keeps(seed, scale.seeds)]
     arguments, tasks = {}, {}
-    for receiver in VARIANTS:
-        for component in scale.components:
-            for seed in (s for s in scale.seeds[: scale.pairs] if s in ours):
-                job = Substitution(receiver, component, seed, ANALYSED)
-                arguments[(job.variant, seed)] = substitution_arguments(job, base, sitting.root)
-                tasks[(job.variant, seed)] = functools.partial(
-                    measure_substitution, job, base, sitting
-                )
     pool = scale.seeds[: scale.pairs]
-    if scale.controls:  # the registered controls of section 5, on the paper's pool
-        for receiver in VARIANTS:
+    controls = (None,) if scale.controls else ()  # the registered control: nothing frozen
+    for receiver in VARIANTS:
+        for component in (*scale.components, *controls):
             for seed in (s for s in pool if s in ours):
-                job = Substitution(receiver, None, seed, ANALYSED)
+                job = Substitution(receiver, component, seed, ANALYSED)
                 arguments[(job.variant, seed)] = substitution_arguments(job, base, sitting.root)
                 tasks[(job.variant, seed)] = functools.partial(
                     measure_substitution, job, base, sitting
