@@ -11,7 +11,6 @@ import os
 import re
 import runpy
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -130,12 +129,6 @@ def run_python(block: Block, namespace: dict, cwd: Path) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(cwd)
         exec(compile(block.text, f"{block.page}:{block.line}", "exec"), namespace)
-
-
-def free_port() -> int:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        return free.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -288,7 +288,8 @@ def test_a_trace_linked_from_outside_the_run_is_not_read(beside_outside):
 # ---- the page in a browser ---------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def page(runs):
-    """The command serving every run of `runs` on a free port: its address, as printed."""
+    """The command serving every run of `runs` on a port the system picks: its address, as
+    printed."""
     with served(list(runs.values())) as address:
         yield address
 

@@ -1,4 +1,5 @@
-"""`python -m probes view --runs GLOB [--port N]`: the options, and the page served on 127.0.0.1.
+"""`python -m probes view --runs GLOB [--port N]`: the options, and the page served on 127.0.0.1
+(`--port 0`: on a port the system picks, printed with the address).
 
 Dash is an optional extra (`pip install -e '.[view]'`); without it the command is one error
 naming the fix. Nothing here imports Dash, or the runs' readers, until the page is served.
@@ -35,7 +36,8 @@ def add_view_parser(commands) -> None:
         "--port",
         type=port_number,
         default=DEFAULT_PORT,
-        help=f"port on {HOST} (default: {DEFAULT_PORT})",
+        help=f"port on {HOST}; 0: one the system picks, printed with the address (default: "
+        f"{DEFAULT_PORT})",
     )
     view.add_argument(
         "--trust-class",
@@ -48,24 +50,30 @@ def add_view_parser(commands) -> None:
 
 
 def port_number(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535, or 0: any)")
     return int(text)
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((HOST, port))
-        except OSError:
-            return False
-    return True
+def bound_socket(port: int) -> socket.socket | None:
+    """A listening socket on `port` of `HOST` (0: a port the system picks), or None where it is
+    taken. Held from here to the serving, so nothing can take the port in between."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug's own
+    try:
+        listening.bind((HOST, port))
+    except OSError:
+        listening.close()
+        return None
+    listening.listen()
+    return listening
 
 
 def main(arguments: argparse.Namespace) -> int:
     """Serve the page until interrupted; bad input is one line on stderr and status 2."""
     try:
+        from werkzeug.serving import make_server  # Flask's server, as Dash's app.run uses
+
         from probes.command.view.page import build_app
         from probes.command.view.runs import matching_run_paths
     except ImportError as error:
@@ -73,16 +81,19 @@ def main(arguments: argparse.Namespace) -> int:
             f"the page needs Dash ({error}): install it with "
             "`.venv/bin/python -m pip install -e '.[view]'` (make does)."
         )
-    if not port_is_free(arguments.port):
+    listening = bound_socket(arguments.port)
+    if listening is None:
         return refuse(f"port {arguments.port} on {HOST} is in use: give another with --port.")
     run_paths = matching_run_paths(arguments.runs)
     app = build_app(run_paths, arguments.trust_class)
+    port = listening.getsockname()[1]
+    server = make_server(HOST, port, app.server, threaded=True, fd=listening.fileno())
     print(
-        f"python -m probes view: {len(run_paths)} run folder(s) at http://{HOST}:{arguments.port}/"
+        f"python -m probes view: {len(run_paths)} run folder(s) at http://{HOST}:{port}/"
         " (Ctrl+C stops)",
         flush=True,
     )
-    app.run(host=HOST, port=arguments.port, debug=False)
+    server.serve_forever()  # until Ctrl+C, which werkzeug's server takes as its end
     return 0
 
 
