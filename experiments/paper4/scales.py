@@ -107,9 +107,9 @@ SCALES = {
         max_time=None,
         analysis_rows=20,
         control_draws=1,
-        tokens=8,
+        tokens=4,
         training_batches=5,
-        test_batches=16,  # 1,024 test pairs of the 7,706
+        test_batches=4,  # 256 test pairs of the 7,706
         correct_only=False,
         overrides=(
             "--trainer.max_epochs",
