@@ -67,7 +67,7 @@ SCALES = {
         models={"paper1_baseline": (1,), "paper1_guided": (1,), "paper2_lm": (0,),
                 "paper4_gru": (0,)},
         paper_scale="quick",
-        tokens=8,
+        tokens=4,
         rows_per_token=12,
         control_draws=1,
         correct_only=False,
