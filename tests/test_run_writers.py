@@ -453,8 +453,8 @@ STEP_BASED = {
     "toy_2d": (["--data.init_args.steps_per_epoch", "8", "--data.init_args.eval_size", "50",
                 "--trainer.max_steps", "20"], 13, "toy_2d_A"),
     "scan": (["--data.init_args.steps_per_epoch", "10", "--data.init_args.eval_size", "20",
-              "--trainer.max_steps", "25", "--trainer.val_check_interval", "5",
-              "--trainer.limit_test_batches", "2"], 17, "scan_A"),
+              "--trainer.max_steps", "15", "--trainer.val_check_interval", "5",
+              "--trainer.limit_test_batches", "2"], 13, "scan_A"),
 }  # fmt: skip
 """Paper 3's step-based configs, shrunk: (overrides, the step the fit is killed before, variant)."""
 
