@@ -89,6 +89,7 @@ class RunLayout:
         self.old_run_deleting = self.path / ".old-run.deleting"
         self.analysis = self.path / "analysis.json"
         self.measurements = self.path / self.MEASUREMENTS
+        self.measurement_parts = self.path / "measurements.parts.json"
         self.checkpoints = self.path / "checkpoints"
         self.weights = self.path / "weights"
 

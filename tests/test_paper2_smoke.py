@@ -9,8 +9,12 @@ import shutil
 import pytest
 import yaml
 
+from experiments.engine.sitting import Sitting
+from experiments.paper2 import runs
 from experiments.paper2.claims import REGISTERED, REVIEWED, SEED_PAIRED
 from experiments.paper2.reproduce import EARLIER_REASON
+from experiments.paper2.runs import run_layout
+from experiments.paper2.scales import SCALES, training_order
 from experiments.report import RULE_VERDICTS
 from tests.smoke import assert_quick_report, assert_shards_merge, quick_reproduction, rebuilt_alone
 
@@ -175,6 +179,33 @@ def test_before_fix_reads_the_registered_runs_again_from_their_folders(quick, tm
         ), id  # fmt: skip
     report = (tmp_path / "report" / "report.md").read_text()
     assert "before_fix: " in report and "float64, before the fix: reproduced" in report
+
+
+def test_a_measurement_cut_short_goes_on_from_its_last_part(quick, tmp_path, monkeypatch):
+    """A run's readings killed after the text's are taken (each group of readings is kept as a
+    measurement part) go on from there: the text's reading is not read again, and the
+    measurements written equal the uninterrupted ones. (Before the runs' folders are deleted by
+    the rebuild test below.)"""
+    shutil.copytree(quick[0] / "runs", tmp_path / "runs")
+    scale = SCALES["quick"]
+    setting, seed = training_order(scale)[0]
+    layout = run_layout(tmp_path / "runs", setting, seed)
+    uninterrupted = json.loads(layout.measurements.read_text())
+    layout.measurements.unlink()
+    sitting = Sitting(tmp_path / "runs", jobs=1, reuse=True)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs, "stream_snapshots", killed)
+    with pytest.raises(KeyboardInterrupt):
+        runs.measure(setting, seed, scale, sitting)
+    assert list(json.loads(layout.measurement_parts.read_text())["parts"]) == ["0/text"]
+    monkeypatch.undo()
+    monkeypatch.setattr(runs, "close_probabilities", killed)  # the text's: read back
+    again = runs.measure(setting, seed, scale, sitting)
+    assert again["readings"] == uninterrupted["readings"]
+    assert not layout.measurement_parts.exists()
 
 
 def test_quick_report_is_rebuilt_from_the_measurement_files_alone(quick, tmp_path):

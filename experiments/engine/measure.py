@@ -12,12 +12,15 @@ is trained again. Fields a paper added later that read the trained run (`optiona
 footnotes) are measured on every new run, and on a kept run lacking them only when asked
 (`add`): from its run folder, or, where the folder is gone, by training the run again from its
 command; the seed fixes the training bit for bit, which `same_model` checks (what `identity`
-reads of the run must come out as kept).
+reads of the run must come out as kept). Each part of a measurement (what `measure` reads, each
+field) is kept as soon as it is taken (`MeasurementParts`): a measurement cut short goes on
+from there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,13 +30,15 @@ import torch
 from experiments.engine.fit import finished, fit, fit_command
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import fit_time
-from experiments.engine.store import Schema, portable, write_measurements
+from experiments.engine.store import MeasurementParts, Schema, portable, write_measurements
 from storage import RunLayout
 from storage.layout import UNTRAINED
 from storage.run_folder import RunFolder
 
 BOOKKEEPING = ("kept", "trained", "measured")
 """The fields of a measurements record that say when, not what (`write_measurements`, `kept`)."""
+MEASURE = "measure"
+"""The part of a record (`MeasurementParts`) that the paper's `measure(RunFolder)` gives."""
 Field = Callable[[RunFolder], object]
 """A field of a record, measured from a `RunFolder`."""
 Fields = dict[str, Field]
@@ -124,19 +129,27 @@ def measured(
     trained = fit(trained_at.path, arguments, sitting.reuse, keep_measurements=own)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(trained_at.path)
+    parts = MeasurementParts(layout, portable(arguments, sitting.root), trained_at)
     if kept is None:
-        record = {"command": portable(arguments, sitting.root), **measure(run)}
+        record = {
+            "command": portable(arguments, sitting.root),
+            **parts.take(MEASURE, lambda: measure(run)),
+        }
         missing, added = list(needed), list(optional)
     elif trained or (added and identity is not None):  # a kept run gains fields: the same one?
         same_model(
             layout, record, identity(run) if identity is not None else None, kept, sitting.schema
         )
-    if missing:
+    if untaken := [name for name in missing if name not in parts]:
         with untrained_weights(trained_at, arguments, sitting.root) as untrained:
-            record |= {name: needed[name](untrained) for name in missing}
-    record |= {name: optional[name](run) for name in added}
+            for name in untaken:
+                parts.take(name, functools.partial(needed[name], untrained))
+    record |= {name: parts.parts[name] for name in missing}
+    record |= {name: parts.take(name, functools.partial(optional[name], run)) for name in added}
     kept_trained = fit_time(trained_at) if kept is None else kept["trained"]
-    return {**write_measurements(layout, record, sitting.schema, kept_trained), "kept": not trained}
+    written = write_measurements(layout, record, sitting.schema, kept_trained)
+    parts.done()
+    return {**written, "kept": not trained}
 
 
 def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict,

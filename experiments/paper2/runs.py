@@ -36,6 +36,7 @@ the measurement files alone: the reproduction copies them beside its report
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -44,7 +45,7 @@ import torch
 from experiments.engine.fit import fit
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting, SittingError
-from experiments.engine.store import portable, write_measurements
+from experiments.engine.store import MeasurementParts, portable, write_measurements
 from experiments.paper2.readings import (
     AUTHORS,
     AUTHORS_AT_CLOSE,
@@ -147,27 +148,55 @@ def reading_names(setting: Setting, scale: Scale) -> list[str]:
 
 
 def read_run(
-    path: Path, setting: Setting, scale: Scale, names: list[str]
+    path: Path, setting: Setting, scale: Scale, names: list[str], parts: MeasurementParts
 ) -> dict[str, dict[str, Snapshot]]:
     """A trained run's readings `names` (of `reading_names`) by reading, by weight snapshot
-    (`read_tags`)."""
+    (`read_tags`), each group's readings kept in `parts` as soon as they are read."""
     readings: dict[str, dict[str, Snapshot]] = {}
-    for tags, only in read_tags(setting, scale):
-        groups = {TEXT: close_probabilities(path, tags, only)} if TEXT in names else {}
-        if {AUTHORS, AUTHORS_AT_CLOSE, AUTHORS_DOMAIN} & set(names):
-            streams = stream_snapshots(path, tags, only, stream_length=scale.stream_length)
-            groups |= {name: read for name, read in streams.items() if name in names}
-        if "before_fix" in names:
-            groups["before_fix"] = close_probabilities(path, tags, only, BEFORE_FIX)
-        if "authors_before_fix" in names:
-            groups["authors_before_fix"] = stream_snapshots(
-                path, tags, only, BEFORE_FIX, scale.stream_length, domain=False
-            )[AUTHORS]
+    for index, (tags, only) in enumerate(read_tags(setting, scale)):
+        groups = {}
+        for part, (gives, read) in group_readers(path, tags, only, scale).items():
+            if set(gives) & set(names):
+                read_part = kept_part(parts, f"{index}/{part}", read)
+                groups |= {name: by_tag for name, by_tag in read_part.items() if name in names}
         for name, snapshots_by_tag in groups.items():
             for tag, snapshot in snapshots_by_tag.items():
                 kept = readings.setdefault(name, {}).get(tag)
                 readings[name][tag] = snapshot if kept is None else joined(kept, snapshot)
     return readings
+
+
+Reader = Callable[[], dict[str, dict[str, Snapshot]]]
+"""Readings of some weight snapshots: reading name -> snapshot tag -> `Snapshot`."""
+
+
+def group_readers(
+    path: Path, tags: list[str], only: list[str] | None, scale: Scale
+) -> dict[str, tuple[tuple[str, ...], Reader]]:
+    """How the weight snapshots `tags` of the run `path` are read, phrases `only`, by measurement
+    part: the readings each part gives and the function that reads them."""
+    streams = (AUTHORS, AUTHORS_AT_CLOSE, AUTHORS_DOMAIN)
+    return {
+        TEXT: ((TEXT,), lambda: {TEXT: close_probabilities(path, tags, only)}),
+        "streams": (streams, lambda: stream_snapshots(path, tags, only,
+                                                      stream_length=scale.stream_length)),
+        "before_fix": (("before_fix",), lambda: {
+            "before_fix": close_probabilities(path, tags, only, BEFORE_FIX)}),
+        "authors_before_fix": (("authors_before_fix",), lambda: {
+            "authors_before_fix": stream_snapshots(path, tags, only, BEFORE_FIX,
+                                                   scale.stream_length, domain=False)[AUTHORS]}),
+    }  # fmt: skip
+
+
+def kept_part(parts: MeasurementParts, name: str, read: Reader) -> dict[str, dict[str, Snapshot]]:
+    """`read()`'s readings (reading -> weight snapshot -> `Snapshot`), kept as the measurement
+    part `name` (as `snapshot_record`s): read back where a measurement cut short took it."""
+    records = parts.take(name, lambda: {
+        reading: {tag: snapshot_record(s) for tag, s in by_tag.items()}
+        for reading, by_tag in read().items()
+    })  # fmt: skip
+    return {reading: {tag: snapshot_of(r) for tag, r in by_tag.items()}
+            for reading, by_tag in records.items()}  # fmt: skip
 
 
 def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict:
@@ -184,9 +213,10 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     missing = unread(earlier, setting, scale)
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
+    parts = MeasurementParts(layout, portable(arguments, root), layout)
     readings = {
         name: {tag: snapshot_record(s) for tag, s in reading.items()}
-        for name, reading in read_run(layout.path, setting, scale, missing).items()
+        for name, reading in read_run(layout.path, setting, scale, missing, parts).items()
     }
     kept_readings = {name: reading for name, reading in (earlier or {"readings": {}})["readings"]
                      .items() if name not in missing}  # fmt: skip
@@ -197,7 +227,9 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
         "command": portable(arguments, root),
         "readings": {**kept_readings, **readings},
     }  # fmt: skip
-    return {**write_measurements(layout, record, sitting.schema), "kept": not trained}
+    written = write_measurements(layout, record, sitting.schema)
+    parts.done()
+    return {**written, "kept": not trained}
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dict]:
