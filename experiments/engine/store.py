@@ -159,13 +159,13 @@ def write_measurements(layout: RunLayout, record: dict, schema: Schema,
 class MeasurementParts:
     """The parts of a run's measurement taken so far, each written (atomically) to
     `<run>/measurements.parts.json` as soon as it is taken, so that a measurement cut short (a
-    kill, the end of a session) goes on from its last finished part when the same command measures
-    the same trained run again, instead of from the start: a paper 1 model's measurement takes
-    about 40 minutes on a core, a paper 2 run's readings longer. The file records the command
-    and a digest of the trained run's checkpoints and weight snapshots; parts taken from another
-    command or other weights are not read, and are replaced. Each part is kept as JSON reads it
-    back, taken now or read from the file, so a resumed measurement equals an uninterrupted one.
-    `done` removes the file once the measurements file is written."""
+    kill, the end of a session) goes on from its last finished part when the same command
+    measures the same trained run again, instead of from the start: on one core a paper 1
+    model's measurement takes about 40 minutes, a paper 2 run's readings about 50. The file
+    records the command and a digest of the trained run's checkpoints and weight snapshots; parts
+    taken from another command or other weights are not read, and are replaced. Each part is
+    kept as JSON reads it back, taken now or read from the file, so a resumed measurement equals
+    an uninterrupted one. `done` removes the file once the measurements file is written."""
 
     def __init__(self, layout: RunLayout, command: list[str], trained: RunLayout):
         self.path = layout.measurement_parts
