@@ -30,6 +30,7 @@ def test_parts_are_read_back_only_for_the_same_command_and_weights(tmp_path):
         "value": [1, 2]
     }
     assert "first" not in MeasurementParts(layout, ["fit", "b"], layout)  # another command
+    assert "first" not in MeasurementParts(layout, ["fit", "a"], layout, {"rows": 5})  # settings
     (layout.weights / "epoch=0.safetensors").write_bytes(b"trained again")
     assert "first" not in MeasurementParts(layout, ["fit", "a"], layout)  # other weights
     layout.measurement_parts.write_text('{"key": ')  # cut short: measured anew

@@ -121,7 +121,8 @@ def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[s
     layout = RunLayout.of(sitting.root, STUDY, model, seed)
     arguments = arguments_of(model, seed, scale, sitting.root, data)
     return measured(layout, arguments, sitting, trained, {"untrained": untrained},
-                    trained_at=paper_layout(model, seed, scale, sitting.root))  # fmt: skip
+                    trained_at=paper_layout(model, seed, scale, sitting.root),
+                    settings=dataclasses.asdict(scale))  # fmt: skip
 
 
 def wired_runs(scale: Scale) -> list[tuple[str, int]]:

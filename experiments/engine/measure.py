@@ -88,6 +88,7 @@ def measured(
     add: Sequence[str] = (),
     identity: Callable[[RunFolder], dict] | None = None,
     trained_at: RunLayout | None = None,
+    settings: dict | None = None,
 ) -> dict:
     """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, each
     of `needed` (field -> a function of a `RunFolder` with the run's untrained weights) and each
@@ -104,7 +105,9 @@ def measured(
 
     `trained_at` is the run folder the fit trains into where it is not `layout`'s (another
     study's run of the same command, reused: the atlas reads the papers' runs); its own
-    `measurements.json` is kept there, the record written at `layout`."""
+    `measurements.json` is kept there, the record written at `layout`. `settings` (JSON: the
+    study's scale) are what the measurement reads besides the command: a measurement cut short
+    goes on from its kept parts only under the same ones (`MeasurementParts`)."""
     needed, optional = needed or {}, optional or {}
     trained_at = trained_at or layout
     kept = kept_record(layout, arguments, sitting, list(needed) if complete else ())
@@ -129,7 +132,7 @@ def measured(
     trained = fit(trained_at.path, arguments, sitting.reuse, keep_measurements=own)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(trained_at.path)
-    parts = MeasurementParts(layout, portable(arguments, sitting.root), trained_at)
+    parts = MeasurementParts(layout, portable(arguments, sitting.root), trained_at, settings)
     if kept is None:
         record = {
             "command": portable(arguments, sitting.root),

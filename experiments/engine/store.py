@@ -162,14 +162,19 @@ class MeasurementParts:
     kill, the end of a session) goes on from its last finished part when the same command
     measures the same trained run again, instead of from the start: on one core a paper 1
     model's measurement takes about 40 minutes, a paper 2 run's readings about 50. The file
-    records the command and a digest of the trained run's checkpoints and weight snapshots; parts
-    taken from another command or other weights are not read, and are replaced. Each part is
-    kept as JSON reads it back, taken now or read from the file, so a resumed measurement equals
-    an uninterrupted one. `done` removes the file once the measurements file is written."""
+    records the command, a digest of the trained run's checkpoints and weight snapshots, and the
+    measurement's own `settings` where the command does not fix them (what a paper's scale reads
+    of the run); parts taken from another command, other weights or other settings are not read,
+    and are replaced. Each part is kept as JSON reads it back, taken now or read from the file,
+    so a resumed measurement equals an uninterrupted one. `done` removes the file once the
+    measurements file is written."""
 
-    def __init__(self, layout: RunLayout, command: list[str], trained: RunLayout):
+    def __init__(self, layout: RunLayout, command: list[str], trained: RunLayout,
+                 settings: dict | None = None):  # fmt: skip
         self.path = layout.measurement_parts
-        self.key = {"command": command, "weights": weights_digest(trained)}
+        self.key = json.loads(json.dumps(
+            {"command": command, "weights": weights_digest(trained), "settings": settings}
+        ))  # fmt: skip
         try:
             kept = json.loads(self.path.read_text())
         except (OSError, UnicodeDecodeError, ValueError):  # none yet, or not a parts file

@@ -230,7 +230,7 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
     optional = {name: field for name, (_, field) in optional_fields(variant, seed, scale).items()}
     return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed),
                     optional=optional, add=added_fields(variant, seed, scale),
-                    identity=model_identity)  # fmt: skip
+                    identity=model_identity, settings=dataclasses.asdict(scale))  # fmt: skip
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:

@@ -213,7 +213,8 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     missing = unread(earlier, setting, scale)
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
-    parts = MeasurementParts(layout, portable(arguments, root), layout)
+    settings = {"read": read_tags(setting, scale), "stream_length": scale.stream_length}
+    parts = MeasurementParts(layout, portable(arguments, root), layout, settings)
     readings = {
         name: {tag: snapshot_record(s) for tag, s in reading.items()}
         for name, reading in read_run(layout.path, setting, scale, missing, parts).items()

@@ -20,6 +20,7 @@ kept measurements loads neither Lightning nor sklearn.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def measure(name: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
     return measured(RunLayout.of(sitting.root, "paper4", name, seed),
                     arguments_of(name, seed, scale, sitting.root), sitting, trained,
                     untrained_fields(name, scale, sitting.reuse),
-                    scale.untrained_of_kept_runs)  # fmt: skip
+                    scale.untrained_of_kept_runs, settings=dataclasses.asdict(scale))  # fmt: skip
 
 
 def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
