@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -35,6 +36,7 @@ from experiments.cli import main
 from experiments.engine import fit as fitting
 from experiments.engine import publish as reproduction
 from experiments.engine import sittings
+from experiments.engine.launch import WarmPopen, fit_environment
 from lightning_modules.metrics_csv import RunMetricsCSV
 from storage import RunLayout
 from storage.files import (
@@ -78,20 +80,42 @@ def start_fit(config: Path, root: Path, *extra: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def kill_inside(process: subprocess.Popen, phase_file: Path, phase: str, epoch: int | None,
-                batch: int) -> str:  # fmt: skip
-    """SIGKILL `process` (and its children) once it reports `phase` (at `epoch`, any epoch if
+def start_warm_fit(config: Path, root: Path, log: Path, *extra: str) -> WarmPopen:
+    """`start_fit`'s command started as a reproduction starts its fits (forked from the warm
+    server, `experiments.engine.launch`), its output in `log`: the kills below cost no imports."""
+    environment = fit_environment({**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    with open(log, "a") as output:
+        return WarmPopen(["-m", "experiments", "fit", "--config", str(config), "--run.root",
+                          str(root), *extra], output.fileno(), environment)  # fmt: skip
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (its W&B service), read from /proc."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [p for child in map(int, children) for p in (child, *descendants(child))]
+
+
+def kill_inside(process: WarmPopen, phase_file: Path, phase: str, epoch: int | None,
+                batch: int, log: Path) -> str:  # fmt: skip
+    """SIGKILL `process` and its children once it reports `phase` (at `epoch`, any epoch if
     None) at batch `batch` or later; the phase it was killed in."""
     deadline = time.time() + HANG_GUARD
     while time.time() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"the fit ended before the kill: {process.stderr.read()}")
+            raise AssertionError(f"the fit ended before the kill: {log.read_text()}")
         try:
             seen_phase, seen_epoch, seen_batch = phase_file.read_text().split()
         except (OSError, ValueError):
             seen_phase, seen_epoch, seen_batch = "", "-1", "-1"
         if seen_phase == phase and epoch in (None, int(seen_epoch)) and int(seen_batch) >= batch:
-            os.killpg(process.pid, signal.SIGKILL)
+            below = descendants(process.pid)
+            process.kill()
+            for pid in below:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             process.wait()
             return f"{seen_phase} {seen_epoch} {seen_batch}"
         time.sleep(0.01)
@@ -100,8 +124,10 @@ def kill_inside(process: subprocess.Popen, phase_file: Path, phase: str, epoch: 
 
 def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     run = Path("paper1") / "tiny" / "seed=3"
-    whole = start_fit(config_file(tmp_path, tmp_path / "phase-whole", 0.0), tmp_path / "whole")
-    assert whole.wait(timeout=HANG_GUARD) == 0, whole.stderr.read()
+    log = tmp_path / "fits.log"
+    whole = start_warm_fit(config_file(tmp_path, tmp_path / "phase-whole", 0.0),
+                           tmp_path / "whole", log)  # fmt: skip
+    assert whole.wait(timeout=HANG_GUARD) == 0, log.read_text()
 
     phase_file = tmp_path / "phase"
     config = config_file(tmp_path, phase_file, 0.1)
@@ -113,10 +139,10 @@ def test_fit_killed_in_every_phase_and_resumed_keeps_every_epoch_once(tmp_path):
     killed = []
     for phase, epoch, batch in kills:
         resume = ["--ckpt_path", str(last)] if last.is_file() else []
-        process = start_fit(config, root, *resume)
-        killed.append(kill_inside(process, phase_file, phase, epoch, batch))
-    final = start_fit(config, root, "--ckpt_path", str(last))
-    assert final.wait(timeout=HANG_GUARD) == 0, final.stderr.read()
+        process = start_warm_fit(config, root, log, *resume)
+        killed.append(kill_inside(process, phase_file, phase, epoch, batch, log))
+    final = start_warm_fit(config, root, log, "--ckpt_path", str(last))
+    assert final.wait(timeout=HANG_GUARD) == 0, log.read_text()
 
     resumed_csv = (root / run / "metrics.csv").read_text()
     assert resumed_csv == (tmp_path / "whole" / run / "metrics.csv").read_text(), killed
