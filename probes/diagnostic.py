@@ -286,12 +286,15 @@ def ablation_functional_groups(
     splits = list(ShuffleSplit(runs, test_size=test_share, random_state=seed).split(x))
     everything = _mean_split_score(x, y, splits, penalty_c, seed)
     majority = float(np.unique(y, return_counts=True)[1].max() / len(y))
-    groups = []
+    groups, accuracies = [], {}  # by units in order: rankings often share their first units
     for unit_order in unit_orders:
         order = unit_order(everything)
         for size in range(1, order.numel() + 1):
             units = order[:size]
-            accuracy = _mean_split_score(x[:, units.numpy()], y, splits, penalty_c, seed).accuracy
+            if (key := tuple(units.tolist())) not in accuracies:
+                fit = _mean_split_score(x[:, units.numpy()], y, splits, penalty_c, seed)
+                accuracies[key] = fit.accuracy
+            accuracy = accuracies[key]
             if accuracy >= share * everything.accuracy:
                 groups.append(FunctionalGroup(units, accuracy, everything.accuracy, majority))
                 break

@@ -200,6 +200,27 @@ def test_the_coauthors_ablation_on_the_planted_pair(penalty_c):
         ablation_functional_group(features, labels, ranking="largest")
 
 
+def test_rankings_that_share_their_first_units_fit_those_prefixes_once(monkeypatch):
+    """`ablation_functional_groups` with several rankings (footnote 5's sample seeds) fits the
+    classifier of each ordered prefix of units once: a ranking given twice costs no fit more, and
+    each gets the group the ranking alone gets."""
+    from probes import diagnostic
+
+    inputs, tables = planted_inputs()
+    record = {}
+    planted_gru()(inputs, record=record)
+    features, labels = labelled_steps(record["hidden"], tables)
+    order = diagnostic.coefficient_order("first_class")
+    fits = []
+    scored = diagnostic._mean_split_score
+    monkeypatch.setattr(diagnostic, "_mean_split_score", lambda *a: fits.append(1) or scored(*a))
+    alone = diagnostic.ablation_functional_groups(features, labels, [order])[0]
+    count = len(fits)
+    twice = diagnostic.ablation_functional_groups(features, labels, [order, order])
+    assert len(fits) == 2 * count  # not 3 * count - 1
+    assert all(torch.equal(g.units, alone.units) and g.accuracy == alone.accuracy for g in twice)
+
+
 def test_the_coauthors_ablation_when_a_split_trains_without_a_class():
     """A label held by one sample (paper 4's counting hypothesis on few rows: the one row of a
     long T) lies in the held-out part of some of the co-authors' random splits, whose classifier
