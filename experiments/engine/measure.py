@@ -132,12 +132,10 @@ def measured(
     trained = fit(trained_at.path, arguments, sitting.reuse, keep_measurements=own)
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     run = RunFolder(trained_at.path)
-    parts = MeasurementParts(layout, portable(arguments, sitting.root), trained_at, settings)
+    command = portable(arguments, sitting.root)
+    parts = MeasurementParts(layout, command, trained_at, settings)
     if kept is None:
-        record = {
-            "command": portable(arguments, sitting.root),
-            **parts.take(MEASURE, lambda: measure(run)),
-        }
+        record = {"command": command, **parts.take(MEASURE, lambda: measure(run))}
         missing, added = list(needed), list(optional)
     elif trained or (added and identity is not None):  # a kept run gains fields: the same one?
         same_model(

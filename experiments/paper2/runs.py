@@ -214,7 +214,8 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
     trained = fit(layout.path, arguments, sitting.reuse)
     torch.set_num_threads(1)  # two runs are read at a time, beside the fits
     settings = {"read": read_tags(setting, scale), "stream_length": scale.stream_length}
-    parts = MeasurementParts(layout, portable(arguments, root), layout, settings)
+    command = portable(arguments, root)
+    parts = MeasurementParts(layout, command, layout, settings)
     readings = {
         name: {tag: snapshot_record(s) for tag, s in reading.items()}
         for name, reading in read_run(layout.path, setting, scale, missing, parts).items()
@@ -225,7 +226,7 @@ def measure(setting: Setting, seed: int, scale: Scale, sitting: Sitting) -> dict
         "variant": setting.variant,
         "seed": seed,
         "setting": asdict(setting),
-        "command": portable(arguments, root),
+        "command": command,
         "readings": {**kept_readings, **readings},
     }  # fmt: skip
     written = write_measurements(layout, record, sitting.schema)
