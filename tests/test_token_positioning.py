@@ -127,6 +127,30 @@ def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, m
         TokenPositioningDataModule(data_dir=books).setup()
 
 
+def test_books_reads_only_the_books_it_names(tmp_path, monkeypatch):
+    """`--data.books` reads the books it names and no other (a book left out may even be
+    unreadable), keeps them in the data cache apart from the whole text, and says which it read;
+    a name that is not a book of the text is one error listing the books."""
+    monkeypatch.setenv("RECURRENT_PROBES_CACHE", str(tmp_path / "cache"))
+    books = write_books(tmp_path / "books")
+    (books / "c.txt").write_bytes(b"x\x00\n")  # unreadable, never read
+    assert corpus_pairs(str(books), books=["b.txt"]) == {
+        "b.txt": [(["last", "line", "of", "b", "one"], ["last", "line", "of", "b", "two"])],
+    }  # fmt: skip
+    data = TokenPositioningDataModule(data_dir=str(books), books=["a.txt", "b.txt"],
+                                      validation_share=0, test_share=0)  # fmt: skip
+    data.setup()
+    assert len(data.datasets["train"]) == 4  # a.txt's three pairs and b.txt's one
+    assert data.data_source == f"2 books (a.txt, b.txt) of texts from {books}: 4 line pairs"
+    assert len(list((tmp_path / "cache" / "token_positioning").iterdir())) == 2
+    with pytest.raises(ValueError) as info:
+        TokenPositioningDataModule(data_dir=str(books), books=["a.txt", "hamlet.txt"]).setup()
+    assert str(info.value) == (
+        f"--data.books names hamlet.txt, not among the 3 books of {books} (a.txt, b.txt, c.txt): "
+        "name books among those, or leave --data.books unset to read them all"
+    )
+
+
 def repeated_books(folder, copies=20):
     """A folder with enough pairs for three splits."""
     folder.mkdir()

@@ -317,7 +317,8 @@ def setting_table(scale: Scale, paper_scale: Scale) -> pd.DataFrame:
          "text: 'random initialization multiple times', 'average accuracy'"),
         ("rows per token (analysis)", str(scale.analysis_rows), str(paper_scale.analysis_rows),
          "text: Figure 2's 500 samples"),
-        ("data", "Shakespeare and the King James Bible (embedded)",
+        ("data", "Shakespeare and the King James Bible (embedded)" if scale.books is None else
+         f"{len(scale.books)} books of the embedded Shakespeare: {', '.join(scale.books)}",
          "Gutenberg books and Lyrics Freak", "text; `--data.data_dir` reads Gutenberg books"),
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=["setting", "this run", "paper", "source"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from pathlib import Path
 
 import torch
@@ -58,6 +59,7 @@ def arguments_of(name: str, seed: int, scale: Scale, root: Path) -> list[str]:
         "--model.init_args.learning_rate", str(scale.learning_rate),
         "--data.redraw_signals", str(scale.redraw_signals).lower(),
         *time_cap, *VARIANTS[name], *scale.overrides,
+        *(() if scale.books is None else ("--data.books", json.dumps(scale.books))),
     ]  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 Scale (`SCALE` or `--scale`, see `SCALES`): `paper` is a vocabulary of 20,000, trained until
 early stopping; `default` shrinks the vocabulary and the network and caps each run's training
 time so that the reproduction finishes on 2 CPU cores; `quick` is the whole pipeline on tiny sizes
-in minutes, whose verdicts mean nothing.
+in minutes, on six books of the default text, whose verdicts mean nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ class Scale:
     untrained_of_kept_runs: bool = False
     """Measure the untrained weights (the null model) of runs whose kept measurements
     predate them (`--measure-untrained`); runs measured now always are."""
+    books: tuple[str, ...] | None = None
+    """Only these books of the default text (`--data.books`); None: all of it."""
     overrides: tuple[str, ...] = field(default=())
 
 
@@ -109,8 +111,16 @@ SCALES = {
         control_draws=1,
         tokens=4,
         training_batches=5,
-        test_batches=4,  # 256 test pairs of the 7,706
+        test_batches=4,  # 256 test pairs of the 869
         correct_only=False,
+        books=(
+            "hamlet_gut.txt",
+            "lear_gut.txt",
+            "macbeth_gut.txt",
+            "othello_gut.txt",
+            "sonnets_gut.txt",
+            "tempest_gut.txt",
+        ),  # 17,386 line pairs: set up in 0.4 s, not 2.4
         overrides=(
             "--trainer.max_epochs",
             "1",
