@@ -127,15 +127,17 @@ def site_functional_group(
     share: float = 0.95,
     seed: int = 0,
     procedure: str = "coauthors",
+    runs: int = 5,
 ) -> FunctionalGroup:
     """Paper 1, section 4.1 (Tables 2-3): the functional group of `site` for `label` (see
     `step_labels`), over the labelled valid steps of every sequence in `trace`, by one of
     `FUNCTIONAL_GROUP_PROCEDURES`: `coauthors` (`ablation_functional_group` as the authors' code
-    runs it) or `text` (`functional_group`, the paper's text read alone)."""
+    runs it, averaged over `runs` random splits) or `text` (`functional_group`, the paper's text
+    read alone)."""
     if procedure not in FUNCTIONAL_GROUP_PROCEDURES:
         raise ValueError(f"procedure {procedure!r} is not one of "
                          f"{', '.join(FUNCTIONAL_GROUP_PROCEDURES)}")  # fmt: skip
     features, labels = site_samples(trace, site, label, align, convention)
     if procedure == "text":
         return functional_group(features, labels, share=share, seed=seed)
-    return ablation_functional_group(features, labels, share=share, seed=seed)
+    return ablation_functional_group(features, labels, runs, share=share, seed=seed)

@@ -108,8 +108,8 @@ def test_quick_reproduction_writes_report_claims_and_figures(quick):
     }
     runs = tmp_path / "runs" / "paper1"
     gru_runs = f"{runs}/*[ed]/seed=*"  # baseline, guided, guided_summed: not the LSTMs
-    assert main(["functional-group", "--runs", gru_runs, "--out",
-                 str(tmp_path / "probes")]) == 0  # fmt: skip
+    assert main(["functional-group", "--runs", gru_runs, "--repeats", "2",  # probe_splits
+                 "--out", str(tmp_path / "probes")]) == 0  # fmt: skip
     table = pd.read_csv(tmp_path / "probes" / "functional-group.csv")
     measured = {c["id"]: c["measured"]["values"] for c in claims.values()}
     for (group, target), rows in table.groupby(["group", "target"]):

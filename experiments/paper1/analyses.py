@@ -189,11 +189,12 @@ def weight_statistics(state: dict[str, Tensor], cell: str) -> dict:
     return result
 
 
-def analyse_run(path: str | Path, tag: str = "best") -> dict:
+def analyse_run(path: str | Path, tag: str = "best", splits: int = 5) -> dict:
     """Every per-model statistic of sections 3-4 for the run's checkpoint or weight snapshot `tag`
     (plain numbers and lists), from its traces at `tag` (recorded first where the fit did not:
     `ensure_traces`). A GRU's or an LSTM's (`cell`): an LSTM's every gate under its own name
-    (`gru_named` reads it as the GRU claims do)."""
+    (`gru_named` reads it as the GRU claims do). `splits`: the co-authors' reading's random
+    splits (`Scale.probe_splits`)."""
     run = RunFolder(path)
     ensure_traces(run, tag)
     state = run.state_dict(tag)
@@ -229,7 +230,7 @@ def analyse_run(path: str | Path, tag: str = "best") -> dict:
         for name, (site, label, align) in probes_of(cell).items():
             group = site_functional_group(
                 every_split if data == "every split" else trace, site, label, align,
-                procedure=procedure,
+                procedure=procedure, runs=splits,
             )  # fmt: skip
             units = group.units.tolist()
             result[key][name] = {

@@ -226,7 +226,7 @@ def report(request: Request, runs: Runs) -> Built:
         + data_comparison_text(measured, earlier, data.is_paper_data)
         + footnote1_text(measured)
         + footnote1_analyses_text(gru, lstm, lstm_analysed)
-        + analyses_text(analysed)
+        + analyses_text(analysed, scale.probe_splits)
         + readings_text(analysed, readings[0])
         + footnote5_text(analysed, shap)
         + ablation_text(scale, ablation, original)
@@ -392,7 +392,7 @@ Baan et al. 2019, every table and figure of sections 2-5 and Appendix A, regener
 """
 
 
-def analyses_text(analysed) -> str:
+def analyses_text(analysed, splits: int) -> str:
     """Sections 3-4: heat maps, connectivity, activations and functional groups, saturation."""
     runs = len(analysed["guided"])
     over = f"over the {runs} runs"
@@ -420,7 +420,7 @@ update-gate and reset-gate weight (paper's sign). Means {over}; the figure shows
 
 ![Figure 3](figures/fig3_activations.png)
 
-Diagnostic classifiers and functional groups, two readings (means over 5 runs). Labels: the
+Diagnostic classifiers and functional groups, two readings (means over {splits} runs). Labels: the
 table processed at each encoder step (steps 1-2), at each decoder step (the table the target
 attention points at), or the encoder time step (Table 3).
 
@@ -428,7 +428,7 @@ attention points at), or the encoder time step (Table 3).
   `perform_ablation_study`; the verdicts): multinomial logistic regression (sklearn,
   `solver="saga"`, `max_iter=100`, default `C=1`, an L2 penalty) on the activations of all the
   data (their `*_all.pt`; here every split: train, validation and the four test sets); accuracy
-  and coefficients averaged over 5 random 90/10 splits (their `num_runs=5`); units added by
+  and coefficients averaged over {splits} random 90/10 splits (their `num_runs=5`); units added by
   decreasing |mean coefficient| until the mean accuracy over the same splits reaches 0.95 x the
   all-unit mean. Their ranking reads the first 512 entries of the flattened `[classes, units]`
   coefficients: the first class's coefficients only. Majority baseline on all the labels.

@@ -110,23 +110,23 @@ def validation_curve(run: RunFolder) -> dict[str, list[float]]:
             "loss": metrics["val/loss"].tolist()}  # fmt: skip
 
 
-def analysis_of(run: RunFolder, seed: int, tag: str = ANALYSED) -> dict:
+def analysis_of(run: RunFolder, seed: int, scale: Scale, tag: str = ANALYSED) -> dict:
     """Sections 3-4's analysis of a baseline or guided GRU at `tag` (its `ANALYSED` checkpoint,
     or `UNTRAINED`: its weights before training); Figure 2's edges (thousands a matrix) are kept
     for the first seed only, the one the figure draws."""
-    analysis = analyse_run(run.path, tag)
+    analysis = analyse_run(run.path, tag, scale.probe_splits)
     if seed != SEEDS[0]:
         del analysis["figures"]["edges"]
     return analysis
 
 
-def untrained_fields(variant: str, seed: int) -> dict:
+def untrained_fields(variant: str, seed: int, scale: Scale) -> dict:
     """What a model's measurements hold of its untrained weights (the null model), by
     field: the analysis of `UNTRAINED` for the analysed GRUs (`VARIANTS`), nothing for the
     rest (their claims are accuracies, not analyses)."""
     if variant not in VARIANTS:
         return {}
-    return {"untrained_analysis": lambda run: analysis_of(run, seed, UNTRAINED)}
+    return {"untrained_analysis": lambda run: analysis_of(run, seed, scale, UNTRAINED)}
 
 
 def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[str, Field]]:
@@ -139,7 +139,8 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
         return {}
 
     def shap(tag: str, seeds: Sequence[int]) -> Field:
-        return lambda run: footnote5_of(run, tag, scale.shap_rows, scale.shap_samples, seeds)
+        return lambda run: footnote5_of(run, tag, scale.shap_rows, scale.shap_samples, seeds,
+                                        scale.probe_splits)  # fmt: skip
 
     fields = {
         "footnote5": ("footnote5", shap(ANALYSED, SAMPLE_SEEDS)),
@@ -152,8 +153,9 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
         edges = functools.partial(pruning_of, tag=ANALYSED, by_edges=True)
         fields["pruning_by_edges"] = ("readings", edges)
     if variant in FOOTNOTE1:
-        fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed))
-        fields["untrained_analysis"] = ("footnote1", lambda run: analysis_of(run, seed, UNTRAINED))
+        untrained = functools.partial(analysis_of, seed=seed, scale=scale, tag=UNTRAINED)
+        fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed, scale))
+        fields["untrained_analysis"] = ("footnote1", untrained)
     return fields
 
 
@@ -221,14 +223,14 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
             "data": data_record(run.datamodule()),
             **model_identity(run),
             "curve": validation_curve(run),
-            "analysis": analysis_of(run, seed) if variant in VARIANTS else None,
+            "analysis": analysis_of(run, seed, scale) if variant in VARIANTS else None,
             "pruning": pruning_of(run, tag=ANALYSED) if variant == "guided" else None,
         }  # fmt: skip
 
     layout = RunLayout.of(sitting.root, "paper1", variant, seed)
     arguments = model_arguments(variant, seed, scale, sitting.root)
     optional = {name: field for name, (_, field) in optional_fields(variant, seed, scale).items()}
-    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed),
+    return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed, scale),
                     optional=optional, add=added_fields(variant, seed, scale),
                     identity=model_identity, settings=dataclasses.asdict(scale))  # fmt: skip
 
@@ -243,7 +245,8 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
     def done_before(key) -> bool:
         return measured_before(RunLayout.of(sitting.root, "paper1", *key),
                                model_arguments(*key, scale, sitting.root), sitting,
-                               list(untrained_fields(*key)), added_fields(*key, scale))  # fmt: skip
+                               list(untrained_fields(*key, scale)),
+                               added_fields(*key, scale))  # fmt: skip
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]

@@ -88,6 +88,9 @@ class Scale:
     data: tuple[str, ...] = ()  # `--data.init_args.data_dir ...`, set from `lookup_data()`
     shap_rows: int = 16  # footnote 5: rows Kernel SHAP explains per classifier
     shap_samples: int | None = None  # coalitions per row (None: shap's default, 2 units + 2048)
+    probe_splits: int = 5
+    """Random 90/10 splits each diagnostic classifier of the co-authors' procedure is averaged
+    over (their `num_runs`, 5; sections 4.1 and footnote 5)."""
     added: tuple[str, ...] = ()
     """Measurement groups of `OPTIONAL` (`--add-measurements`) added to kept runs that lack them;
     a run measured anew gets every group."""
@@ -144,7 +147,7 @@ SCALES = {
         "--trainer.limit_train_batches", "10", "--trainer.val_check_interval", "5",
         "--trainer.limit_test_batches", "50",
         "--model.hidden_size", "8", "--model.decoder_embedding_size", "8",
-    ), shap_rows=4, shap_samples=20, seeds=SEEDS[:2]),
+    ), shap_rows=4, shap_samples=20, probe_splits=2, seeds=SEEDS[:2]),
 }  # fmt: skip
 
 

@@ -51,13 +51,13 @@ def reference_samples(units: int) -> int:
 
 def footnote5_of(
     run: RunFolder, tag: str, rows: int = SHAP_ROWS, samples: int | None = None,
-    seeds: Sequence[int] = SAMPLE_SEEDS,
+    seeds: Sequence[int] = SAMPLE_SEEDS, splits: int = 5,
 ) -> dict:  # fmt: skip
     """Footnote 5's SHAP-ranked functional group of every diagnostic classifier of the run's
     checkpoint or snapshot `tag` (the co-authors' procedure on every split's activations, as
-    `analyse_run`'s `probes`), once per sample seed of `seeds`: the first seed's units, size and
-    accuracies, every seed's units, and the process time it took. `samples`: coalitions per row
-    (None: `reference_samples`)."""
+    `analyse_run`'s `probes`, over `splits` random splits), once per sample seed of `seeds`: the
+    first seed's units, size and accuracies, every seed's units, and the process time it took.
+    `samples`: coalitions per row (None: `reference_samples`)."""
     ensure_traces(run, tag)
     every_split = joined_trace(run, SPLITS, tag)
     cell = recurrent_cell(run.state_dict(tag), "encoder")
@@ -68,7 +68,7 @@ def footnote5_of(
         began = time.process_time()
         found = ablation_functional_groups(
             features, labels,
-            [shap_order(features, labels, rows, coalitions, seed) for seed in seeds],
+            [shap_order(features, labels, rows, coalitions, seed) for seed in seeds], splits,
         )  # fmt: skip
         groups[name] = {
             "units": found[0].units.tolist(),

@@ -39,10 +39,13 @@ class FunctionalGroupOptions:
         "coauthors",
         "coauthors: as paper 1's co-authors' code (machine-analysis functional_groups.py): saga "
         "logistic regression with sklearn's default C=1, accuracy and coefficients averaged over "
-        "5 random 90/10 splits, units ranked by the first class's |mean coefficient|; text: the "
-        "paper's words alone: unregularised (footnote 4), one label-stratified 2/3 split, units "
-        "ranked by their summed |weight| over classes",
+        "REPEATS random 90/10 splits, units ranked by the first class's |mean coefficient|; text: "
+        "the paper's words alone: unregularised (footnote 4), one label-stratified 2/3 split, "
+        "units ranked by their summed |weight| over classes",
         choices=FUNCTIONAL_GROUP_PROCEDURES,
+    )
+    repeats: int = option(
+        5, "coauthors: random 90/10 splits each classifier is averaged over (their num_runs=5)"
     )
     seed: int = option(0, "seed of the held-out samples (and of saga)")
 
@@ -92,7 +95,8 @@ class FunctionalGroupProbe(TraceProbe):
             site, label, align = parsed_target(target)
             group = site_functional_group(trace, site, label, align,
                                           options.update_gate_convention, options.share,
-                                          options.seed, options.procedure)  # fmt: skip
+                                          options.seed, options.procedure,
+                                          options.repeats)  # fmt: skip
             rows.append({
                 "target": target, "site": site, "label": label, "align": align or "",
                 "accuracy": group.accuracy, "accuracy_all": group.accuracy_all,
