@@ -462,8 +462,10 @@ def test_a_fit_on_two_cpu_processes_writes_one_run(tmp_path, replacing):
     ddp = ("--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.strategy", "ddp")
     if replacing:  # the run replaced: any fit of the same folder, here one in this process
         fit(tmp_path, "runs", "--trainer.max_epochs", "1")
-    process = start_fit(config, tmp_path / "runs", *ddp, "--run.replace", str(replacing).lower())
-    assert process.wait(timeout=HANG_GUARD) == 0, process.stderr.read()
+    log = tmp_path / "fit.log"
+    process = start_warm_fit(config, tmp_path / "runs", log, *ddp, "--run.replace",
+                             str(replacing).lower())  # fmt: skip
+    assert process.wait(timeout=HANG_GUARD) == 0, log.read_text()
     layout = RunLayout(tmp_path / "runs" / "paper1" / "tiny" / "seed=3")
     assert not any(p.name.startswith(".old-run") for p in layout.path.iterdir())
     metrics = rows(layout.metrics)
