@@ -303,6 +303,32 @@ def ablation_functional_groups(
     return groups
 
 
+FUNCTIONAL_GROUP_PROCEDURES = ("coauthors", "text")
+"""How paper 1's functional groups are built: as the co-authors' code does
+(`ablation_functional_group`) or as the paper's text reads alone (`functional_group`)."""
+
+
+def functional_group_of(
+    features: Tensor,
+    labels: Tensor,
+    procedure: str = "coauthors",
+    runs: int = 5,
+    share: float = 0.95,
+    seed: int = 0,
+) -> FunctionalGroup:
+    """Paper 1, section 4.1 (Tables 2-3): the functional group of `features` `[samples, units]`
+    for `labels` (`probes.traces.site_samples` gives both for a recorded site) by one of
+    `FUNCTIONAL_GROUP_PROCEDURES`: `coauthors` (`ablation_functional_group` as the authors' code
+    runs it, averaged over `runs` random splits) or `text` (`functional_group`, the paper's text
+    read alone)."""
+    if procedure not in FUNCTIONAL_GROUP_PROCEDURES:
+        raise ValueError(f"procedure {procedure!r} is not one of "
+                         f"{', '.join(FUNCTIONAL_GROUP_PROCEDURES)}")  # fmt: skip
+    if procedure == "text":
+        return functional_group(features, labels, share=share, seed=seed)
+    return ablation_functional_group(features, labels, runs, share=share, seed=seed)
+
+
 def shap_order(features: Tensor, labels: Tensor, rows: int, n_samples: int,
                sample_seed: int = 0, output: str = "probability") -> UnitOrder:  # fmt: skip
     """Footnote 5's ranking: units by decreasing mean absolute Kernel SHAP value

@@ -15,12 +15,7 @@ import torch
 from torch import Tensor
 
 from lightning_modules.sequences import PAD
-from probes.diagnostic import (
-    FunctionalGroup,
-    ablation_functional_group,
-    functional_group,
-    labelled_steps,
-)
+from probes.diagnostic import labelled_steps
 
 STEP_LABEL = "time"  # the label "which step is this" (paper 1, Table 3)
 CONVENTIONS = ("torch", "paper1")
@@ -28,10 +23,6 @@ PAPER1_GATE_SITES = (
     "encoder.update_gate", "encoder.reset_gate", "decoder.update_gate", "decoder.reset_gate",
 )  # fmt: skip
 """The GRU gates paper 1 analyses (Figure 4, Table 2)."""
-FUNCTIONAL_GROUP_PROCEDURES = ("coauthors", "text")
-"""How paper 1's functional groups are built: as the co-authors' code does
-(`probes.diagnostic.ablation_functional_group`) or as the paper's text reads alone
-(`probes.diagnostic.functional_group`)."""
 
 
 def valid_key(site: str, recorded: Collection[str] = ()) -> str:
@@ -116,28 +107,3 @@ def site_samples(
     labels = step_labels(trace, site, label, align)
     labels = torch.where(valid_steps(trace, site), labels, -100)
     return labelled_steps(site_values(trace, site, convention), labels)
-
-
-def site_functional_group(
-    trace: dict[str, Tensor],
-    site: str,
-    label: str,
-    align: str | None = None,
-    convention: str = "torch",
-    share: float = 0.95,
-    seed: int = 0,
-    procedure: str = "coauthors",
-    runs: int = 5,
-) -> FunctionalGroup:
-    """Paper 1, section 4.1 (Tables 2-3): the functional group of `site` for `label` (see
-    `step_labels`), over the labelled valid steps of every sequence in `trace`, by one of
-    `FUNCTIONAL_GROUP_PROCEDURES`: `coauthors` (`ablation_functional_group` as the authors' code
-    runs it, averaged over `runs` random splits) or `text` (`functional_group`, the paper's text
-    read alone)."""
-    if procedure not in FUNCTIONAL_GROUP_PROCEDURES:
-        raise ValueError(f"procedure {procedure!r} is not one of "
-                         f"{', '.join(FUNCTIONAL_GROUP_PROCEDURES)}")  # fmt: skip
-    features, labels = site_samples(trace, site, label, align, convention)
-    if procedure == "text":
-        return functional_group(features, labels, share=share, seed=seed)
-    return ablation_functional_group(features, labels, runs, share=share, seed=seed)

@@ -1,7 +1,7 @@
 """One model's cells of the matrix: every wired method of `questions.METHODS` measured on the
 model's analysed rows (`targets.Rows`) by the suite's probes, as plain numbers and lists.
 
-The methods are the probes' own (`probes.traces.site_functional_group`,
+The methods are the probes' own (`probes.diagnostic.functional_group_of`,
 `probes.activations.gate_saturation`, `probes.weights.connectivity`,
 `probes.neuron_functions.identify_neurons` with `probes.neuron_manipulation.verify_neurons`,
 `probes.neuron_functions.attributions_before_output`, `decomposition.py`'s contextual
@@ -35,7 +35,7 @@ from experiments.atlas.targets import (
 from experiments.paper1.analyses import GRU_ROLES, THRESHOLDS
 from lightning_modules.recurrent import Intervention
 from probes.activations import gate_saturation
-from probes.diagnostic import ablation_functional_group
+from probes.diagnostic import ablation_functional_group, functional_group_of
 from probes.neuron_functions import (
     HYPOTHESES,
     Traced,
@@ -46,7 +46,7 @@ from probes.neuron_functions import (
     untimed,
 )
 from probes.neuron_manipulation import verify_neurons
-from probes.traces import site_functional_group
+from probes.traces import site_samples
 from probes.weights import connectivity, gate_weights
 
 FUNCTIONS = (*HYPOTHESES, "outputting")
@@ -76,7 +76,7 @@ def functional_group_cell(traced: Traced, labels: Tensor, gate: str, module: str
              f"valid.{module}": labels != NO_LABEL}  # fmt: skip
     if len(torch.unique(labels[labels != NO_LABEL])) < 2:
         return {"value": None, "why": "fewer than two table indices among the analysed rows"}
-    group = site_functional_group(trace, site, "label.table", procedure="coauthors")
+    group = functional_group_of(*site_samples(trace, site, "label.table"))
     return {"value": group.accuracy_all, "accuracy": group.accuracy, "size": group.size,
             "majority": group.majority, "units": group.units.tolist()}  # fmt: skip
 

@@ -38,10 +38,11 @@ from lightning_modules.sequences import SOS
 from probes.activations import gate_saturation, value_quantiles
 from probes.command.base import joined_trace
 from probes.command.outputs import SMALLEST_POINTS
+from probes.diagnostic import functional_group_of
 from probes.traces import (
     PAPER1_GATE_SITES,
     STEP_LABEL,
-    site_functional_group,
+    site_samples,
     site_values,
     valid_steps,
 )
@@ -106,7 +107,7 @@ MATRICES = matrices_of("gru")
 GATES = PAPER1_GATE_SITES  # gate_sites("gru")
 PROBES = probes_of("gru")
 READINGS = (("probes", "coauthors", "every split"), ("probes_text", "text", "test sets"))
-"""Tables 2-3's two readings: (result key, `site_functional_group` procedure, data). The
+"""Tables 2-3's two readings: (result key, `functional_group_of` procedure, data). The
 co-authors' code (`functional_groups.py`) decides, on the activations of all the data (its
 `*_all.pt`: here every split's); the text's reading stays beside it on the four test sets, its
 verdicts kept as the earlier ones."""
@@ -228,10 +229,9 @@ def analyse_run(path: str | Path, tag: str = "best", splits: int = 5) -> dict:
     for key, procedure, data in READINGS:
         result[key] = {}
         for name, (site, label, align) in probes_of(cell).items():
-            group = site_functional_group(
-                every_split if data == "every split" else trace, site, label, align,
-                procedure=procedure, runs=splits,
-            )  # fmt: skip
+            samples = site_samples(every_split if data == "every split" else trace, site, label,
+                                   align)  # fmt: skip
+            group = functional_group_of(*samples, procedure, splits)
             units = group.units.tolist()
             result[key][name] = {
                 "accuracy": group.accuracy,

@@ -14,7 +14,8 @@ from probes.command.base import (
     units_text,
 )
 from probes.command.outputs import SMALLEST_POINTS, legend_beside, pyplot, save_figure
-from probes.traces import FUNCTIONAL_GROUP_PROCEDURES, site_functional_group, trace_keys
+from probes.diagnostic import FUNCTIONAL_GROUP_PROCEDURES, functional_group_of
+from probes.traces import site_samples, trace_keys
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,9 @@ class FunctionalGroupProbe(TraceProbe):
         rows = []
         for target in options.targets:
             site, label, align = parsed_target(target)
-            group = site_functional_group(trace, site, label, align,
-                                          options.update_gate_convention, options.share,
-                                          options.seed, options.procedure,
-                                          options.repeats)  # fmt: skip
+            samples = site_samples(trace, site, label, align, options.update_gate_convention)
+            group = functional_group_of(*samples, options.procedure, options.repeats,
+                                        options.share, options.seed)  # fmt: skip
             rows.append({
                 "target": target, "site": site, "label": label, "align": align or "",
                 "accuracy": group.accuracy, "accuracy_all": group.accuracy_all,
