@@ -491,24 +491,19 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
                        kill_step: int) -> None:  # fmt: skip
     """Fit `config` once uninterrupted and once killed before training step `kill_step` and
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
-    metrics.csv, weights and weight snapshots. The killed part runs in a process of its own with
-    this process's torch thread count (which an earlier test may have set) for both OpenMP and
-    MKL (torch.set_num_threads sets both here; the environment left MKL at conftest's count):
-    with another count a reduction sums in another order, and the metrics differ in their last
-    digits."""
-    arguments = ["--config", str(config), *arguments, "--trainer.enable_progress_bar", "false"]
-    main(["fit", *arguments, "--run.root", str(tmp_path / "whole")])
+    metrics.csv, weights and weight snapshots. All three fits are forked from one warm server
+    (`start_warm_fit`), so they run with one thread count: with another count a reduction sums
+    in another order, and the metrics differ in their last digits."""
+    arguments = [*arguments, "--trainer.enable_progress_bar", "false"]
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
-    threads = str(torch.get_num_threads())
-    killed = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", *arguments, "--run.root",
-         str(tmp_path / "parts"), f"--trainer.callbacks+={json.dumps(kill)}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": threads,
-             "MKL_NUM_THREADS": threads},
-        capture_output=True, timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert killed.returncode == 9, killed.stderr
-    main(["fit", *arguments, "--run.root", str(tmp_path / "parts"), "--ckpt_path", "last"])
+    log = tmp_path / "fits.log"
+    for root, extra, status in [
+        (tmp_path / "whole", [], 0),
+        (tmp_path / "parts", [f"--trainer.callbacks+={json.dumps(kill)}"], 9),
+        (tmp_path / "parts", ["--ckpt_path", "last"], 0),
+    ]:
+        process = start_warm_fit(config, root, log, *arguments, *extra)
+        assert process.wait(timeout=HANG_GUARD) == status, log.read_text()
     whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
     assert parts.metrics.read_text() == whole.metrics.read_text()
     expected = load_checkpoint(whole.checkpoint("last"))["state_dict"]
