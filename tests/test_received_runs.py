@@ -9,10 +9,8 @@ byte for byte and the last weights exactly.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from storage import RunFolder, RunLayout
 from storage.files import RunFileError, load_checkpoint, read_saved_config
 from storage.replacement import settle_replacement
 from tests.smoke import HANG_GUARD
-from tests.test_run_writers import ROOT
+from tests.test_run_writers import start_warm_fit
 from tests.tiny_run import TINY
 
 RUN = Path("paper1") / "tiny" / "seed=3"
@@ -378,13 +376,10 @@ def test_a_replacing_fit_killed_midway_is_restored_by_the_next_command(runs, fin
     files beside the held old run; the next command restores the old run and says so."""
     before = contents(finished)
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": 2}}
-    killed = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", "--config", str(runs["config"]),
-         "--run.root", str(finished.parents[2]), "--run.replace", "true",
-         f"--trainer.callbacks+={json.dumps(kill)}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, timeout=HANG_GUARD,
-    )  # fmt: skip
-    assert killed.returncode == 9, killed.stderr
+    log = finished.parents[3] / "killed.log"
+    killed = start_warm_fit(runs["config"], finished.parents[2], log, "--run.replace", "true",
+                            f"--trainer.callbacks+={json.dumps(kill)}")  # fmt: skip
+    assert killed.wait(timeout=HANG_GUARD) == 9, log.read_text()
     assert holding_folders(finished) == [".old-run"]
     assert RunLayout(finished).config.is_file() and contents(finished) != before  # the new run's
     with pytest.raises(SystemExit):  # a fresh fit, refused: the restored old run is a run

@@ -80,10 +80,13 @@ def start_fit(config: Path, root: Path, *extra: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def start_warm_fit(config: Path, root: Path, log: Path, *extra: str) -> WarmPopen:
+def start_warm_fit(config: Path, root: Path, log: Path, *extra: str,
+                   environment: dict[str, str] | None = None) -> WarmPopen:  # fmt: skip
     """`start_fit`'s command started as a reproduction starts its fits (forked from the warm
-    server, `experiments.engine.launch`), its output in `log`: the kills below cost no imports."""
-    environment = fit_environment({**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"})
+    server, `experiments.engine.launch`), its output in `log`, with `environment` added to this
+    process's: the kills below cost no imports."""
+    environment = fit_environment({**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
+                                   **(environment or {})})  # fmt: skip
     with open(log, "a") as output:
         return WarmPopen(["-m", "experiments", "fit", "--config", str(config), "--run.root",
                           str(root), *extra], output.fileno(), environment)  # fmt: skip

@@ -18,6 +18,7 @@ from experiments.report import Claim, Measured, current_commit, log_to_wandb
 from experiments.wandb_summary import read_runs
 from storage.layout import SCALE_ENV
 from tests.smoke import HANG_GUARD
+from tests.test_run_writers import start_warm_fit
 from tests.tiny_run import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,14 +53,10 @@ def fitted(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("wandb_fit")
     config = folder / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
-    environment = {**os.environ, **OFFLINE, SCALE_ENV: "quick", "PYTHONPATH": str(ROOT)}
-    environment.pop("WANDB_SERVICE", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "experiments", "fit", "--config", str(config), "--run.root",
-         str(folder / "runs"), "--trainer.max_epochs", "1"],
-        capture_output=True, text=True, timeout=900, env=environment,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    log = folder / "fit.log"
+    done = start_warm_fit(config, folder / "runs", log, "--trainer.max_epochs", "1",
+                          environment={SCALE_ENV: "quick"})  # fmt: skip
+    assert done.wait(timeout=HANG_GUARD) == 0, log.read_text()[-3000:]
     return folder / "runs" / "paper1" / "tiny" / "seed=3"
 
 
