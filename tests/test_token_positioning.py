@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from datamodules import TokenPositioningDataModule, token_positioning
-from datamodules.token_positioning import (
+from datamodules import TokenPositioningDataModule
+from datamodules import books as book_texts
+from datamodules.books import (
     _cached_pairs,
     corpus_pairs,
     kjv_text,
@@ -119,7 +120,7 @@ def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, m
     def no_source(function):
         raise OSError("could not get source code")
 
-    monkeypatch.setattr(token_positioning.inspect, "getsource", no_source)  # installed bare
+    monkeypatch.setattr(book_texts.inspect, "getsource", no_source)  # installed bare
     _cached_pairs.cache_clear()
     assert corpus_pairs(books) == again
     (tmp_path / "books" / "c.txt").write_bytes(b"x\x00\n")
