@@ -241,9 +241,11 @@ def collection_paused():
 
 
 @functools.lru_cache(maxsize=2)
-def _cached_pairs(
+def keyed_pairs(
     key: str, data_dir: str | None, max_tokens: int | None, books: tuple[str, ...] | None
 ) -> dict[str, list[Pair]]:
+    """`corpus_pairs` of the books whose `corpus_key` is `key` (a caller that has the key, the
+    DataModule's `setup`, does not hash the books again)."""
     path = cache_dir() / "token_positioning" / f"{key}.json"
 
     def pair_of(stored: str) -> Pair:
@@ -280,4 +282,4 @@ def corpus_pairs(
     result on disk without pickle. A book that cannot be read raises as `read_texts` does (it is
     never cached); an unreadable cache file is computed and written again."""
     books = None if books is None else tuple(books)
-    return _cached_pairs(corpus_key(data_dir, max_tokens, books), data_dir, max_tokens, books)
+    return keyed_pairs(corpus_key(data_dir, max_tokens, books), data_dir, max_tokens, books)

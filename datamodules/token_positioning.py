@@ -27,7 +27,7 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from datamodules.books import Pair, corpus_key, corpus_pairs
+from datamodules.books import Pair, corpus_key, corpus_pairs, keyed_pairs
 from datamodules.sampling import SplitLoaders, VocabularySizes, split_loader
 from datamodules.sequences import collate_sequences
 
@@ -54,7 +54,7 @@ def _split_corpus(
     per measurement. Read only: DataModules share what it returns."""
     pairs_by_text = {
         name: [p for p in text_pairs if len(p[1]) >= signals]
-        for name, text_pairs in corpus_pairs(data_dir, max_tokens, books).items()
+        for name, text_pairs in keyed_pairs(key, data_dir, max_tokens, books).items()
     }
     pairs = [pair for text_pairs in pairs_by_text.values() for pair in text_pairs]
     order = list(range(len(pairs)))

@@ -13,8 +13,8 @@ import torch
 from datamodules import TokenPositioningDataModule
 from datamodules import books as book_texts
 from datamodules.books import (
-    _cached_pairs,
     corpus_pairs,
+    keyed_pairs,
     kjv_text,
     line_pairs,
     read_texts,
@@ -98,10 +98,10 @@ def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, m
     expected = {name: line_pairs([text]) for name, text in read_texts(books).items()}
     assert corpus_pairs(books) == expected
     [stored] = (tmp_path / "cache" / "token_positioning").iterdir()
-    _cached_pairs.cache_clear()
+    keyed_pairs.cache_clear()
     stored.write_text(json.dumps({"a.txt": ["planted line\tpair"]}))
     assert corpus_pairs(books) == {"a.txt": [(["planted", "line"], ["pair"])]}  # what it reads
-    _cached_pairs.cache_clear()
+    keyed_pairs.cache_clear()
     assert corpus_pairs(books, max_tokens=3) == {
         name: line_pairs([text], 3) for name, text in read_texts(books).items()
     }
@@ -111,17 +111,17 @@ def test_line_pairs_are_kept_in_the_data_cache_under_the_books_bytes(tmp_path, m
     )  # fmt: skip
     for path in (tmp_path / "cache" / "token_positioning").iterdir():
         path.write_text('{"a.txt": ["no tab"]}')  # unreadable: computed and written again
-    _cached_pairs.cache_clear()
+    keyed_pairs.cache_clear()
     again = {name: line_pairs([text]) for name, text in read_texts(books).items()}
     assert corpus_pairs(books) == again
-    _cached_pairs.cache_clear()
+    keyed_pairs.cache_clear()
     assert corpus_pairs(books) == again  # loaded from the rewritten file
 
     def no_source(function):
         raise OSError("could not get source code")
 
     monkeypatch.setattr(book_texts.inspect, "getsource", no_source)  # installed bare
-    _cached_pairs.cache_clear()
+    keyed_pairs.cache_clear()
     assert corpus_pairs(books) == again
     (tmp_path / "books" / "c.txt").write_bytes(b"x\x00\n")
     with pytest.raises(ValueError, match="NUL byte on line 1"):
