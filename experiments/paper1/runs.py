@@ -153,9 +153,9 @@ def optional_fields(variant: str, seed: int, scale: Scale) -> dict[str, tuple[st
         edges = functools.partial(pruning_of, tag=ANALYSED, by_edges=True)
         fields["pruning_by_edges"] = ("readings", edges)
     if variant in FOOTNOTE1:
-        untrained = functools.partial(analysis_of, seed=seed, scale=scale, tag=UNTRAINED)
-        fields["analysis"] = ("footnote1", lambda run: analysis_of(run, seed, scale))
-        fields["untrained_analysis"] = ("footnote1", untrained)
+        analysis = functools.partial(analysis_of, seed=seed, scale=scale)
+        fields["analysis"] = ("footnote1", analysis)
+        fields["untrained_analysis"] = ("footnote1", functools.partial(analysis, tag=UNTRAINED))
     return fields
 
 
