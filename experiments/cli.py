@@ -203,6 +203,12 @@ class ExperimentCLI(LightningCLI):
             "fit": {"read_first": list(READ_FIRST)},
             "validate": {"read_first": ["--trust-class CLASS"]},
             "test": {"read_first": ["--trust-class CLASS"]}})  # fmt: skip
+        self.only_subcommand = _named_subcommand(kwargs.get("args"))
+        if self.only_subcommand:  # the others' parser options would reach the main parser
+            kwargs["parser_kwargs"] = {
+                key: value for key, value in kwargs["parser_kwargs"].items()
+                if key not in LightningCLI.subcommands() or key == self.only_subcommand
+            }  # fmt: skip
         kwargs.setdefault("save_config_callback", RunConfigSaver)
         kwargs.setdefault("save_config_kwargs", {"overwrite": True})
         kwargs.setdefault("seed_everything_default", 0)
@@ -228,6 +234,13 @@ class ExperimentCLI(LightningCLI):
         finally:
             if self.run_lock is not None:
                 self.run_lock.release()
+
+    def subcommands(self) -> dict[str, set[str]]:
+        """Lightning's subcommands, or only the one the command line starts with: building a
+        subcommand's parser reads every class signature it offers (about 0.15 s of CPU each), and
+        a command runs one. `python -m experiments --help` still lists them all."""
+        every, named = LightningCLI.subcommands(), self.only_subcommand
+        return {named: every[named]} if named else every
 
     def _settle_failed_command(self) -> str:
         """After a failed command: put back the run a replacing fit held aside (`restored`), or
@@ -406,6 +419,12 @@ class ExperimentCLI(LightningCLI):
                 file=sys.stderr,
             )
             self.trainer.test(self.model, datamodule=self.datamodule)
+
+
+def _named_subcommand(arguments: Sequence[str] | None) -> str | None:
+    """The subcommand `arguments` start with, if they start with one."""
+    first = next(iter(arguments or ()), None)
+    return first if first in LightningCLI.subcommands() else None
 
 
 def check_checkpoint_folders(trainer, run_dir: Path) -> None:
