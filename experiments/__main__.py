@@ -6,5 +6,6 @@ if sys.argv[1:2] == ["wandb-summary"]:  # reads files only: without Lightning
     main(sys.argv[2:])
 else:
     from experiments.cli import main
+    from experiments.engine.launch import end_as_interpreter
 
-    main()
+    end_as_interpreter(main, "experiments")

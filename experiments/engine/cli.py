@@ -74,6 +74,9 @@ def reproduction_parser(
 
 def run_main(parser: Callable[[], argparse.ArgumentParser], module: str) -> None:
     """`python -m experiments.paperN`: parse the command line with the paper's `parser` (help and
-    bad options end here), then import `module` (the reproduction) and run its `main`."""
+    bad options end here), then import `module` (the reproduction) and run its `main`, ending
+    without the interpreter's last teardown of modules (`launch.end_as_interpreter`)."""
     parser().parse_args(sys.argv[1:])
-    import_module(module).main(sys.argv[1:])
+    from experiments.engine.launch import end_as_interpreter
+
+    end_as_interpreter(lambda: import_module(module).main(sys.argv[1:]), module.rsplit(".", 1)[0])
