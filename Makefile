@@ -36,7 +36,7 @@ browser:
 # The test files are spread over one worker per core (pytest-xdist; a file's tests stay together).
 TEST_WORKERS ?= auto
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests
 
 reproduce-paper1: $(STAMP)
 	$(BIN)/python -m experiments.paper1 $(ARGS)

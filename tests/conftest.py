@@ -15,11 +15,3 @@ if _workers > 1:
     _threads = core_share(_workers)
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(_threads)
     torch.set_num_threads(_threads)
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    """The test files marked `long_module` (each runs whole reproductions or many fits: a minute
-    or more) come first. `make test` hands whole files to its workers in the order collected
-    (`--dist loadfile --no-loadscope-reorder`), so no worker is left with a long file at the end
-    while the other idles."""
-    items.sort(key=lambda item: item.get_closest_marker("long_module") is None)  # stable

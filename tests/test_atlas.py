@@ -50,8 +50,6 @@ from tests.planted_counter_gru import (
 from tests.smoke import assert_quick_report, quick_reproduction, shared_quick_reproduction
 from tests.test_probes import TABLES, UNITS, planted_gru, planted_inputs
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 

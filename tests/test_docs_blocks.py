@@ -42,8 +42,6 @@ from tests.docs_runs import (
     planted_text,
 )
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 README, DATA, OWN, PROBING = "README.md", "docs/data.md", "docs/own_model.md", "docs/probing.md"
 REPRODUCTIONS, TRAINING = "docs/reproductions.md", "docs/training.md"
 FIT = ".venv/bin/python -m experiments fit --config experiments/configs/"

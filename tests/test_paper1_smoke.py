@@ -17,8 +17,6 @@ from storage import RunLayout
 from storage.run_folder import RunFolder
 from tests.smoke import assert_initial_weights_rebuilt, assert_quick_report, quick_reproduction
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 PRIMARY_ANALYSIS_CLAIMS = ("fig1.", "fig2.", "fig3.", "fig4.", "sec3_2.", "table2.", "table3.",
                            "sec4_1.", "footnote5.")  # fmt: skip
 """Sections 3-4's and footnote 5's claims, decided on the analyses: also on the untrained GRUs,

@@ -18,8 +18,6 @@ from experiments.paper2.scales import SCALES, training_order
 from experiments.report import RULE_VERDICTS
 from tests.smoke import assert_quick_report, assert_shards_merge, quick_reproduction, rebuilt_alone
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 QUICK_RUNS = [  # the quick scale's training order: Figure 3, Figure 2's cell, the rest of Figure
     # 1, Figure 3 by the authors' generator (a second reading), then Figure 2's cell
     # with momentum and with weight decay, the first reading of their values, then the

@@ -55,8 +55,6 @@ from tests.smoke import (
     rebuilt_alone,
 )
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 
 def test_multi_margin_loss_is_the_multiclass_hinge():
     """torch's multi_margin (Weston-Watkins; the images' hinge loss of the first reading): mean over

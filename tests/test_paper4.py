@@ -23,8 +23,6 @@ from tests.smoke import (
     shared_quick_reproduction,
 )
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 
 def test_token_positioning_accuracy_counts_the_token_at_its_position():
     metric = TokenPositioningAccuracy()

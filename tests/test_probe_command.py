@@ -30,8 +30,6 @@ from tests.data_files import write_best_checkpoint
 from tests.smoke import HANG_GUARD
 from tests.test_probes import TABLES, UNITS, planted_gru
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 SPLITS = ("first", "second")
 TAGS = ("best", "epoch=1", "epoch=3")
 TARGETS = ["encoder.hidden:batch.source_table", "encoder.hidden:time"]

@@ -27,8 +27,6 @@ from tests.smoke import HANG_GUARD
 from tests.test_run_writers import start_warm_fit
 from tests.tiny_run import TINY
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 RUN = Path("paper1") / "tiny" / "seed=3"
 
 

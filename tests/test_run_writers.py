@@ -51,8 +51,6 @@ from tests.fake_fit import ended_fit, fit_pids
 from tests.smoke import HANG_GUARD
 from tests.tiny_run import TINY, fit
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 ROOT = Path(__file__).parents[1]
 EPOCHS = 3
 

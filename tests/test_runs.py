@@ -26,8 +26,6 @@ from tests.fake_fit import fit_pids
 from tests.smoke import HANG_GUARD
 from tests.tiny_run import fit, weights
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 
 def test_run_folder_holds_config_checkpoints_metrics_traces_and_weights(tmp_path):
     torch.use_deterministic_algorithms(False)

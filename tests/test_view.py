@@ -58,8 +58,6 @@ from tests.view_page import (
     wait_until,
 )
 
-pytestmark = pytest.mark.long_module  # scheduled first (conftest.py)
-
 GROUP = [5, 2]
 MEASUREMENTS = {"analysis": {"probes": {"table2.encoder.hidden": {"units": GROUP}}}}
 """A probe result in the shape of paper 1's measurements: a functional group of the encoder."""
