@@ -88,6 +88,13 @@ STATUS_LOST = 1
 _starting = threading.Lock()
 
 
+def warm_modules(environment: Mapping[str, str]) -> list[str]:
+    """What a warm server started with `environment` imports: `WARM_MODULES`, and W&B's unless
+    `WANDB_MODE=disabled` there (its fits never import it then)."""
+    wandb = environment.get("WANDB_MODE") != "disabled"
+    return WARM_MODULES + WANDB_MODULES * wandb
+
+
 def fit_environment(environment: Mapping[str, str]) -> dict[str, str]:
     """`environment` as a fit gets it: `FIT_THREADS` set, `LEFT_OUT` removed."""
     fitted = {**environment, **FIT_THREADS}
@@ -112,8 +119,7 @@ class WarmPopen:
         reduction.dump(started, data)
         with _starting:  # the preload is set before the server first starts
             if forkserver._forkserver._forkserver_pid is None:
-                wandb = os.environ.get("WANDB_MODE") != "disabled"
-                forkserver.set_forkserver_preload(WARM_MODULES + WANDB_MODULES * wandb)
+                forkserver.set_forkserver_preload(warm_modules(os.environ))
                 atexit.register(_end_server)
             self._status, sending = forkserver.connect_to_new_process([log])
         with open(sending, "wb", closefd=True) as to_child:
