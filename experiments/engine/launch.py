@@ -2,15 +2,15 @@
 already imported what fits need (`WarmPopen`), instead of a new interpreter each time.
 
 Why: a new interpreter spends about 9 s of CPU importing torch, Lightning and W&B before the fit
-builds its command line (and about 2 s more unloading them as it exits); a quick-scale
-reproduction trains 16 tiny fits, so start-up was most of its time. The warm server
-(multiprocessing's forkserver, started at a reproduction's first fit with `WARM_MODULES`
-preloaded) forks each fit from those imports: a fit's own CPU before its command runs is a few
-milliseconds. Measured on paper 1's quick scale (16 fits, the same metrics byte for byte): the
-fits' recorded CPU time went from 279 s to 96 s. What it costs: one more process (the server,
-about 450 MB resident, shared copy-on-write with its fits; its imports once, about 11 s of CPU
-with its exit), and the resource tracker multiprocessing starts with it; the reproduction waits
-for the server to end as it ends itself.
+builds its command line (and, but for `end_as_interpreter`, about 2 s more unloading them as it
+exits); a quick-scale reproduction trains 16 tiny fits, so start-up was most of its time. The
+warm server (multiprocessing's forkserver, started at a reproduction's first fit with
+`warm_modules` preloaded) forks each fit from those imports: a fit's own CPU before its command
+runs is a few milliseconds. Measured on paper 1's quick scale (16 fits, the same metrics byte for
+byte): the fits' recorded CPU time went from 279 s to 96 s. What it costs: one more process (the
+server, about 450 MB resident, shared copy-on-write with its fits; its imports once, about 10 s of
+CPU, 7.5 s without W&B's, and it ends without unloading them), and the resource tracker
+multiprocessing starts with it; the reproduction waits for the server to end as it ends itself.
 
 What the fit is, is unchanged: the child takes the fit's environment, working folder, standard
 output and error (the run's `train.log`), `sys.argv` and the module's `__main__` as the
