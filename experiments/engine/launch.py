@@ -89,8 +89,9 @@ _starting = threading.Lock()
 
 
 def warm_modules(environment: Mapping[str, str]) -> list[str]:
-    """What a warm server started with `environment` imports: `WARM_MODULES`, and W&B's unless
-    `WANDB_MODE=disabled` there (its fits never import it then)."""
+    """What a warm server started for a fit of `environment` imports (a reproduction's fits share
+    theirs): `WARM_MODULES`, and W&B's unless `WANDB_MODE=disabled` there (a fit never imports
+    it then)."""
     wandb = environment.get("WANDB_MODE") != "disabled"
     return WARM_MODULES + WANDB_MODULES * wandb
 
@@ -119,7 +120,7 @@ class WarmPopen:
         reduction.dump(started, data)
         with _starting:  # the preload is set before the server first starts
             if forkserver._forkserver._forkserver_pid is None:
-                forkserver.set_forkserver_preload(warm_modules(os.environ))
+                forkserver.set_forkserver_preload(warm_modules(env))  # the first fit's
                 atexit.register(_end_server)
             self._status, sending = forkserver.connect_to_new_process([log])
         with open(sending, "wb", closefd=True) as to_child:
