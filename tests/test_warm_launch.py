@@ -16,13 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.engine import fit as fitting
-from experiments.engine.launch import (
-    WANDB_MODULES,
-    WARM_MODULES,
-    WarmPopen,
-    fit_environment,
-    warm_modules,
-)
+from experiments.engine.launch import WarmPopen, fit_environment
 from storage import RunLayout
 
 ROOT = Path(__file__).parents[1]
@@ -113,14 +107,6 @@ def test_the_warm_server_holds_one_thread_and_no_gpu(tmp_path):
     server = forkserver._forkserver._forkserver_pid
     assert len(os.listdir(f"/proc/{server}/task")) == 1
     assert "libcuda" not in Path(f"/proc/{server}/maps").read_text()
-
-
-def test_the_warm_server_imports_wandb_unless_it_is_disabled():
-    """W&B's modules (about 2.5 s of the server's CPU) are imported for fits that log to it; a
-    fit with `WANDB_MODE=disabled` imports none of them (`-X importtime` of one)."""
-    assert set(WANDB_MODULES) <= set(warm_modules({"WANDB_MODE": "offline"}))
-    assert set(WANDB_MODULES) <= set(warm_modules({}))  # offline by default
-    assert warm_modules({"WANDB_MODE": "disabled"}) == WARM_MODULES
 
 
 def test_a_reproductions_fit_is_started_warm(tmp_path, monkeypatch):

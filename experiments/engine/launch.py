@@ -5,12 +5,12 @@ Why: a new interpreter spends about 9 s of CPU importing torch, Lightning and W&
 builds its command line (and, but for `end_as_interpreter`, about 2 s more unloading them as it
 exits); a quick-scale reproduction trains 16 tiny fits, so start-up was most of its time. The
 warm server (multiprocessing's forkserver, started at a reproduction's first fit with
-`warm_modules` preloaded) forks each fit from those imports: a fit's own CPU before its command
+`WARM_MODULES` preloaded) forks each fit from those imports: a fit's own CPU before its command
 runs is a few milliseconds. Measured on paper 1's quick scale (16 fits, the same metrics byte for
 byte): the fits' recorded CPU time went from 279 s to 96 s. What it costs: one more process (the
 server, about 450 MB resident, shared copy-on-write with its fits; its imports once, about 10 s of
-CPU, 7.5 s without W&B's, and it ends without unloading them), and the resource tracker
-multiprocessing starts with it; the reproduction waits for the server to end as it ends itself.
+CPU, and it ends without unloading them), and the resource tracker multiprocessing starts with
+it; the reproduction waits for the server to end as it ends itself.
 
 What the fit is, is unchanged: the child takes the fit's environment, working folder, standard
 output and error (the run's `train.log`), `sys.argv` and the module's `__main__` as the
@@ -66,13 +66,12 @@ WARM_MODULES = [
     "lightning_modules.classifier",
     "lightning_modules.language_model",
     *TASK_MODULES,
+    "wandb",
+    "wandb.sdk.launch.inputs.internal",  # imported as a fit's W&B run ends
 ]
 """What the warm server imports once, before forking fits: what `python -m experiments fit`
 imports (`-X importtime` of a fit: the CLI with torch and Lightning, the models and data modules
-configs name), and `WANDB_MODULES` unless W&B is disabled. A module that fails to import there is
-imported by each fit instead."""
-WANDB_MODULES = ["wandb", "wandb.sdk.launch.inputs.internal"]  # the second as a W&B run ends
-"""W&B's share of a fit's imports (about 2.5 s of CPU), none of them with `WANDB_MODE=disabled`."""
+configs name, W&B). A module that fails to import there is imported by each fit instead."""
 
 FIT_THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 """The thread counts every fit has: fits run a few at a time, one core each."""
@@ -86,14 +85,6 @@ STATUS_LOST = 1
 """The exit status of a fit whose server ended before it (killed by hand): unknown, so failed."""
 
 _starting = threading.Lock()
-
-
-def warm_modules(environment: Mapping[str, str]) -> list[str]:
-    """What a warm server started for a fit of `environment` imports (a reproduction's fits share
-    theirs): `WARM_MODULES`, and W&B's unless `WANDB_MODE=disabled` there (a fit never imports
-    it then)."""
-    wandb = environment.get("WANDB_MODE") != "disabled"
-    return WARM_MODULES + WANDB_MODULES * wandb
 
 
 def fit_environment(environment: Mapping[str, str]) -> dict[str, str]:
@@ -120,7 +111,7 @@ class WarmPopen:
         reduction.dump(started, data)
         with _starting:  # the preload is set before the server first starts
             if forkserver._forkserver._forkserver_pid is None:
-                forkserver.set_forkserver_preload(warm_modules(env))  # the first fit's
+                forkserver.set_forkserver_preload(WARM_MODULES)
                 atexit.register(_end_server)
             self._status, sending = forkserver.connect_to_new_process([log])
         with open(sending, "wb", closefd=True) as to_child:
