@@ -4,7 +4,6 @@ gradients; without Lightning, whose import would cost seconds) stops page-faulti
 weight-sized gradients."""
 
 import json
-import statistics
 import subprocess
 import sys
 
@@ -79,14 +78,16 @@ def faults_per_step(settings: list[str]) -> list[float]:
 def test_kept_memory_stops_page_faults_of_a_training_step():
     """On glibc (the suite's platform and CI's), the same steps page-fault far less with the
     setting. Over 30 fresh interpreters: 304-1,670 faults a step with glibc's defaults (most
-    1,050-1,440) and 0-154 with the setting (mostly below 0.2); forked from one interpreter, 10
-    processes of each gave 905-906 and 1.6-2.2 (a few copy-on-write faults of the parent's
-    pages). Each side is the median of 3 processes; the floor on the defaults' side only checks
-    that the steps fault enough for the comparison to mean something."""
+    1,050-1,440) and 0-154 with the setting (mostly below 0.2). Forked from one interpreter, a
+    process faults 150-1,750 times a step with the defaults and about 2, 77 or 155 times with the
+    setting (a few copy-on-write faults of the parent's pages, and in some processes whole
+    multiples of about 77); over 7 sets of 3 processes a side, the defaults' sum was 4.9 to over
+    500 times the setting's. So the sums of 3 processes are compared; the floor on the defaults'
+    side only checks that the steps fault enough for the comparison to mean something."""
     counts = faults_per_step(["default", "kept"] * 3)
-    default, kept = statistics.median(counts[0::2]), statistics.median(counts[1::2])
-    assert default > 200, f"glibc's defaults gave {default:.0f} faults a step"
-    assert kept < default / 5, f"with the setting {kept:.0f} faults a step, without {default:.0f}"
+    default, kept = sum(counts[0::2]), sum(counts[1::2])
+    assert default > 150, f"glibc's defaults gave {default:.0f} faults a step in 3 processes"
+    assert kept < default / 3, f"with the setting {kept:.0f} faults a step, without {default:.0f}"
 
 
 def test_a_fit_keeps_freed_memory(monkeypatch):
