@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.engine.launch import SHARED_SERVER, shared_server_address
+
 HANG_GUARD = 1800
 """Seconds after which a quick reproduction, or a command of one, is taken to hang: generous, as
 on a busy shared machine one has taken 12 minutes (about 3 on 2 free cores)."""
@@ -73,13 +75,18 @@ def quick_command(paper: int | str, *options, timeout: int = HANG_GUARD,
                   env: dict[str, str] | None = None,
                   trains_nothing: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
     """`python -m <study_module(paper)> --scale quick <options>` (with `env` added to the
-    environment), its output captured. With `trains_nothing` (a rebuild from kept measurements)
+    environment), its output captured. Its fits are forked from this worker's warm server
+    (`launch.SHARED_SERVER`), whose imports the worker's reproductions share: about 10 s of CPU
+    each saved; the tests of `test_runs.py`, `test_received_runs.py` and `test_warm_launch.py`
+    keep a reproduction's own server. With `trains_nothing` (a rebuild from kept measurements)
     it runs under `-X importtime` and must exit 0 having loaded none of `TRAINING_LIBRARIES`."""
     python = ("-X", "importtime") if trains_nothing else ()
+    shared = {} if trains_nothing else {SHARED_SERVER: shared_server_address()}
     done = subprocess.run(
         [sys.executable, *python, "-m", study_module(paper), "--scale", "quick",
          *map(str, options)],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **shared, **(env or {})},
     )  # fmt: skip
     if trains_nothing:
         assert done.returncode == 0, done.stdout + done.stderr

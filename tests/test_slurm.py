@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from experiments.engine.launch import SHARED_SERVER
 from experiments.paper4.reproduce import main
 from tests.fake_sbatch import calls, stand_in
 from tests.smoke import HANG_GUARD, quick_command, quick_reproduction
@@ -52,6 +53,7 @@ def test_one_command_writes_and_submits_the_array_and_its_merge(tmp_path, monkey
     for lines, log in ((array_lines, "paper4-quick-shard-%A_%a.out"),
                        (merge_lines, "paper4-quick-merge-%j.out")):  # fmt: skip
         assert f"#SBATCH --output={slurm / log}" in lines and "#SBATCH --requeue" in lines
+        assert any(line.startswith(f"unset {SHARED_SERVER} ") for line in lines)  # own node's
         runs = [line for line in lines if "-m experiments.paper4" in line]
         assert len(runs) == 1 and "--scale quick" in runs[0]
     assert "#SBATCH --array=0-1" in array_lines

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from experiments.engine import fit as fitting
-from experiments.engine.launch import WarmPopen, fit_environment
+from experiments.engine.launch import (
+    SHARED_SERVER,
+    WarmPopen,
+    fit_environment,
+    shared_server_address,
+)
 from storage import RunLayout
 
 ROOT = Path(__file__).parents[1]
@@ -107,6 +112,26 @@ def test_the_warm_server_holds_one_thread_and_no_gpu(tmp_path):
     server = forkserver._forkserver._forkserver_pid
     assert len(os.listdir(f"/proc/{server}/task")) == 1
     assert "libcuda" not in Path(f"/proc/{server}/maps").read_text()
+
+
+def test_a_process_given_a_shared_server_forks_its_fits_from_it():
+    """With `SHARED_SERVER` naming this process's server, another process's fit is forked from
+    it (its parent), with its exit status read back, and that process starts no server."""
+    address = shared_server_address()
+    started = (
+        "import os; from multiprocessing import forkserver\n"
+        "from experiments.engine.launch import WarmPopen\n"
+        "fit = WarmPopen(['-c', 'import os; print(os.getppid())'], 1, dict(os.environ))\n"
+        "status = fit.wait()\n"
+        "print(forkserver._forkserver._forkserver_pid, status)"
+    )
+    environment = {**os.environ, SHARED_SERVER: address}
+    done = subprocess.run([sys.executable, "-c", started], env=environment, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fit_parent, own_server_and_status = done.stdout.splitlines()
+    assert int(fit_parent) == forkserver._forkserver._forkserver_pid
+    assert own_server_and_status == "None 0"
 
 
 def test_a_reproductions_fit_is_started_warm(tmp_path, monkeypatch):

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import io
 import os
 import runpy
@@ -54,7 +55,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
-from multiprocessing import forkserver, reduction
+from multiprocessing import forkserver, reduction, resource_tracker
 from multiprocessing.connection import wait
 
 from datamodules import TASK_MODULES
@@ -80,6 +81,13 @@ LEFT_OUT = ("WANDB_SERVICE",)
 """Variables no fit inherits. Each fit starts its own W&B service, as from a shell: one inherited
 from the reproduction would keep a killed fit's run open and refuse its resumption ("run ID is in
 use")."""
+
+SHARED_SERVER = "RECURRENT_PROBES_WARM_SERVER"
+"""The variable naming the address of a running warm server (`shared_server_address`) to fork
+fits from instead of starting one: several reproductions then share one server's imports (the
+test suite's reproductions share their worker's). Its fits are the server's children, not the
+reproduction's: a signal to the reproduction's process group does not reach them (the
+reproduction signals its fits itself as it stops)."""
 
 STATUS_LOST = 1
 """The exit status of a fit whose server ended before it (killed by hand): unknown, so failed."""
@@ -109,11 +117,8 @@ class WarmPopen:
         data = io.BytesIO()
         reduction.dump({}, data)  # the preparation: none of this process's __main__ or sys.path
         reduction.dump(started, data)
-        with _starting:  # the preload is set before the server first starts
-            if forkserver._forkserver._forkserver_pid is None:
-                forkserver.set_forkserver_preload(WARM_MODULES)
-                atexit.register(_end_server)
-            self._status, sending = forkserver.connect_to_new_process([log])
+        with _starting:
+            self._status, sending = _server().connect_to_new_process([log])
         with open(sending, "wb", closefd=True) as to_child:
             to_child.write(data.getbuffer())
         self.pid = forkserver.read_signed(self._status)
@@ -160,6 +165,47 @@ class WarmPopen:
 
     def __exit__(self, *exception) -> None:
         self.wait()
+
+
+def _server() -> forkserver.ForkServer:
+    """The server fits are forked from: the one `SHARED_SERVER` names, else this process's own,
+    its preload set before it first starts (ended by `_end_server` as this process ends)."""
+    address = os.environ.get(SHARED_SERVER)
+    if address:
+        return _shared_server(address)
+    if forkserver._forkserver._forkserver_pid is None:
+        forkserver.set_forkserver_preload(WARM_MODULES)
+        atexit.register(_end_server)
+    return forkserver._forkserver
+
+
+def shared_server_address() -> str:
+    """Start this process's warm server, where it has none yet, and return its address: with
+    `SHARED_SERVER` set to it, the processes this one starts fork their fits from it."""
+    with _starting:
+        server = _server()
+        server.ensure_running()
+    return server._forkserver_address
+
+
+@functools.cache
+def _shared_server(address: str) -> _SharedServer:
+    return _SharedServer(address)
+
+
+class _SharedServer(forkserver.ForkServer):
+    """The warm server another process started and ends, at `address`: multiprocessing's client
+    connects to a server only it started, so this one skips the start. Each fit is handed
+    /dev/null where a fit of this process's own server gets the pipe that keeps the server
+    alive while it runs: the shared server lives as long as the process that started it."""
+
+    def __init__(self, address: str):
+        super().__init__()
+        self._forkserver_address = address
+        self._forkserver_alive_fd = os.open(os.devnull, os.O_RDONLY)
+
+    def ensure_running(self) -> None:
+        resource_tracker.ensure_running()
 
 
 def _end_server(patience: float = 60.0) -> None:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from experiments.engine.launch import SHARED_SERVER
 from experiments.engine.store import REPOSITORY
 from storage.files import write_text_atomic
 
@@ -84,6 +85,7 @@ def script(job: str, log: Path, command: str, array: str = "") -> str:
         "set -eu",
         f"cd {shlex.quote(str(REPOSITORY))}",
         "export WANDB_MODE=${WANDB_MODE:-offline}",
+        f"unset {SHARED_SERVER}  # a job's fits are forked on its own node",
         command,
     ]
     return "\n".join(lines) + "\n"
