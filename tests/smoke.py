@@ -77,8 +77,8 @@ def quick_command(paper: int | str, *options, timeout: int = HANG_GUARD,
     """`python -m <study_module(paper)> --scale quick <options>` (with `env` added to the
     environment), its output captured. Its fits are forked from this worker's warm server
     (`launch.SHARED_SERVER`), whose imports the worker's reproductions share: about 10 s of CPU
-    each saved; the tests of `test_runs.py`, `test_received_runs.py` and `test_warm_launch.py`
-    keep a reproduction's own server. With `trains_nothing` (a rebuild from kept measurements)
+    each saved; the reproductions of `test_runs.py` and `test_received_runs.py` start their own
+    server, as a user's does. With `trains_nothing` (a rebuild from kept measurements)
     it runs under `-X importtime` and must exit 0 having loaded none of `TRAINING_LIBRARIES`."""
     python = ("-X", "importtime") if trains_nothing else ()
     shared = {} if trains_nothing else {SHARED_SERVER: shared_server_address()}
