@@ -144,3 +144,18 @@ def test_a_reproductions_fit_is_started_warm(tmp_path, monkeypatch):
     assert RunLayout(run).train_log.read_text() == "lightning warm: True\n"
     with pytest.raises(RuntimeError, match=r"failed \(ValueError: bad input\): see .*train.log"):
         fitting.fit(run, ["; raise ValueError('bad input')"])
+
+
+def test_a_shared_server_that_no_longer_answers_is_one_error(tmp_path, monkeypatch, capsys):
+    """`SHARED_SERVER` naming a server that has ended (no socket there): the reproduction's first
+    fit stops it with one line naming the variable and what to do, exit status 2."""
+    from experiments.paper4.reproduce import main
+
+    monkeypatch.setenv(SHARED_SERVER, str(tmp_path / "ended-server"))
+    with pytest.raises(SystemExit) as ended:
+        main(["--scale", "quick", "--runs", str(tmp_path / "runs"), "--out",
+              str(tmp_path / "report"), "--jobs", "1"])  # fmt: skip
+    error = capsys.readouterr().err.strip().splitlines()
+    assert ended.value.code == 2 and len(error) == 1, error
+    assert error[0].startswith("python -m experiments.paper4: error: $RECURRENT_PROBES_WARM_SERVER")
+    assert "unset it" in error[0] and not (tmp_path / "report").exists()

@@ -207,6 +207,20 @@ class _SharedServer(forkserver.ForkServer):
     def ensure_running(self) -> None:
         resource_tracker.ensure_running()
 
+    def connect_to_new_process(self, fds):
+        try:
+            return super().connect_to_new_process(fds)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise WarmServerError(
+                f"${SHARED_SERVER} names {self._forkserver_address}, where no warm server "
+                "listens (the process that started it has ended): unset it, and the reproduction "
+                "starts a server of its own"
+            ) from None
+
+
+class WarmServerError(RuntimeError):
+    """`SHARED_SERVER` names a server that does not answer."""
+
 
 def _end_server(patience: float = 60.0) -> None:
     """As this process ends, end the warm server and wait for it, so that its CPU time and its

@@ -28,6 +28,7 @@ from experiments.engine.committed import (
     write_build,
 )
 from experiments.engine.fit import fits_at_scale
+from experiments.engine.launch import WarmServerError
 from experiments.engine.publish import Stopwatch, publish
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.sittings import stopping_gently
@@ -163,7 +164,7 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
         sitting = sitting_of(args, name, study.schema, variants)
         with stopping_gently(), fits_at_scale(args.scale):
             claims = reproduce(study, Request(args.scale, scale, args.out, sitting))
-    except (SittingError, CommittedFileError, SlurmError) as error:
+    except (SittingError, CommittedFileError, SlurmError, WarmServerError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if claims is None and sitting.variants:
         print(part_done(name, args.scale, scale, sitting), flush=True)
