@@ -484,6 +484,7 @@ STEP_BASED = {
     "toy_2d": (["--data.init_args.steps_per_epoch", "8", "--data.init_args.eval_size", "50",
                 "--trainer.max_steps", "20"], 13, "toy_2d_A"),
     "scan": (["--data.init_args.steps_per_epoch", "10", "--data.init_args.eval_size", "20",
+              "--data.init_args.batch_size", "32",
               "--trainer.max_steps", "15", "--trainer.val_check_interval", "5",
               "--trainer.limit_test_batches", "2"], 13, "scan_A"),
 }  # fmt: skip
