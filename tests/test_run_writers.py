@@ -200,8 +200,12 @@ def test_a_reproduction_resumes_an_interrupted_run_from_its_last_checkpoint(tmp_
     (killed,) = sittings.read_sittings(layout.sittings)
     assert killed["started"] == running["started"] < running["until"] <= killed["until"]
 
+    left = "its fit resumes from its last checkpoint"  # what the progress line says of it
+    assert fitting.left_to_compute(parts_root / run, arguments, reuse=True) == left
     assert fitting.fit(parts_root / run, arguments, reuse=True)  # resumed, not restarted
     assert layout.metrics.read_text() == RunLayout(whole_root / run).metrics.read_text()
+    left = "trained before: measured only"
+    assert fitting.left_to_compute(parts_root / run, arguments, reuse=True) == left
     first, second = sittings.read_sittings(layout.sittings)
     assert first == killed and killed["until"] <= second["started"] < second["until"]
     seconds = (first["until"] - first["started"]) + (second["until"] - second["started"])

@@ -239,6 +239,45 @@ def test_a_run_copied_from_another_checkout_and_run_root_is_the_same_run(tmp_pat
     assert not finished(run, command(str(REPOSITORY / "experiments/configs/paper4/gru.yaml")))
 
 
+def test_the_tasks_to_run_say_what_an_earlier_invocation_left_of_them(capsys):
+    """A task to run is named with what is left of it, where `left` says."""
+    from experiments.engine.pool import run_all
+
+    left = {"a": "trained before: measured only", "c": "its fit resumes from its last checkpoint"}
+    run_all(dict.fromkeys("abc", lambda: 1), jobs=1, left=left.get)
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "3 tasks, 1 at a time; 0 done before, 3 to run: a (trained before: measured only), b, c "
+        "(its fit resumes from its last checkpoint); time unknown until one is computed here"
+    )
+
+
+def test_what_is_left_of_a_run_is_what_the_fit_keeps_of_it(tmp_path):
+    """`left_to_compute`: a run trained and tested by the same command needs its measurement
+    alone; one started by it with a last checkpoint resumes its fit; one of another command, or
+    any without `--reuse-runs`, starts from scratch (the conditions `fit` applies)."""
+    arguments = ["--config", "experiments/configs/paper3/toy_2d.yaml", "--seed_everything", "0"]
+    command = "\n".join(fitting.fit_command(arguments))
+    trained, started, other = (tmp_path / name for name in ("trained", "started", "other"))
+    for run in (trained, started, other):
+        RunLayout(run).checkpoints.mkdir(parents=True)
+        RunLayout(run).checkpoint("last").write_bytes(b"")
+        RunLayout(run).started.write_text(command)
+    RunLayout(trained).command.write_text(command)
+    RunLayout(trained).metrics.write_text("epoch,step,test/acc\n0,10,0.5\n")
+    RunLayout(other).started.write_text(
+        command.replace("--seed_everything\n0", "--seed_everything\n1")
+    )
+    left = {
+        run.name: fitting.left_to_compute(run, arguments, True) for run in (trained, started, other)
+    }
+    assert left == {
+        "trained": "trained before: measured only",
+        "started": "its fit resumes from its last checkpoint",
+        "other": None,
+    }
+    assert fitting.left_to_compute(started, arguments, False) is None
+
+
 def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     """The tasks done before are read back first; at the start: their count, the tasks to run
     and an estimate from the done-before runs' recorded fit times; after each task, how many

@@ -20,6 +20,7 @@ import torch
 
 from experiments.atlas.questions import MODELS
 from experiments.atlas.scales import WIRED_TASKS, Scale
+from experiments.engine.fit import left_to_compute
 from experiments.engine.measure import measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
@@ -154,4 +155,9 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[str, int], dict]:
             f"{name} {value:.3f}" for name, value in cells.items() if value is not None
         )
 
-    return run_all(tasks, sitting.jobs, describe, done_before)
+    def left(key) -> str | None:
+        arguments = arguments_of(*key, scale, sitting.root, data)
+        return left_to_compute(paper_layout(*key, scale, sitting.root).path, arguments,
+                               sitting.reuse)  # fmt: skip
+
+    return run_all(tasks, sitting.jobs, describe, done_before, left=left)

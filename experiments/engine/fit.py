@@ -62,6 +62,26 @@ def finished(run: Path, command: Sequence[str]) -> bool:
     return same and tested and any(path.is_file() for path in checkpoints)
 
 
+def resumable(layout: RunLayout, command: Sequence[str]) -> bool:
+    """The run was started by `command` and has a last checkpoint to resume from."""
+    return same_command(layout.started, command) and layout.checkpoint("last").is_file()
+
+
+def left_to_compute(run: Path, arguments: Sequence[str], reuse: bool) -> str | None:
+    """What an earlier invocation left of `run` to compute, as a reproduction's progress line
+    names it: its measurement alone (trained by the same command, which `fit` keeps) or the
+    rest of its fit (which `fit` resumes); None where it starts from scratch, or without
+    `reuse`."""
+    if not reuse:
+        return None
+    command = fit_command(arguments)
+    if finished(run, command):
+        return "trained before: measured only"
+    if resumable(RunLayout(run), command):
+        return "its fit resumes from its last checkpoint"
+    return None
+
+
 def fit_command(arguments: Sequence[str]) -> list[str]:
     """The interpreter's arguments of the fit `arguments` (`python -m experiments fit ...`), as
     `command.txt` and `started.txt` record them (what `finished` compares)."""
@@ -101,7 +121,7 @@ def fit(run: Path, arguments: Sequence[str], reuse: bool = False,
     if STOPPING.is_set():
         raise RuntimeError(f"{run} was not started: its reproduction is stopping")
     layout = RunLayout(run)
-    resume = reuse and same_command(layout.started, command) and layout.checkpoint("last").is_file()
+    resume = reuse and resumable(layout, command)
     if not resume:
         refuse_deleting_committed(run, "train it from scratch")
     RunFolderLock(run, purpose="train it again").release()  # a run being written is not deleted

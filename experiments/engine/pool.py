@@ -33,6 +33,7 @@ def run_all(
     describe: Callable[[Hashable, object], str] = lambda key, result: str(key),
     done_before: Callable[[Hashable], bool] = lambda key: False,
     label: Callable[[Hashable], str] | None = None,
+    left: Callable[[Hashable], str | None] = lambda key: None,
 ) -> dict[Hashable, object]:
     """Run `tasks` `jobs` at a time; returns their results in the tasks' order.
 
@@ -44,7 +45,8 @@ def run_all(
     (`recorded_seconds`) where that is longer (a run resumed here); until one is computed here,
     the mean of the recorded times of those done before; with neither, unknown. After a task
     fails, no other one starts; those running finish, then its exception is raised.
-    Tasks are named by `label` (default: keys `(variant, seed)`).
+    Tasks are named by `label` (default: keys `(variant, seed)`), a task to run with what an
+    earlier invocation left of it where `left` says (`fit.left_to_compute`).
     """
     if label is None:
         label = lambda key: f"{key[0]} seed={key[1]}" if isinstance(key, tuple) else str(key)  # noqa: E731
@@ -65,8 +67,9 @@ def run_all(
         return f"about {minutes:.1f} min" + ("" if computed else ", from the recorded fit "
                                              "times of those done before")  # fmt: skip
 
+    named = [label(key) + (f" ({rest})" if (rest := left(key)) else "") for key in pending]
     print(f"{len(tasks)} tasks, {jobs} at a time; {len(kept)} done before, {len(pending)} to run"
-          + (": " + ", ".join(map(label, pending)) + "; " + estimate() if pending else ""),
+          + (": " + ", ".join(named) + "; " + estimate() if pending else ""),
           flush=True)  # fmt: skip
     for key, result in kept.items():  # in the tasks' order
         results[key] = result

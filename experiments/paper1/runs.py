@@ -38,6 +38,7 @@ from datamodules.machine_tasks import (
     lookup_data,
     sample1_as_recorded,
 )
+from experiments.engine.fit import left_to_compute
 from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting, SittingError
@@ -254,7 +255,11 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
             f"{ABBREVIATION[s]} {scores[s]:.2f}" for s in SPLITS
         )
 
-    return run_all(tasks, sitting.jobs, describe, done_before)
+    def left(key) -> str | None:
+        arguments = model_arguments(*key, scale, sitting.root)
+        return left_to_compute(run_dir(sitting.root, *key), arguments, sitting.reuse)
+
+    return run_all(tasks, sitting.jobs, describe, done_before, left=left)
 
 
 def substitution_arguments(job: Substitution, base: list[str], root: Path) -> list[str]:
@@ -360,4 +365,7 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
         layout = RunLayout.of(sitting.root, "paper1", *key)
         return sitting.kept(layout, arguments[key]) is not None
 
-    return run_all(tasks, sitting.jobs, describe, done_before)
+    def left(key) -> str | None:
+        return left_to_compute(run_dir(sitting.root, *key), arguments[key], sitting.reuse)
+
+    return run_all(tasks, sitting.jobs, describe, done_before, left=left)

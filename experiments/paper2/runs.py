@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-from experiments.engine.fit import fit
+from experiments.engine.fit import fit, left_to_compute
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.engine.store import MeasurementParts, portable, write_measurements
@@ -250,8 +250,12 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple[Setting, int], dic
         opened = snapshot_of(record["readings"][TEXT][epoch_tag(scale.epochs)]).alpha().mean
         return f"{key[0].variant} seed={key[1]}: P(omega | alpha) {opened:.4f} at the end"
 
+    def left(key) -> str | None:
+        return left_to_compute(run_layout(sitting.root, *key).path,
+                               arguments_of(*key, scale, sitting.root), sitting.reuse)  # fmt: skip
+
     return run_all(tasks, sitting.jobs, describe, done_before,
-                   lambda key: f"{key[0].variant} seed={key[1]}")  # fmt: skip
+                   lambda key: f"{key[0].variant} seed={key[1]}", left)  # fmt: skip
 
 
 def snapshots(record: dict, reading: str = TEXT) -> dict[str, Snapshot]:

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 import yaml
 
-from experiments.engine.fit import fit
+from experiments.engine.fit import fit, left_to_compute
 from experiments.engine.pool import IN_PROCESS_TRAINER, run_all
 from experiments.engine.sitting import Sitting
 from experiments.engine.store import Schema, portable, write_measurements
@@ -333,5 +333,11 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
         return (f"{variant(*key[:2])} seed={key[2]}: train accuracy {final['train']:.3f}, "
                 f"test {final['test']:.3f}")  # fmt: skip
 
+    def left(key) -> str | None:  # what `measure` keeps of the run's fit
+        layout = RunLayout.of(sitting.root, "paper3", variant(*key[:2]), key[2])
+        arguments = arguments_of(*key, scale, sitting.root)
+        reuse = sitting.reuse and not trained_by_another_reading(layout, key[0], arguments)
+        return left_to_compute(layout.path, arguments, reuse)
+
     return run_all(tasks, sitting.jobs, describe, done_before,
-                   lambda key: f"{variant(*key[:2])} seed={key[2]}")  # fmt: skip
+                   lambda key: f"{variant(*key[:2])} seed={key[2]}", left)  # fmt: skip

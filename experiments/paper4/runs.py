@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from experiments.engine.fit import left_to_compute
 from experiments.engine.measure import Fields, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting
@@ -165,5 +166,11 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
         layout = RunLayout.of(sitting.root, "paper4", *key)
         return measured_before(layout, arguments_of(*key, scale, sitting.root), sitting, needed)
 
-    return run_all(tasks, sitting.jobs, lambda key, record: f"{key[0]} seed={key[1]}: test "
-                   f"accuracy {record['test_position_acc']:.3f}", done_before)  # fmt: skip
+    def left(key) -> str | None:
+        return left_to_compute(RunLayout.of(sitting.root, "paper4", *key).path,
+                               arguments_of(*key, scale, sitting.root), sitting.reuse)  # fmt: skip
+
+    def describe(key, record) -> str:
+        return f"{key[0]} seed={key[1]}: test accuracy {record['test_position_acc']:.3f}"
+
+    return run_all(tasks, sitting.jobs, describe, done_before, left=left)
