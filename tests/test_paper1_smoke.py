@@ -361,7 +361,7 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
     from experiments.paper1 import runs
     from experiments.paper1.scales import SCALES
 
-    def planned(tasks, jobs, describe, done_before, label=None):
+    def planned(tasks, jobs, describe, done_before, label=None, left=None):
         return {key: {"pruning": {"removed": {}}} for key in tasks}  # no task is run
 
     monkeypatch.setattr(runs, "run_all", planned)

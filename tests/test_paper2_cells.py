@@ -25,7 +25,7 @@ def planned(monkeypatch):
     (under the run root `root`); none is run."""
     handed = {}
 
-    def run_all(tasks, jobs, describe, done_before, label=None):
+    def run_all(tasks, jobs, describe, done_before, label=None, left=None):
         for (setting, seed), task in tasks.items():
             scale, sitting = task.args[2:]
             arguments = runs.arguments_of(setting, seed, scale, sitting.root)

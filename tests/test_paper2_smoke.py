@@ -232,7 +232,7 @@ def test_shards_split_paper2_by_run(monkeypatch, tmp_path):
     from experiments.paper2.reproduce import STUDY
     from experiments.paper2.scales import SCALES
 
-    def planned(tasks, jobs, describe, done_before, label=None):
+    def planned(tasks, jobs, describe, done_before, label=None, left=None):
         assert not any(done_before(key) for key in tasks)  # an empty run root keeps nothing
         return {key: {} for key in tasks}  # no task is run
 
