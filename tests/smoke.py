@@ -6,9 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from experiments.engine.launch import SHARED_SERVER, shared_server_address
+from experiments.engine.launch import SHARED_SERVER, WarmPopen, shared_server_address
 
 HANG_GUARD = 1800
 """Seconds after which a quick reproduction, or a command of one, is taken to hang: generous, as
@@ -75,23 +76,43 @@ def quick_command(paper: int | str, *options, timeout: int = HANG_GUARD,
                   env: dict[str, str] | None = None,
                   trains_nothing: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
     """`python -m <study_module(paper)> --scale quick <options>` (with `env` added to the
-    environment), its output captured. Its fits are forked from this worker's warm server
-    (`launch.SHARED_SERVER`), whose imports the worker's reproductions share: about 10 s of CPU
-    each saved; the reproductions of `test_runs.py` and `test_received_runs.py` start their own
-    server, as a user's does. With `trains_nothing` (a rebuild from kept measurements)
-    it runs under `-X importtime` and must exit 0 having loaded none of `TRAINING_LIBRARIES`."""
-    python = ("-X", "importtime") if trains_nothing else ()
-    shared = {} if trains_nothing else {SHARED_SERVER: shared_server_address()}
-    done = subprocess.run(
-        [sys.executable, *python, "-m", study_module(paper), "--scale", "quick",
-         *map(str, options)],
-        capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **shared, **(env or {})},
-    )  # fmt: skip
+    environment), its output captured. It is started warm, from this worker's warm server
+    (`launch.WarmPopen`: what `python` gives, with torch, Lightning and W&B already imported),
+    and its fits are forked from that server too (`launch.SHARED_SERVER`): the worker's
+    reproductions share those imports, about 10 s of CPU a process. The reproductions of
+    `test_runs.py` and `test_received_runs.py` start as a user's do, each in a new interpreter
+    with a server of its own. With `trains_nothing` (a rebuild from kept
+    measurements) it runs in a new interpreter under `-X importtime` and must exit 0 having
+    loaded none of `TRAINING_LIBRARIES`."""
+    arguments = ["-m", study_module(paper), "--scale", "quick", *map(str, options)]
     if trains_nothing:
+        done = subprocess.run([sys.executable, "-X", "importtime", *arguments],
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         assert not TRAINING_LIBRARIES & imported(done)
-    return done
+        return done
+    environment = {**os.environ, SHARED_SERVER: shared_server_address(), **(env or {})}
+    return warm_run(arguments, environment, timeout)
+
+
+def warm_run(
+    arguments: list[str], env: dict[str, str], timeout: int
+) -> subprocess.CompletedProcess:
+    """`python <arguments>` started warm, as `subprocess.run(..., capture_output=True,
+    text=True, timeout=timeout)` runs it (killed where it outlives `timeout`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = WarmPopen(arguments, out.fileno(), env, err.fileno())
+        try:
+            status = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        output, errors = out.read().decode(), err.read().decode()
+    return subprocess.CompletedProcess([sys.executable, *arguments], status, output, errors)
 
 
 def rebuilt_alone(paper: int, folder: Path, runs: int) -> subprocess.CompletedProcess:

@@ -87,6 +87,18 @@ def test_a_warm_start_ends_with_the_commands_exit_status_and_last_line(tmp_path,
     assert shown.startswith("Traceback") == expected.startswith("Traceback")
 
 
+def test_a_warm_start_writes_its_standard_error_apart_where_asked(tmp_path):
+    """With `errors`, standard output and standard error go to their own files, as
+    `subprocess.run(capture_output=True)` keeps them."""
+    arguments = ["-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"]
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        status = WarmPopen(arguments, out.fileno(), dict(os.environ), err.fileno()).wait(600)
+    fresh = subprocess.run([sys.executable, *arguments], capture_output=True, text=True)
+    assert status == fresh.returncode == 3
+    assert (tmp_path / "out").read_text() == fresh.stdout == "out\n"
+    assert (tmp_path / "err").read_text() == fresh.stderr == "err\n"
+
+
 def test_a_warm_fit_is_signalled_and_waited_for_as_a_popen(tmp_path):
     """A running fit: `poll` None, a timed `wait` raises `TimeoutExpired`, its command line reads
     as its command; SIGTERM ends it with -15, and signalling an ended one does nothing."""

@@ -106,11 +106,13 @@ def fit_environment(environment: Mapping[str, str]) -> dict[str, str]:
 class WarmPopen:
     """`python <arguments>` (`-m MODULE ...` or `-c CODE ...`) started warm (module docstring),
     with the environment `env`, its standard output and error written to the file descriptor
-    `log`, in this process's working folder. Used as `subprocess.Popen` is: `pid`, `returncode`,
-    `poll`, `wait(timeout)` (`subprocess.TimeoutExpired`), `send_signal`, `terminate`, `kill`; as
-    a context manager it waits for the process on exit."""
+    `log` (its standard error to `errors` where given), in this process's working folder. Used
+    as `subprocess.Popen` is: `pid`, `returncode`, `poll`, `wait(timeout)`
+    (`subprocess.TimeoutExpired`), `send_signal`, `terminate`, `kill`; as a context manager it
+    waits for the process on exit."""
 
-    def __init__(self, arguments: Sequence[str], log: int, env: Mapping[str, str]):
+    def __init__(self, arguments: Sequence[str], log: int, env: Mapping[str, str],
+                 errors: int | None = None):  # fmt: skip
         self.args = [sys.executable, *arguments]
         self.returncode: int | None = None
         started = _Started(list(arguments), dict(env), os.getcwd())
@@ -118,7 +120,8 @@ class WarmPopen:
         reduction.dump({}, data)  # the preparation: none of this process's __main__ or sys.path
         reduction.dump(started, data)
         with _starting:
-            self._status, sending = _server().connect_to_new_process([log])
+            fds = [log] if errors is None else [log, errors]
+            self._status, sending = _server().connect_to_new_process(fds)
         with open(sending, "wb", closefd=True) as to_child:
             to_child.write(data.getbuffer())
         self.pid = forkserver.read_signed(self._status)
@@ -263,10 +266,11 @@ class _Started:
     def _bootstrap(self, parent_sentinel: int) -> int:
         os.close(parent_sentinel)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        (log,) = forkserver.get_inherited_fds()
+        log, *errors = forkserver.get_inherited_fds()
         os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
+        os.dup2(errors[0] if errors else log, 2)
+        for fd in {log, *errors}:
+            os.close(fd)
         sys.stdout = sys.__stdout__ = _stream(1, sys.stdout, line_buffering=False)
         sys.stderr = sys.__stderr__ = _stream(2, sys.stderr, line_buffering=True)
         interpreter_path = sys.path[1 + len(_python_path(os.environ)) :]
