@@ -1,7 +1,9 @@
 """A fit started warm (`experiments.engine.launch.WarmPopen`) is what `python <command>` gives: the
 same output, exit status, `sys.argv`, `sys.path[0]`, `__main__`, environment and thread count,
-with torch already imported; it is signalled and waited for as a `subprocess.Popen`; the server
-it is forked from holds one thread; `experiments.engine.fit.fit` starts its fits this way."""
+with torch already imported (its standard error apart where asked); it is signalled and waited
+for as a `subprocess.Popen`; the server it is forked from holds one thread; another process
+forks its fits from a server it is named (`SHARED_SERVER`), and one that no longer answers is one
+error; `experiments.engine.fit.fit` starts its fits this way."""
 
 from __future__ import annotations
 
