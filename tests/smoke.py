@@ -81,9 +81,9 @@ def quick_command(paper: int | str, *options, timeout: int = HANG_GUARD,
     and its fits are forked from that server too (`launch.SHARED_SERVER`): the worker's
     reproductions share those imports, about 10 s of CPU a process. The reproductions of
     `test_runs.py` and `test_received_runs.py` start as a user's do, each in a new interpreter
-    with a server of its own. With `trains_nothing` (a rebuild from kept
-    measurements) it runs in a new interpreter under `-X importtime` and must exit 0 having
-    loaded none of `TRAINING_LIBRARIES`."""
+    with a server of its own. With `trains_nothing` (a rebuild from kept measurements) it runs
+    in a new interpreter under `-X importtime` and must exit 0 having loaded none of
+    `TRAINING_LIBRARIES`."""
     arguments = ["-m", study_module(paper), "--scale", "quick", *map(str, options)]
     if trains_nothing:
         done = subprocess.run([sys.executable, "-X", "importtime", *arguments],

@@ -259,6 +259,12 @@ def trained_by_another_reading(layout: RunLayout, experiment: str, arguments: li
     return trained_reading(layout, arguments, configured) not in (None, configured)
 
 
+def reuses_fit(layout: RunLayout, experiment: str, arguments: list[str], sitting: Sitting) -> bool:
+    """Whether `fit` may keep or resume the run's folder (`--reuse-runs`): not where it was
+    trained under another reading, which is trained again."""
+    return sitting.reuse and not trained_by_another_reading(layout, experiment, arguments)
+
+
 def up_to_date(record: dict, experiment: str, arguments: list[str]) -> bool:
     """Kept measurements that need no new measuring: taken with the config file's settings of
     today (`reading`), with the untrained weights' accuracies and the data's sizes and, for a
@@ -305,8 +311,7 @@ def measure(experiment: str, setting: str, seed: int, scale: Scale, sitting: Sit
     kept = sitting.kept(layout, arguments)
     if kept is not None and up_to_date(kept, experiment, arguments):
         return kept
-    reuse = sitting.reuse and not trained_by_another_reading(layout, experiment, arguments)
-    trained = fit(layout.path, arguments, reuse)
+    trained = fit(layout.path, arguments, reuses_fit(layout, experiment, arguments, sitting))
     torch.set_num_threads(1)  # two runs are measured at a time, beside the fits
     measured = measurements_of(RunFolder(layout.path), experiment, setting, seed, scale)
     configured = configured_reading(experiment, arguments)
@@ -333,10 +338,10 @@ def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
         return (f"{variant(*key[:2])} seed={key[2]}: train accuracy {final['train']:.3f}, "
                 f"test {final['test']:.3f}")  # fmt: skip
 
-    def left(key) -> str | None:  # what `measure` keeps of the run's fit
+    def left(key) -> str | None:
         layout = RunLayout.of(sitting.root, "paper3", variant(*key[:2]), key[2])
         arguments = arguments_of(*key, scale, sitting.root)
-        reuse = sitting.reuse and not trained_by_another_reading(layout, key[0], arguments)
+        reuse = reuses_fit(layout, key[0], arguments, sitting)
         return left_to_compute(layout.path, arguments, reuse)
 
     return run_all(tasks, sitting.jobs, describe, done_before,
