@@ -30,12 +30,19 @@ from experiments.atlas.questions import (
     cell_status,
     preregistration_text,
 )
-from experiments.atlas.runs import paper_layout
+from experiments.atlas.runs import TAGS, paper_layout
 from experiments.atlas.scales import SCALES
 from experiments.atlas.targets import EOS, NO_LABEL, lookup_table_batch, table_index
+from experiments.atlas.view import ROWS_PER_TOKEN
+from experiments.atlas.view import SPLIT as VIEW_SPLIT
 from experiments.report import RULE_VERDICTS
 from lightning_modules.seq2seq import Seq2Seq
+from probes.command.view.decomposition import Decompositions
+from probes.command.view.runs import ViewedRun
+from probes.command.view.side_by_side import examples_differ
 from probes.neuron_functions import Traced, trace_rows
+from storage.layout import UNTRAINED
+from storage.run_folder import RunFolder
 from tests.planted_counter_gru import (
     O_A,
     REGISTER,
@@ -324,6 +331,41 @@ def test_quick_atlas_measures_every_model_beside_its_null(quick):
     assert "23 cells measured" in report and "5 where the" in report
     assert "- `paper2_lm` x `functional_groups`: the rule corpus has one rule" in report
     assert output.count("] paper") == 4
+
+
+def test_the_page_opens_the_rows_each_quick_models_cells_read_beside_its_null(quick):
+    """Each quick model's run folder holds the page's traces of split `atlas`: the rows its cells
+    read at the checkpoint they measure and, on the same rows, its untrained weights, which the
+    page's readers open at every site, its Side by side accepts as one set of examples, and its
+    contextual decomposition splits into parts that sum to the logit. Each trace is its model's
+    own reading of the rows it holds (a known answer: traced again, paper 4's GRU gives the same
+    hidden states). The report names the command that opens each model's runs."""
+    folder, _, _ = quick
+    report = (folder / "report" / "report.md").read_text()
+    runs = {}
+    for run in QUICK_RUNS:
+        model, seed = run[:-7], int(run[-1])
+        path = paper_layout(model, seed, SCALES["quick"], folder / "runs").path
+        viewed = runs.setdefault(str(path), ViewedRun(path))
+        tag = TAGS[MODELS[model].paper]
+        assert set(viewed.tags(VIEW_SPLIT)) == {tag, UNTRAINED}
+        trained, untrained = viewed.trace(VIEW_SPLIT, tag), viewed.trace(VIEW_SPLIT, UNTRAINED)
+        assert examples_differ(trained, untrained) == "" and trained.sites == untrained.sites
+        assert 0 < trained.rows <= ROWS_PER_TOKEN * SCALES["quick"].tokens
+        for site in trained.sites:
+            assert len(viewed.example_site(VIEW_SPLIT, tag, 0, site).values) > 0
+        glob = f"<runs>/{path.parent.relative_to(folder / 'runs').as_posix()}/seed=*"
+        assert f"- `{model}`: `python -m probes view --runs '{glob}'`" in report
+    paper4 = paper_layout("paper4_gru", 0, SCALES["quick"], folder / "runs").path
+    decompositions = Decompositions(lambda path: runs[path])
+    for tag in ("best", UNTRAINED):
+        trace = ViewedRun(paper4).trace(VIEW_SPLIT, tag).read(
+            ["batch.source", "batch.source_lengths", "decoder.hidden"])  # fmt: skip
+        batch = {"source": trace["batch.source"], "source_lengths": trace["batch.source_lengths"]}
+        again = trace_rows(RunFolder(paper4).model(tag), batch, trace["decoder.hidden"].shape[1],
+                           timed_only=False)  # fmt: skip
+        torch.testing.assert_close(again.record["decoder.hidden"], trace["decoder.hidden"])
+        assert decompositions.relevance(str(paper4), VIEW_SPLIT, tag, 0, 0).error() < 1e-4
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):

@@ -15,7 +15,9 @@ import pandas as pd  # noqa: E402
 
 from experiments.atlas.claims import NEEDS, Records, not_judged  # noqa: E402
 from experiments.atlas.questions import METHODS, MODELS, RULES, WIRED, cell_status  # noqa: E402
+from experiments.atlas.runs import TAGS, paper_layout  # noqa: E402
 from experiments.atlas.scales import NOT_WIRED, WIRED_TASKS, Scale  # noqa: E402
+from experiments.atlas.view import ROWS_PER_TOKEN, SITES, SPLIT  # noqa: E402
 from experiments.engine.publish import Stopwatch, kept_note  # noqa: E402
 from experiments.report import FLOAT_NOISE, Claim, report_title, save_figure  # noqa: E402
 from probes.command.outputs import SMALLEST_POINTS  # noqa: E402
@@ -211,6 +213,31 @@ def not_yet_text(scale: Scale) -> str:
     return "; ".join(parts)
 
 
+def view_text(scale: Scale) -> str:
+    """How to open the runs behind each cell in `python -m probes view` (`view.py`'s traces)."""
+    commands = []
+    for model in scale.models:
+        runs = paper_layout(model, scale.models[model][0], scale, Path("<runs>")).path
+        commands.append(f"- `{model}`: `python -m probes view --runs '{runs.parent}/seed=*'`")
+    tags = ", ".join(f"paper {paper}: `{tag}`" for paper, tag in TAGS.items())
+    sites = "\n".join(f"- `{method}`: {where}." for method, where in SITES.items())
+    return f"""## Opening a cell's runs
+
+A model's runs open in the suite's web page (`<runs>`: the run root, `--runs`; see
+`docs/probing.md`):
+
+{chr(10).join(commands)}
+
+Their split `{SPLIT}` holds the rows the model's cells read, up to {ROWS_PER_TOKEN} of each
+analysed token: at the tag of the checkpoint the cells measure ({tags}) and at `epoch=init`, the
+same rows read by the run's untrained weights (the null); the page's Side by side shows the two
+with one colour scale. The measurement writes them into the run folders, so a report rebuilt
+from the measurement files alone has no page to open. Each method's cell is read in the page at:
+
+{sites}
+"""
+
+
 def report_text(scale_name: str, scale: Scale, records: Records, claims: list[Claim],
                 clock: Stopwatch) -> str:  # fmt: skip
     """The report's text above its claims table."""
@@ -246,6 +273,7 @@ weights.{found_not_applicable(cells)}
 
 {matrix_table(cells)}
 
+{view_text(scale)}
 ## The questions
 
 The claims below are the questions' claims the measured cells can judge, each by its

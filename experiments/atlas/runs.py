@@ -20,6 +20,7 @@ import torch
 
 from experiments.atlas.questions import MODELS
 from experiments.atlas.scales import WIRED_TASKS, Scale
+from experiments.atlas.view import write_view_traces
 from experiments.engine.fit import left_to_compute
 from experiments.engine.measure import measured, measured_before
 from experiments.engine.pool import run_all
@@ -89,7 +90,9 @@ def paper_layout(model: str, seed: int, scale: Scale, root: Path) -> RunLayout:
 
 
 def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: bool) -> dict:
-    """Every wired cell of the run's checkpoint or weight snapshot `tag`."""
+    """Every wired cell of the run's checkpoint or weight snapshot `tag`; for the trained model
+    (`correct_only` as the scale says), the rows they read are written into the run folder for
+    `python -m probes view`, beside its untrained weights on them (`view.write_view_traces`)."""
     # the measurement's own modules (captum, the tasks' DataModules) where a model is measured
     from experiments.atlas.cells import measure_model
     from experiments.atlas.targets import ROWS
@@ -100,8 +103,11 @@ def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: b
     with torch.no_grad():
         rows = ROWS[info.task](network, datamodule, scale.tokens, scale.rows_per_token,
                                correct_only)  # fmt: skip
-    return measure_model(network, rows, info.task, info.cell, run.state_dict(tag),
-                         scale.control_draws, datamodule)  # fmt: skip
+    cells = measure_model(network, rows, info.task, info.cell, run.state_dict(tag),
+                          scale.control_draws, datamodule)  # fmt: skip
+    if tag != UNTRAINED:
+        write_view_traces(run.path, tag, rows, info.task, run.model(UNTRAINED))
+    return cells
 
 
 def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[str, ...]) -> dict:
