@@ -113,6 +113,11 @@ class RunLayout:
     def trace(self, split: str, tag: str) -> Path:
         return self.traces(split) / f"{checked_name(tag, 'tag')}.safetensors"
 
+    def trace_analysis(self, split: str, tag: str) -> Path:
+        """Probe results of the trace at `split` and `tag` that order its units in the view
+        (`{"analysis": ...}`, as a run's measurements hold them)."""
+        return self.traces(split) / f"{checked_name(tag, 'tag')}.analysis.json"
+
     def analysis_at(self, tag: str) -> Path:
         """The cached analysis of checkpoint `best` (`analysis`) or of another tag."""
         tag = checked_name(tag, "tag")

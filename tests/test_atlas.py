@@ -339,7 +339,9 @@ def test_the_page_opens_the_rows_each_quick_models_cells_read_beside_its_null(qu
     page's readers open at every site, its Side by side accepts as one set of examples, and its
     contextual decomposition splits into parts that sum to the logit. Each trace is its model's
     own reading of the rows it holds (a known answer: traced again, paper 4's GRU gives the same
-    hidden states). The report names the command that opens each model's runs."""
+    hidden states), and the page orders its units by what the cells found (the gates by the
+    saturation measured, trained and untrained). The report names the command that opens each
+    model's runs."""
     folder, _, _ = quick
     report = (folder / "report" / "report.md").read_text()
     runs = {}
@@ -354,6 +356,17 @@ def test_the_page_opens_the_rows_each_quick_models_cells_read_beside_its_null(qu
         assert 0 < trained.rows <= ROWS_PER_TOKEN * SCALES["quick"].tokens
         for site in trained.sites:
             assert len(viewed.example_site(VIEW_SPLIT, tag, 0, site).values) > 0
+        record = json.loads((folder / "report" / "runs" / "atlas" / run / "measurements.json")
+                            .read_text())  # fmt: skip
+        layer = "lstm" if model == "paper2_lm" else "encoder"
+        gate = f"{layer}.{'forget_gate' if MODELS[model].cell == 'lstm' else 'update_gate'}"
+        for measured, at in ((record, tag), (record["untrained"], UNTRAINED)):
+            shares = measured["gate_saturation"][layer]
+            by_saturation = sorted(
+                range(len(shares["left"])), key=lambda u: -(shares["left"][u] + shares["right"][u])
+            )
+            orders = viewed.unit_orders(VIEW_SPLIT, at, gate)  # the cells' own units
+            assert orders[f"gate_saturation.{gate}: most saturated first"].units == by_saturation
         glob = f"<runs>/{path.parent.relative_to(folder / 'runs').as_posix()}/seed=*"
         assert f"- `{model}`: `python -m probes view --runs '{glob}'`" in report
     paper4 = paper_layout("paper4_gru", 0, SCALES["quick"], folder / "runs").path

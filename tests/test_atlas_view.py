@@ -7,8 +7,9 @@ from __future__ import annotations
 import torch
 
 from experiments.atlas.targets import RULE_CORPUS, Rows
-from experiments.atlas.view import ROWS_PER_TOKEN, SPLIT, shown, view_trace
+from experiments.atlas.view import ROWS_PER_TOKEN, SPLIT, shown, unit_analysis, view_trace
 from lightning_modules.sequences import PAD
+from probes.command.view.unit_orders import UnitOrder, unit_orders
 from probes.neuron_functions import Traced
 
 TOKENS = {5: 15, 7: 3}
@@ -66,3 +67,37 @@ def test_a_language_models_trace_shows_its_whole_window():
     trace = view_trace(shown(language), RULE_CORPUS)
     assert set(trace) == {"lstm.hidden", "batch.input", "valid.lstm"}
     assert bool(trace["valid.lstm"].all()) and SPLIT == "atlas"
+
+
+def test_the_page_orders_units_by_what_the_cells_found():
+    """A model's cells record (`cells.measure_model`'s form) becomes the page's unit orders: the
+    functional group of the update gate (an LSTM's forget gate) first, the gates by saturation,
+    each token's units of each function first in `decoder.hidden`; nothing where a cell found
+    none."""
+    record = {
+        "functional_groups": {"units": [2]},
+        "gate_saturation": {"encoder": {"left": [0.0, 0.9, 0.1], "right": [0.0, 0.0, 0.5]},
+                            "decoder": {"left": [0.0] * 3, "right": [0.0, 0.0, 1.0]}},
+        "tokens": {"the": {"counting": [1, 0], "storing": []}},
+    }  # fmt: skip
+    analysis = unit_analysis(record, "token positioning", "lstm")
+    gate = unit_orders(analysis, "decoder.forget_gate", 3)
+    assert gate == {
+        "index": UnitOrder([0, 1, 2]),
+        "functional_groups.decoder.forget_gate: group of 1 first": UnitOrder([2, 0, 1], 1),
+        "gate_saturation.decoder.forget_gate: most saturated first": UnitOrder([2, 0, 1]),
+    }
+    assert unit_orders(analysis, "encoder.forget_gate", 3)[
+        "gate_saturation.encoder.forget_gate: most saturated first"
+    ] == UnitOrder([1, 2, 0])
+    assert list(unit_orders(analysis, "decoder.hidden", 3)) == [
+        "index",
+        "neuron_functions.counting units of 'the'.decoder.hidden: group of 2 first",
+    ]
+    saturation = {"lstm": record["gate_saturation"]["encoder"]}
+    language = unit_analysis({"gate_saturation": saturation, "functional_groups": {"value": None}},
+                             RULE_CORPUS, "lstm")  # fmt: skip
+    assert list(unit_orders(language, "lstm.forget_gate", 3)) == [
+        "index",
+        "gate_saturation.lstm.forget_gate: most saturated first",
+    ]

@@ -176,6 +176,28 @@ def test_units_are_ordered_by_the_groups_and_saturation_a_run_holds(runs):
     ]
 
 
+def test_a_trace_adds_the_unit_orders_recorded_beside_it_to_the_runs_own(runs, tmp_path):
+    """An analysis recorded with one trace (`RunLayout.trace_analysis`: the atlas's cells) orders
+    that trace's units after the run's own `measurements.json`; another tag's trace has none of
+    it, and a file that is not an analysis offers nothing."""
+    copy = shutil.copytree(runs["suite"], tmp_path / "seed=1")
+    beside = RunLayout(copy).trace_analysis("new_compositions", "best")
+    beside.write_text(json.dumps({"analysis": {"cell": {"encoder.hidden": {"units": [7]}}}}))
+    run = ViewedRun(copy)
+    orders = run.unit_orders("new_compositions", "best", "encoder.hidden")
+    assert list(orders) == ["index", GROUP_ORDER, "cell.encoder.hidden: group of 1 first"]
+    assert orders["cell.encoder.hidden: group of 1 first"].units[:2] == [7, 0]
+    assert list(run.unit_orders("new_compositions", "epoch=0", "encoder.hidden")) == [
+        "index",
+        GROUP_ORDER,
+    ]
+    beside.write_text("[not, an analysis")
+    assert list(run.unit_orders("new_compositions", "best", "encoder.hidden")) == [
+        "index",
+        GROUP_ORDER,
+    ]
+
+
 def test_missing_unfinished_and_unshowable_runs_are_one_error_each(runs):
     with pytest.raises(RunFileError, match="does not exist: train it first"):
         ViewedRun(runs["missing"])

@@ -20,7 +20,7 @@ import torch
 
 from experiments.atlas.questions import MODELS
 from experiments.atlas.scales import WIRED_TASKS, Scale
-from experiments.atlas.view import write_view_traces
+from experiments.atlas.view import write_unit_analysis, write_view_traces
 from experiments.engine.fit import left_to_compute
 from experiments.engine.measure import measured, measured_before
 from experiments.engine.pool import run_all
@@ -92,7 +92,9 @@ def paper_layout(model: str, seed: int, scale: Scale, root: Path) -> RunLayout:
 def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: bool) -> dict:
     """Every wired cell of the run's checkpoint or weight snapshot `tag`; for the trained model
     (`correct_only` as the scale says), the rows they read are written into the run folder for
-    `python -m probes view`, beside its untrained weights on them (`view.write_view_traces`)."""
+    `python -m probes view`, beside its untrained weights on them (`view.write_view_traces`),
+    and for either the units the cells found, which the page orders units by
+    (`view.write_unit_analysis`)."""
     # the measurement's own modules (captum, the tasks' DataModules) where a model is measured
     from experiments.atlas.cells import measure_model
     from experiments.atlas.targets import ROWS
@@ -107,6 +109,7 @@ def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: b
                           scale.control_draws, datamodule)  # fmt: skip
     if tag != UNTRAINED:
         write_view_traces(run.path, tag, rows, info.task, run.model(UNTRAINED))
+    write_unit_analysis(run.path, tag, cells, info.task, info.cell)
     return cells
 
 

@@ -16,6 +16,7 @@ MB a row at paper 4's default sizes, so at most 50 MB a file.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from torch import Tensor
 from lightning_modules.sequences import PAD
 from probes.neuron_functions import Traced, trace_rows
 from storage import RunLayout
-from storage.files import save_tensors_atomic
+from storage.files import save_tensors_atomic, write_text_atomic
 from storage.layout import UNTRAINED
 
 if TYPE_CHECKING:  # the rows' module imports the tasks' DataModules: only where one is measured
@@ -35,6 +36,8 @@ SPLIT = "atlas"
 """The split name of the atlas's traces in a run folder (beside the paper's own splits)."""
 ROWS_PER_TOKEN = 10
 """The rows of each analysed token a trace keeps: enough to look at, a bounded file."""
+MODULES = ("encoder", "decoder")
+"""A seq2seq model's layers whose gates' saturation the cells record."""
 SITES = {
     "functional_groups": "`decoder.update_gate` (an LSTM's `decoder.forget_gate`; paper 2's "
     "language model's `lstm.forget_gate`), over the steps whose table index the classifier reads",
@@ -97,6 +100,39 @@ def view_trace(traced: Traced, task: str) -> dict[str, Tensor]:
         "valid.encoder": encoder_steps(traced),
         "valid.decoder": decoder_steps(traced),
     }
+
+
+def unit_analysis(record: dict, task: str, cell: str) -> dict:
+    """What the page orders a trace's units by (`{"analysis": ...}`, keyed by site as its unit
+    orders read them) from the cells `record` of a model of `cell` (`cells.measure_model`): the
+    functional group of the update gate (an LSTM's forget gate) first, the gates by saturation,
+    and the units paper 4's stages found for each function and analysed token, first in
+    `decoder.hidden` (named `neuron_functions.counting units of 'the'`, and so on)."""
+    from experiments.atlas.cells import FUNCTIONS, LAYER, update_gate
+    from experiments.atlas.targets import RULE_CORPUS
+
+    gate = update_gate(cell)
+
+    grouped, saturated = (LAYER, (LAYER,)) if task == RULE_CORPUS else ("decoder", MODULES)
+    group = (record.get("functional_groups") or {}).get("units")
+    saturation = record.get("gate_saturation") or {}
+    analysis = {
+        "functional_groups": {f"{grouped}.{gate}": {"units": group}} if group else {},
+        "gate_saturation": {f"{module}.{gate}": saturation[module] for module in saturated
+                            if module in saturation},
+        "neuron_functions": {
+            f"{function} units of '{token}'": {"decoder.hidden": {"units": found[function]}}
+            for function in FUNCTIONS for token, found in record.get("tokens", {}).items()
+            if found.get(function)
+        },
+    }  # fmt: skip
+    return {"analysis": analysis}
+
+
+def write_unit_analysis(run: Path, tag: str, record: dict, task: str, cell: str) -> Path:
+    """`unit_analysis` of `record` beside the run's trace of split `SPLIT` at `tag`."""
+    path = RunLayout(run).trace_analysis(SPLIT, tag)
+    return write_text_atomic(path, json.dumps(unit_analysis(record, task, cell), indent=1))
 
 
 def write_view_traces(run: Path, tag: str, rows: Rows, task: str, untrained) -> list[Path]:

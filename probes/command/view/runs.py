@@ -266,10 +266,13 @@ class ViewedRun:
 
     def unit_orders(self, split: str, tag: str, site: str) -> dict[str, UnitOrder]:
         """The orders of `site`'s units that the run's probe results offer (`unit_orders`),
-        `index` first; read from `measurements.json` each time (it is small)."""
+        `index` first: those of its `measurements.json`, then those recorded with the trace
+        itself (`RunLayout.trace_analysis`); read each time (they are small)."""
         units = self.trace(split, tag).shapes[site][2]
-        measurements = self.inside(self.folder.files.measurements)
-        return unit_orders(read_measurements(measurements), site, units)
+        orders = {}
+        for path in (self.folder.files.measurements, self.folder.files.trace_analysis(split, tag)):
+            orders |= unit_orders(read_measurements(self.inside(path)), site, units)
+        return orders
 
     def example_site(self, split: str, tag: str, row: int, site: str) -> ExampleSite:
         """Example `row`'s values of `site` over its valid steps, read as one memory-mapped row."""
