@@ -112,7 +112,6 @@ def unit_analysis(record: dict, task: str, cell: str) -> dict:
     from experiments.atlas.targets import RULE_CORPUS
 
     gate = update_gate(cell)
-
     grouped, saturated = (LAYER, (LAYER,)) if task == RULE_CORPUS else ("decoder", MODULES)
     group = (record.get("functional_groups") or {}).get("units")
     saturation = record.get("gate_saturation") or {}
