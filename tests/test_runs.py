@@ -282,12 +282,17 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     """The tasks done before are read back first; at the start: their count, the tasks to run
     and an estimate from the done-before runs' recorded fit times; after each task, how many
     remain and the mean time of the tasks computed here (a resumed run: its fit over every
-    sitting, not its part here) times those left to compute, over the jobs; results keep the
-    tasks' order whatever order they finish in."""
+    sitting, not its part here; a run trained before and measured only here: its wall time here)
+    times those left to compute, over the jobs; results keep the tasks' order whatever order they
+    finish in."""
     from experiments.engine.pool import run_all
 
-    def fitted(minutes):  # a measurements record whose fit took `minutes` over its sittings
-        return lambda: {"trained": {"started": 0.0, "finished": 1e6, "seconds": 60.0 * minutes}}
+    def fitted(minutes, finished=None):  # a record whose fit took `minutes` over its sittings
+        def record():  # and ended when the task ran (here), or at `finished`
+            end = time.time() if finished is None else finished
+            return {"trained": {"started": 0.0, "finished": end, "seconds": 60.0 * minutes}}
+
+        return record
 
     tasks = {"kept": fitted(10), "a": fitted(20), "b": fitted(1), "c": fitted(3)}
     results = run_all(tasks, jobs=1, done_before=lambda key: key == "kept")
@@ -308,6 +313,12 @@ def test_run_all_prints_progress_with_the_tasks_left_and_an_estimate(capsys):
     assert lines[0] == ("3 tasks, 2 at a time; 1 done before, 2 to run: y, z; time unknown "
                         "until one is computed here")  # fmt: skip
     assert sorted(lines[2:])[0].endswith("; 1 left, about 0.0 min more)")  # its wall time here
+    # a run trained before and measured only here: its fit is not part of this invocation's time
+    measured_only = {"a": fitted(20), "kept_fit": fitted(600, finished=1e6), "b": fitted(1)}
+    run_all(measured_only, jobs=1)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("; 2 left, about 40.0 min more)")
+    assert lines[2].endswith("; 1 left, about 10.0 min more)")  # (20 + about 0) / 2
     run_all({"x": lambda: 1}, jobs=2, done_before=lambda k: True)
     assert capsys.readouterr().out.splitlines() == ["1 tasks, 2 at a time; 1 done before, 0 to run",
                                                      "[1/1] x (done before)"]  # fmt: skip

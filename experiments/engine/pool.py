@@ -20,11 +20,14 @@ SIGNAL_CHECK = 0.25
 stopping signal that the kernel hands to another thread is handled."""
 
 
-def recorded_seconds(result: object) -> float | None:
+def recorded_seconds(result: object, since: float | None = None) -> float | None:
     """A task's result's own record of its fit's time (`fit_seconds` of a measurements record's
-    `trained`: summed over its sittings), or None where it has none."""
+    `trained`: summed over its sittings), or None where it has none or, with `since`, where the
+    fit ended before that time (a run trained before, measured only now)."""
     trained = result.get("trained") if isinstance(result, dict) else None
-    return fit_seconds(trained) if isinstance(trained, dict) else None
+    if not isinstance(trained, dict) or (since is not None and trained["finished"] < since):
+        return None
+    return fit_seconds(trained)
 
 
 def run_all(
@@ -41,8 +44,9 @@ def run_all(
     time); then it prints how many tasks there are, how many were done before, which remain and
     an estimate of the time they take, and after each task how many remain and the estimate
     again. The estimate is a task's mean time, times the tasks left to compute, over `jobs`. A
-    task's time is its wall time here, or its fit's recorded time over every sitting
-    (`recorded_seconds`) where that is longer (a run resumed here); until one is computed here,
+    task's time is its wall time here, or, where its fit ended here, the fit's recorded time over
+    every sitting (`recorded_seconds`) where that is longer (a run resumed here; not a run
+    trained before and measured only here); until one is computed here,
     the mean of the recorded times of those done before; with neither, unknown. After a task
     fails, no other one starts; those running finish, then its exception is raised.
     Tasks are named by `label` (default: keys `(variant, seed)`), a task to run with what an
@@ -79,7 +83,7 @@ def run_all(
         began = time.time()
         results[key] = tasks[key]()
         wall = time.time() - began
-        computed.append(max(wall, recorded_seconds(results[key]) or 0.0))
+        computed.append(max(wall, recorded_seconds(results[key], since=start) or 0.0))
         left = len(tasks) - len(results)
         more = f"; {left} left, {estimate()} more" if left else ""
         print(f"[{len(results)}/{len(tasks)}] {describe(key, results[key])} ({wall / 60:.1f} min; "
