@@ -19,6 +19,7 @@ from experiments.atlas.cells import (
     token_cells,
     token_statistics,
 )
+from experiments.atlas.claims import NEEDS
 from experiments.atlas.questions import (
     DATE,
     METHODS,
@@ -54,7 +55,12 @@ from tests.planted_counter_gru import (
     build_model,
     every_request,
 )
-from tests.smoke import assert_quick_report, quick_reproduction, shared_quick_reproduction
+from tests.smoke import (
+    assert_quick_report,
+    quick_command,
+    quick_reproduction,
+    shared_quick_reproduction,
+)
 from tests.test_probes import TABLES, UNITS, planted_gru, planted_inputs
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -379,6 +385,38 @@ def test_the_page_opens_the_rows_each_quick_models_cells_read_beside_its_null(qu
                            timed_only=False)  # fmt: skip
         torch.testing.assert_close(again.record["decoder.hidden"], trace["decoder.hidden"])
         assert decompositions.relevance(str(paper4), VIEW_SPLIT, tag, 0, 0).error() < 1e-4
+
+
+def test_part_of_the_atlas_is_measured_and_reported_with_models(quick, tmp_path):
+    """`--models` measures only the models named (here kept from the quick atlas: nothing is
+    trained) and reports their cells and the claims that read them alone, judged as in the whole
+    atlas, the others listed as left out; a name not of the scale, or the atlas's own report's
+    place (the default scale's, without --out), is one error naming the fix."""
+    folder, _, claims = quick
+    paper1 = ("paper1_baseline", "paper1_guided")
+    done = quick_command("atlas", "--runs", folder / "runs", "--reuse-runs", "--out",
+                         tmp_path / "part", "--models", *paper1, trains_nothing=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 tasks, 2 at a time; 2 done before, 0 to run" in done.stdout
+    part = {c["id"]: c for c in json.loads((tmp_path / "part" / "results.json").read_text())}
+    reading = {claim_id for claim_id in claims if not {"paper2_lm", "paper4_gru"} & set(
+        model for model, _ in NEEDS[claim_id])}  # fmt: skip
+    assert set(part) == reading and len(reading) == 10
+    assert {k: (c["verdict"], c["null"], c["measured"]) for k, c in part.items()} == {
+        k: (c["verdict"], c["null"], c["measured"]) for k, c in claims.items() if k in reading
+    }
+    report = (tmp_path / "part" / "report.md").read_text()
+    assert "`paper2_lm`, `paper4_gru` left out with --models" in report
+    assert "- `q2.most.paper4_gru`: waits for `paper4_gru` (left out with --models)" in report
+    for options, error in (
+        (("--models", "paper9_rnn", "--out", str(tmp_path / "x")), "--models: paper9_rnn not "
+         "among the models of scale quick: name some of paper1_baseline, paper1_guided"),
+        (("--models", "paper1_guided", "--scale", "default"),  # whose report is the atlas's
+         "give it a place of its own with --out DIR"),
+    ):  # fmt: skip
+        refused = quick_command("atlas", "--runs", tmp_path / "none", *options)
+        assert refused.returncode == 2 and error in refused.stderr, refused.stderr
+        assert not (tmp_path / "none").exists()
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):

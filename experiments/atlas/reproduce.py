@@ -5,11 +5,16 @@ results.json, figures/, runs/}` (another scale: under the run root) and logged t
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+
 from experiments.atlas.claims import claims_of
 from experiments.atlas.report import matrix, matrix_figure, matrix_frame, report_text
 from experiments.atlas.runs import SCHEMA, STUDY, measure_all
-from experiments.atlas.scales import SCALES, command_line
+from experiments.atlas.scales import SCALES, Scale, command_line
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
+from experiments.engine.sitting import SittingError
+from experiments.engine.store import REPOSITORY
 from experiments.report import Claim, claims_frame
 
 
@@ -29,7 +34,32 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
     return Built(claims, markdown, figures, tables, list(records.values()), list(records))
 
 
-STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, schema=SCHEMA)
+COMMITTED = REPOSITORY / "reports" / "atlas"
+"""Where the atlas's own report goes (never a report of part of its scale)."""
+
+
+def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
+    """The scale of `--models`: its models but those named left out; one error naming the fix
+    where a name is not a model of the scale or the report would go where the atlas's does."""
+    if not args.models:
+        return scale
+    unknown = [model for model in args.models if model not in scale.models]
+    if unknown:
+        raise SittingError(
+            f"--models: {', '.join(unknown)} not among the models of scale {args.scale}: name "
+            f"some of {', '.join(scale.models)}"
+        )
+    if args.out.resolve() == COMMITTED.resolve():
+        raise SittingError(
+            f"--models measures part of the scale, whose report is not the atlas's {COMMITTED}: "
+            "give it a place of its own with --out DIR"
+        )
+    kept = {model: seeds for model, seeds in scale.models.items() if model in args.models}
+    left_out = tuple(model for model in scale.models if model not in kept)
+    return dataclasses.replace(scale, models=kept, left_out=left_out)
+
+
+STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, scale_of, schema=SCHEMA)
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

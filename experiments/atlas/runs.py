@@ -113,6 +113,11 @@ def cells_of(run: RunFolder, tag: str, model: str, scale: Scale, correct_only: b
     return cells
 
 
+def measured_settings(scale: Scale) -> dict:
+    """What a run's measurement reads of `scale` (which models the scale holds it does not)."""
+    return {k: v for k, v in dataclasses.asdict(scale).items() if k not in ("models", "left_out")}
+
+
 def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[str, ...]) -> dict:
     """Train the atlas's run of `model` (or keep it, with `reuse`) and write its measurements:
     its cells trained (at its paper's checkpoint selection) and untrained."""
@@ -132,7 +137,7 @@ def measure(model: str, seed: int, scale: Scale, sitting: Sitting, data: tuple[s
     arguments = arguments_of(model, seed, scale, sitting.root, data)
     return measured(layout, arguments, sitting, trained, {"untrained": untrained},
                     trained_at=paper_layout(model, seed, scale, sitting.root),
-                    settings=dataclasses.asdict(scale))  # fmt: skip
+                    settings=measured_settings(scale))  # fmt: skip
 
 
 def wired_runs(scale: Scale) -> list[tuple[str, int]]:

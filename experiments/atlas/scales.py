@@ -40,6 +40,8 @@ class Scale:
     correct_only: bool
     """Analyse a trained model on the rows it answers correctly at T (paper 4's reading); its
     untrained weights always on every row."""
+    left_out: tuple[str, ...] = ()
+    """Models of the scale left out of this invocation (`--models` names the others)."""
 
     @property
     def seeds(self) -> dict[str, tuple[int, ...]]:
@@ -77,8 +79,15 @@ SCALES = {
 
 def command_line() -> argparse.ArgumentParser:
     """`python -m experiments.atlas`'s options (built without importing the atlas)."""
-    return reproduction_parser(
+    parser = reproduction_parser(
         "The atlas: every paper's method on every paper's models, beside their untrained "
         "weights, and the cross-paper questions of reports/atlas/preregistration.md.",
         SCALES, "reports/atlas",
     )  # fmt: skip
+    parser.add_argument(
+        "--models", nargs="+", metavar="MODEL",
+        help="train and measure only these models of the scale (e.g. paper1_baseline "
+        "paper1_guided, the models you have); the report lists the others as left out. It is "
+        "not the atlas's report, so it goes under the run root or to --out, never to reports/atlas",
+    )  # fmt: skip
+    return parser
