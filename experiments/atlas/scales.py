@@ -77,13 +77,15 @@ SCALES = {
 }  # fmt: skip
 
 
+DESCRIPTION = (
+    "The atlas: every paper's method on every paper's models, beside their untrained weights, and "
+    "the cross-paper questions of reports/atlas/preregistration.md."
+)
+
+
 def command_line() -> argparse.ArgumentParser:
     """`python -m experiments.atlas`'s options (built without importing the atlas)."""
-    parser = reproduction_parser(
-        "The atlas: every paper's method on every paper's models, beside their untrained "
-        "weights, and the cross-paper questions of reports/atlas/preregistration.md.",
-        SCALES, "reports/atlas",
-    )  # fmt: skip
+    parser = reproduction_parser(DESCRIPTION, SCALES, "reports/atlas")
     parser.add_argument(
         "--models", nargs="+", metavar="MODEL",
         help="train and measure only these models of the scale (e.g. paper1_baseline "
