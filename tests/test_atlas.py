@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -417,6 +418,25 @@ def test_part_of_the_atlas_is_measured_and_reported_with_models(quick, tmp_path)
         refused = quick_command("atlas", "--runs", tmp_path / "none", *options)
         assert refused.returncode == 2 and error in refused.stderr, refused.stderr
         assert not (tmp_path / "none").exists()
+
+
+def test_the_committed_runs_of_the_default_atlas_rebuild_their_part_training_nothing(tmp_path):
+    """The default atlas's committed measurement files (`reports/atlas/runs`: the models measured
+    so far) give the report of their models with nothing trained and no training library
+    loaded, offline, by the command reports/atlas/README.md gives, whose counts it states."""
+    kept = REPOSITORY / "reports" / "atlas" / "runs"
+    runs = sorted(kept.glob("atlas/*/seed=*/measurements.json"))
+    models = sorted({path.parent.parent.name for path in runs})
+    readme = (REPOSITORY / "reports" / "atlas" / "README.md").read_text()
+    assert f"--models {' '.join(models)}" in " ".join(readme.replace("\\\n", " ").split())
+    done = quick_command("atlas", "--scale", "default", "--runs", kept, "--reuse-runs",
+                         "--models", *models, "--out", tmp_path, trains_nothing=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(runs)} done before, 0 to run" in done.stdout
+    verdicts = re.search(r"(\d+) claims: (\d+ reproduced, \d+ partially reproduced, \d+ not "
+                         r"reproduced)", done.stdout)  # fmt: skip
+    assert f"the {verdicts[1]} pre-registered claims" in readme and verdicts[2] in readme
+    assert f"Measured so far: {len(runs)} of the 13 runs" in readme
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
