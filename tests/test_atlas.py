@@ -429,8 +429,10 @@ def test_the_committed_runs_of_the_default_atlas_rebuild_their_part_training_not
     models = sorted({path.parent.parent.name for path in runs})
     readme = (REPOSITORY / "reports" / "atlas" / "README.md").read_text()
     assert f"--models {' '.join(models)}" in " ".join(readme.replace("\\\n", " ").split())
+    offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache")}
     done = quick_command("atlas", "--scale", "default", "--runs", kept, "--reuse-runs",
-                         "--models", *models, "--out", tmp_path, trains_nothing=True)  # fmt: skip
+                         "--models", *models, "--out", tmp_path / "report", env=offline,
+                         trains_nothing=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(runs)} done before, 0 to run" in done.stdout
     verdicts = re.search(r"(\d+) claims: (\d+ reproduced, \d+ partially reproduced, \d+ not "
