@@ -180,8 +180,9 @@ def test_a_model_cd_cannot_follow_gets_the_cell_explained_as_not_applicable(plan
 
 
 def test_question2_reads_the_cell_of_every_seq2seq_model():
-    """q2's claims from the cell: each measured model's mean over seeds, guided minus baseline;
-    setting B minus A waits for both SCAN models."""
+    """q2's claims from the cell: each measured model's mean over seeds, guided minus baseline
+    (reported as the seeds' differences, whose mean it is); setting B minus A waits for both SCAN
+    models."""
 
     def record(value: float, null: float) -> dict:
         return {"cells": {"contextual_decomposition": value},
@@ -199,5 +200,10 @@ def test_question2_reads_the_cell_of_every_seq2seq_model():
     assert claims["q2.most.paper4_gru"].verdict == "not reproduced"
     assert claims["q2.guided_over_baseline"].verdict == "reproduced"
     assert "= 0.300" in claims["q2.guided_over_baseline"].rule
+    assert claims["q2.guided_over_baseline"].measured.mean == pytest.approx(0.3)  # as judged
+    both = {**records, ("paper1_guided", 2): record(0.2, 0.0)}  # 0.8 - 0.4, then 0.2 - 0.6
+    paired = next(c for c in question2(both, trained=True) if c.id == "q2.guided_over_baseline")
+    assert paired.measured.values == pytest.approx((0.4, -0.4))
+    assert paired.verdict == "not reproduced"  # a difference of means of 0
     untrained = {claim.id: claim for claim in question2(records, trained=False)}
     assert untrained["q2.guided_over_baseline"].verdict == "not reproduced"  # -0.1

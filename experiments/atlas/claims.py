@@ -56,6 +56,15 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def differences(first: list[float], second: list[float]) -> list[float]:
+    """Two models' per-seed values as differences, seed by seed (the scales give both models the
+    same seeds), whose mean is the difference of their means: what a difference claim reports as
+    measured; that difference alone where their seeds differ in number."""
+    if len(first) == len(second):
+        return [a - b for a, b in zip(first, second, strict=True)]
+    return [mean(first) - mean(second)]
+
+
 def judged(claim_id: str, values: list[float], value: float, name: str) -> Claim:
     """The claim `claim_id` by its pre-registered rule on `value` (its per-seed `values`)."""
     rule = RULES[claim_id]
@@ -81,7 +90,7 @@ def question1(records: Records, trained: bool) -> list[Claim]:
         claims.append(
             judged(
                 "q1.guided_more",
-                guided,
+                differences(guided, baseline),
                 mean(guided) - mean(baseline),
                 "guided - baseline mean share of counting or storing units",
             )
@@ -106,7 +115,8 @@ def question2(records: Records, trained: bool) -> list[Claim]:
     for claim_id, first, second in (("q2.guided_over_baseline", "paper1_guided", "paper1_baseline"),
                                     ("q2.b_over_a", "paper3_scan_B", "paper3_scan_A")):  # fmt: skip
         if first in means and second in means:
-            values = per_seed(records, first, decomposition, trained)
+            values = differences(per_seed(records, first, decomposition, trained),
+                                 per_seed(records, second, decomposition, trained))  # fmt: skip
             claims.append(judged(claim_id, values, means[first] - means[second],
                                  f"{first} - {second} mean share"))  # fmt: skip
     return claims
