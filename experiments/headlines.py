@@ -9,11 +9,11 @@ import re
 import sys
 from pathlib import Path
 
+from experiments import REPOSITORY as ROOT
 from experiments.findings import findings_counts
 from experiments.report import UNINFORMATIVE, VERDICTS, Claim, summary_counts
 from storage.files import write_text_atomic
 
-ROOT = Path(__file__).parents[1]
 BLOCK = re.compile(r"(<!-- headlines:[^\n]*-->\n)(.*?)(<!-- /headlines -->)", re.S)
 
 

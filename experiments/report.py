@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments import REPOSITORY
 from probes.command.outputs import escape_cell, markdown_table, save_figure  # noqa: F401 (re-exported)
 from probes.command.outputs import log_to_wandb as log_wandb_run
 from storage.files import write_text_atomic
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 """The checkout the reports are written from (a report names run roots inside it relatively)."""
 RULE_VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 """What a rule can say of a model."""

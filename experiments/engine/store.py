@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments import REPOSITORY
 from experiments.engine.sittings import fit_time
 from storage import RunLayout
 from storage.files import write_text_atomic
@@ -60,7 +61,6 @@ class Schema:
         return record
 
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 SUITE_CONFIGS = ("experiments", "configs")
 """Where the suite's own configs lie in any checkout of it."""
 
