@@ -48,7 +48,8 @@ SITES = {
     "contextual_decomposition": "the page's Contextual decomposition of the analysed token's logit "
     "at the last decoder step shown (T - 1; the language model's last conduit token) into each "
     "source token's part; the cell takes the determining phrase's tokens as one phrase",
-    "integrated_gradients": "`decoder.hidden` at the last step shown (T - 1)",
+    "integrated_gradients": "`decoder.hidden` at the last step shown (T - 1; the language "
+    "model's `lstm.hidden` at its last conduit token)",
     "neuron_functions": "`decoder.hidden` over the steps shown (paper 4's time 0 .. T - 1)",
     "redundant_input": "the examples' input: token positioning's line before its signal pair "
     "(SCAN's cell reads whole splits, not these rows)",
