@@ -105,19 +105,18 @@ def decomposition(measured: dict) -> float | None:
 def question2(records: Records, trained: bool) -> list[Claim]:
     """The determining phrase's share of each seq2seq model's output logit (mean over seeds),
     and the two differences (guided minus baseline, setting B minus A) where both are measured."""
-    claims, means = [], {}
+    claims, shares = [], {}
     for model in SEQ2SEQ:
         values = per_seed(records, model, decomposition, trained)
         if values is not None:
-            means[model] = mean(values)
-            claims.append(judged(f"q2.most.{model}", values, means[model],
+            shares[model] = values
+            claims.append(judged(f"q2.most.{model}", values, mean(values),
                                  "mean over seeds of beta / (|beta| + |gamma|)"))  # fmt: skip
     for claim_id, first, second in (("q2.guided_over_baseline", "paper1_guided", "paper1_baseline"),
                                     ("q2.b_over_a", "paper3_scan_B", "paper3_scan_A")):  # fmt: skip
-        if first in means and second in means:
-            values = differences(per_seed(records, first, decomposition, trained),
-                                 per_seed(records, second, decomposition, trained))  # fmt: skip
-            claims.append(judged(claim_id, values, means[first] - means[second],
+        if first in shares and second in shares:
+            claims.append(judged(claim_id, differences(shares[first], shares[second]),
+                                 mean(shares[first]) - mean(shares[second]),
                                  f"{first} - {second} mean share"))  # fmt: skip
     return claims
 
