@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from datamodules.rule_corpora_authors import authors_corpora
 from datamodules.rule_corpus import RuleCorpus
+from datamodules.sampling import ResumableLoader
 
 
 def generate_rule_corpus(
@@ -277,7 +278,8 @@ class RuleCorpusDataModule(pl.LightningDataModule):
         return DataLoader(self.datasets[name], batch_size=None)
 
     def train_dataloader(self) -> DataLoader:
-        return self.split_dataloader("train")
+        self.setup()
+        return ResumableLoader(self.datasets["train"], batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
         return self.split_dataloader("validation")

@@ -11,14 +11,17 @@ steps_per_epoch` epochs, which is what the recording callbacks count in.
 and evaluated as samples of both and as both in full. `OrderedPasses` serves a training set as
 the TensorFlow Playground does (paper 3's toy problem under the authors' reading); `EpochSteps`
 numbers the steps of an epoch for a dataset that draws each step's batch afresh (paper 3's
-two-digit images, as the authors' code trains them).
+two-digit images, as the authors' code trains them). Every DataModule's training loader is a
+`ResumableLoader`, which a fit resumes from inside an epoch.
 """
 
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Iterator, Sized
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch.utils.data import (
@@ -124,6 +127,63 @@ class EpochShuffle(DistributedSampler):
             self.dataset.set_epoch(epoch)
 
 
+class ResumableLoader(DataLoader):
+    """A training loader that a fit resumes inside an epoch. Lightning keeps a loader's
+    `state_dict` (here: the batches of the epoch in progress handed out so far) in each
+    checkpoint, and hands it back (`load_state_dict`) when a fit resumes from one written inside
+    an epoch (`--run.checkpoint_minutes`); the resumed epoch then starts after those batches.
+
+    Exact because every sampler of the suite orders an epoch by its seed and epoch alone
+    (`set_epoch`): the resumed epoch's iterator is made at its first batch, after Lightning's
+    `set_epoch`; the batches trained before are drawn again and dropped; and the random draws that
+    making the iterator and drawing them take are undone, since the uninterrupted fit made them
+    at the epoch's start (the checkpoint's generator states are the ones its next batch saw).
+    Skipping costs the loading of the skipped batches, not their training. Written by hand:
+    torch's DataLoader keeps no position (torchdata's StatefulDataLoader does, but is not among
+    the suite's dependencies)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.served = 0
+        self.resume_after = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"batches_served": self.served}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.resume_after = int(state["batches_served"])
+
+    def __iter__(self) -> Iterator:
+        skip, self.resume_after = self.resume_after, 0
+        return _ServedBatches(self, skip if 0 < skip < len(self) else 0)
+
+
+class _ServedBatches:
+    """One epoch's batches of a `ResumableLoader`, counted as they are handed out; for a resumed
+    epoch, torch's iterator made at the first batch with the `skip` batches before dropped."""
+
+    def __init__(self, loader: ResumableLoader, skip: int):
+        self.loader, self.skip = loader, skip
+        self.batches = None if skip else DataLoader.__iter__(loader)
+        loader.served = skip
+
+    def __iter__(self) -> _ServedBatches:
+        return self
+
+    def __next__(self):
+        if self.batches is None:
+            states = torch.get_rng_state(), np.random.get_state(), random.getstate()
+            self.batches = DataLoader.__iter__(self.loader)
+            for _ in range(self.skip):
+                next(self.batches)
+            torch.set_rng_state(states[0])
+            np.random.set_state(states[1])
+            random.setstate(states[2])
+        batch = next(self.batches)
+        self.loader.served += 1
+        return batch
+
+
 def split_loader(
     datasets: dict[str, Dataset],
     name: str,
@@ -132,9 +192,9 @@ def split_loader(
     num_workers: int = 0,
     shuffle_seed: int | None = None,
 ) -> DataLoader:
-    """A loader over `datasets[name]`: in order, or with `shuffle_seed` shuffled by a sampler
-    that Lightning reseeds every epoch (`seed + epoch`, `EpochShuffle`), so a resumed fit repeats
-    the order.
+    """A loader over `datasets[name]`: in order, or with `shuffle_seed` (a training loader)
+    shuffled by a sampler that Lightning reseeds every epoch (`seed + epoch`, `EpochShuffle`), so
+    a resumed fit repeats the order, even from inside an epoch (`ResumableLoader`).
     An unknown `name` is one error listing the valid ones."""
     if name not in datasets:
         raise ValueError(f"unknown split {name!r}; valid splits: {', '.join(datasets)}")
@@ -143,7 +203,8 @@ def split_loader(
         sampler = EpochShuffle(
             datasets[name], num_replicas=1, rank=0, shuffle=True, seed=shuffle_seed % 2**31
         )
-    return DataLoader(
+    loader = DataLoader if sampler is None else ResumableLoader
+    return loader(
         datasets[name], batch_size=batch_size, sampler=sampler, num_workers=num_workers,
         collate_fn=collate_fn,
     )  # fmt: skip
@@ -258,7 +319,7 @@ class TrainTestDataModule(pl.LightningDataModule):
         self.setup()
         train = self.datasets["train"]
         draws = self.steps_per_epoch * self.batch_size
-        return DataLoader(
+        return ResumableLoader(
             train,
             batch_size=self.batch_size,
             sampler=WithReplacementSampler(train, draws, seed=self.data_seed),

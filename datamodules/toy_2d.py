@@ -9,7 +9,7 @@ from typing import Literal
 import torch
 from torch.utils.data import DataLoader
 
-from datamodules.sampling import OrderedPasses, TensorRows, TrainTestDataModule
+from datamodules.sampling import OrderedPasses, ResumableLoader, TensorRows, TrainTestDataModule
 from datamodules.toy_2d_points import (
     DISTRIBUTIONS,
     PLAYGROUND_CANDIDATES,
@@ -111,7 +111,7 @@ class Toy2DDataModule(TrainTestDataModule):
             return super().train_dataloader()
         self.setup()
         train = self.datasets["train"]
-        return DataLoader(
+        return ResumableLoader(
             train, batch_size=None, sampler=OrderedPasses(len(train), self.batch_size),
             num_workers=self.num_workers, collate_fn=self.collate_fn,
         )  # fmt: skip

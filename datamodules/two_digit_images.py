@@ -28,7 +28,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.mnist import Mnist, load_mnist
-from datamodules.sampling import EpochSteps, TensorRows, TrainTestDataModule
+from datamodules.sampling import EpochSteps, ResumableLoader, TensorRows, TrainTestDataModule
 
 SETTINGS = ("A", "B")
 TRAINING_BATCHES = ("fresh", "from_pool")
@@ -203,7 +203,7 @@ class TwoDigitImagesDataModule(TrainTestDataModule):
         self.setup()
         batches = FreshPairBatches(self.mnist.train_images, self.mnist.train_labels,
                                    self.batch_size, self.setting, self.data_seed)  # fmt: skip
-        return DataLoader(
+        return ResumableLoader(
             batches, batch_size=None, sampler=EpochSteps(self.steps_per_epoch),
             num_workers=self.num_workers, collate_fn=self.collate_fn,
         )  # fmt: skip

@@ -326,6 +326,79 @@ class RandomState(Callback):
         random.setstate((version, tuple(python_state), gauss_next))
 
 
+def on_device(value, device: torch.device):
+    """A metric's state (a tensor or a list of tensors, as torchmetrics keeps them) on `device`."""
+    if isinstance(value, list):
+        return [item.to(device) for item in value]
+    return value.to(device)
+
+
+class EpochInProgress(Callback):
+    """Keeps what the epoch in progress has accumulated towards its logged means in a checkpoint
+    written inside it, and gives it back when a fit resumes from one, so that the epoch's means
+    (`train/loss_epoch`, a model's torchmetrics such as `train/seq_acc`) cover the whole epoch as
+    in an uninterrupted fit: the states of the model's torchmetrics `Metric`s, restored before the
+    first resumed batch, and Lightning's running reductions of values logged with `on_epoch=True`
+    (not kept in Lightning's checkpoints), joined with the resumed epoch's own after that batch
+    (`saved + first`, the sum an uninterrupted fit computes). Written by hand: Lightning resumes
+    the loops and weights, not these. A checkpoint written at an epoch's end holds nothing the
+    next epoch joins. The CLI adds it to every fit (`experiments.cli`)."""
+
+    KEY = "epoch_in_progress"
+
+    def __init__(self) -> None:
+        self.saved: dict | None = None
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module, checkpoint: dict) -> None:
+        if not trainer.training:
+            return
+        metrics = {
+            name: {"states": dict(module.metric_state), "updates": module._update_count}
+            for name, module in pl_module.named_modules() if isinstance(module, Metric)
+        }  # fmt: skip
+        logged = {
+            key: {"value": result.value, "count": getattr(result, "cumulated_batch_size", None)}
+            for key, result in trainer.fit_loop.epoch_loop._results.items()
+            if getattr(result, "is_tensor", False) and result.meta.on_epoch
+            and result.meta.fx != "on_train_epoch_end"  # logged again at the epoch's end
+        }  # fmt: skip
+        checkpoint[self.KEY] = {"metrics": metrics, "logged": logged}
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module, checkpoint: dict) -> None:
+        self.saved = checkpoint.get(self.KEY)
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module) -> None:
+        self.saved = None  # not called when a fit resumes inside an epoch
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module, batch, batch_idx) -> None:
+        if self.saved is None:
+            return
+        modules = dict(pl_module.named_modules())
+        for name, saved in self.saved["metrics"].items():
+            metric = modules[name]
+            for state, value in saved["states"].items():
+                setattr(metric, state, on_device(value, metric.device))
+            metric._update_count, metric._computed = saved["updates"], None
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx):
+        if self.saved is None:
+            return
+        results = trainer.fit_loop.epoch_loop._results
+        for key, saved in self.saved["logged"].items():
+            result = results.get(key)
+            if result is None:  # logged in a hook a resumed epoch does not call again
+                continue
+            value = saved["value"].to(result.value.device)
+            if result.meta.is_max_reduction or result.meta.is_min_reduction:
+                result.value = result.meta.reduce_fx(value, result.value)
+            else:
+                result.value = value + result.value
+            if saved["count"] is not None:
+                count = saved["count"].to(result.cumulated_batch_size.device)
+                result.cumulated_batch_size = count + result.cumulated_batch_size
+        self.saved = None
+
+
 class StepsInEpochs(Callback):
     """Runs a fit of `--trainer.max_steps` over a DataModule whose epoch is `steps_per_epoch`
     batches (paper 3's) as an epoch-based fit: `max_epochs` = the epochs those steps take,

@@ -90,9 +90,22 @@ class LanguageModel(Intervenable, pl.LightningModule):
     def _window_loss(self, batch: dict[str, Tensor], stream: str) -> Tensor:
         """Cross-entropy of one BPTT window, continuing the `stream`'s carried state."""
         state = None if int(batch["window"]) == 0 else self._carried.get(stream)
+        if state is not None:  # a checkpoint's states are read onto the CPU
+            state = tuple(s.to(batch["input"].device) for s in state)
         logits, state = self(batch["input"], state)
         self._carried[stream] = tuple(s.detach() for s in state)
         return F.cross_entropy(logits.flatten(0, 1), batch["target"].flatten())
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Keep the carried states in the checkpoint, so that a fit resumed from one written
+        inside an epoch continues its windows from the state an uninterrupted fit had."""
+        checkpoint["carried_states"] = {
+            stream: list(state) for stream, state in self._carried.items() if state is not None
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        carried = checkpoint.get("carried_states", {})
+        self._carried = {stream: tuple(state) for stream, state in carried.items()}
 
     def training_step(self, batch, batch_idx):
         loss = self._window_loss(batch, "train")

@@ -436,7 +436,7 @@ def test_a_moved_run_resumes_with_its_own_checkpoints(runs, finished, tmp_path):
     main(["fit", "--resume", str(moved), "--trainer.max_epochs", "3"])
     assert_same_run(moved, runs["whole"])
     states = load_checkpoint(RunLayout(moved).checkpoint("last"))["callbacks"]
-    paths = [s["best_model_path"] for s in states.values() if "best_model_path" in s]
+    paths = [s["best_model_path"] for s in states.values() if s.get("best_model_path")]
     assert paths and all(p.startswith("checkpoints/") for p in paths), paths
     assert str(finished) not in RunLayout(moved).config.read_text()
 

@@ -434,6 +434,18 @@ def test_unwritable_run_root_is_one_clear_error(tmp_path, capsys):
     assert "Cannot write the run folder" in capsys.readouterr().err
 
 
+def test_a_negative_checkpoint_interval_is_one_clear_error(tmp_path, capsys):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    with pytest.raises(SystemExit) as stopped:
+        main(["fit", "--config", str(config), "--run.root", str(tmp_path / "runs"),
+              "--run.checkpoint_minutes", "-1"])  # fmt: skip
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert "run.checkpoint_minutes" in error and "v>=0" in error and "Traceback" not in error
+    assert not (tmp_path / "runs").exists()
+
+
 def test_bad_trainer_setting_is_one_clear_error(tmp_path, capsys):
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
@@ -496,7 +508,7 @@ STEP_BASED = {
 
 
 def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: Path,
-                       kill_step: int) -> None:  # fmt: skip
+                       kill_step: int, resumed_at: int | None = None) -> None:  # fmt: skip
     """Fit `config` once uninterrupted and once killed before training step `kill_step` and
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
     metrics.csv, weights and weight snapshots. All three fits are forked from one warm server
@@ -505,14 +517,16 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
     arguments = [*arguments, "--trainer.enable_progress_bar", "false"]
     kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
     log = tmp_path / "fits.log"
+    whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
     for root, extra, status in [
         (tmp_path / "whole", [], 0),
         (tmp_path / "parts", [f"--trainer.callbacks+={json.dumps(kill)}"], 9),
         (tmp_path / "parts", ["--ckpt_path", "last"], 0),
     ]:
+        if resumed_at is not None and extra[:1] == ["--ckpt_path"]:
+            assert load_checkpoint(parts.checkpoint("last"))["global_step"] == resumed_at
         process = start_warm_fit(config, root, log, *arguments, *extra)
         assert process.wait(timeout=HANG_GUARD) == status, log.read_text()
-    whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
     assert parts.metrics.read_text() == whole.metrics.read_text()
     expected = load_checkpoint(whole.checkpoint("last"))["state_dict"]
     resumed = load_checkpoint(parts.checkpoint("last"))["state_dict"]
@@ -546,3 +560,47 @@ def test_paper2s_language_model_killed_and_resumed_equals_an_uninterrupted_one(t
                  "--trainer.limit_train_batches", "5", "--run.variant", "tiny"]  # fmt: skip
     path = ROOT / "experiments" / "configs" / "paper2" / "language_model.yaml"
     killed_and_resumed(tmp_path, path, overrides, Path("paper2") / "tiny" / "seed=0", 7)
+
+
+EVERY_STEP = ["--run.checkpoint_minutes", "1e-9"]
+"""`last.ckpt` written inside the epochs after every training step (a step takes longer than the
+interval however busy the machine)."""
+INSIDE_AN_EPOCH = {
+    "lookup tables (a shuffle by seed and epoch)": (
+        "tiny", [], Path("paper1") / "tiny" / "seed=3", 9),
+    "paper 2's language model (states carried between windows)": (
+        ROOT / "experiments" / "configs" / "paper2" / "language_model.yaml",
+        ["--data.corpus_length", "4000", "--data.rules", "10", "--data.conduit_length", "2",
+         "--data.probe_rules", "8", "--model.embedding_size", "8", "--model.hidden_size", "8",
+         "--trainer.max_epochs", "3", "--trainer.limit_train_batches", "5",
+         "--run.variant", "tiny"], Path("paper2") / "tiny" / "seed=0", 7),
+    "paper 3's toy (the playground's ordered passes)": (
+        ROOT / "experiments" / "configs" / "paper3" / "toy_2d.yaml",
+        [*STEP_BASED["toy_2d"][0], "--data.init_args.training_order", "playground_passes"],
+        Path("paper3") / "toy_2d_A" / "seed=0", 13),
+    "paper 4's token positioning (signals drawn again each epoch)": (
+        ROOT / "experiments" / "configs" / "paper4" / "gru.yaml",
+        ["--data.vocab_size", "100", "--data.batch_size", "8", "--data.redraw_signals", "true",
+         "--model.init_args.embedding_size", "4", "--model.init_args.hidden_size", "8",
+         "--trainer.max_epochs", "2", "--trainer.limit_train_batches", "6",
+         "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2"],
+        Path("paper4") / "gru" / "seed=0", 9),
+    "paper 3's SCAN (batches drawn with replacement)": (
+        ROOT / "experiments" / "configs" / "paper3" / "scan.yaml", STEP_BASED["scan"][0],
+        Path("paper3") / "scan_A" / "seed=0", 13),
+}  # fmt: skip
+"""Fits killed inside an epoch, one for each way the suite orders a training epoch: (config,
+overrides, run, the step the fit is killed before)."""
+
+
+@pytest.mark.parametrize("case", sorted(INSIDE_AN_EPOCH))
+def test_a_fit_killed_inside_an_epoch_resumes_there_to_an_uninterrupted_fit(tmp_path, case):
+    """With `--run.checkpoint_minutes`, a fit killed inside an epoch resumes from the `last.ckpt`
+    written there (the step before the kill): it skips the batches trained before it and ends
+    with the metrics.csv (the epoch's means too), weights and weight snapshots of an
+    uninterrupted fit."""
+    config, overrides, run, kill_step = INSIDE_AN_EPOCH[case]
+    if config == "tiny":
+        config = tmp_path / "tiny.yaml"
+        config.write_text(yaml.safe_dump(TINY))
+    killed_and_resumed(tmp_path, config, [*overrides, *EVERY_STEP], run, kill_step, kill_step)

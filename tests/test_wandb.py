@@ -66,7 +66,8 @@ def test_a_fits_wandb_config_holds_its_whole_resolved_config(fitted):
     assert config["seed_everything"] == 3
     assert config["trainer"]["max_epochs"] == 1 and config["trainer"]["deterministic"] is True
     assert config["run"] == {"root": str(fitted.parents[2]), "paper": "paper1", "variant": "tiny",
-                             "replace": False, "scale": "quick"}  # fmt: skip
+                             "replace": False, "checkpoint_minutes": 10.0,
+                             "scale": "quick"}  # fmt: skip
     assert config["model"]["init_args"]["hidden_size"] == 8
     assert config["data"]["class_path"] == "datamodules.LookupTableDataModule"
     assert config["data"]["init_args"]["batch_size"] == 4
