@@ -34,7 +34,6 @@ import signal
 import sys
 import warnings
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -42,7 +41,6 @@ import yaml
 from jsonargparse.typing import NonNegativeFloat
 from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning import LightningDataModule, LightningModule
-from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from pytorch_lightning.loggers import WandbLogger
 from pytorch_lightning.utilities.exceptions import SIGTERMException
@@ -55,7 +53,12 @@ from experiments.resume import (
     config_values,
     received_arguments,
 )
-from lightning_modules.callbacks import EpochInProgress, RandomState, StepsInEpochs
+from lightning_modules.callbacks import (
+    CheckpointWithinEpochs,
+    EpochInProgress,
+    RandomState,
+    StepsInEpochs,
+)
 from lightning_modules.metrics_csv import RunMetricsCSV, kept_rows
 from storage import RunLayout
 from storage.checkpoint_io import AtomicCheckpointIO
@@ -78,19 +81,9 @@ LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", 
 
 CHECKPOINT_MINUTES = 10.0
 """How often a fit writes `checkpoints/last.ckpt` inside its epochs by default (`--run.
-checkpoint_minutes`): at most this much training is lost to a kill. The suite's largest model
-(paper 4 at the paper's setting, 130 MB with Adam's state) writes its checkpoint in 0.3-0.4 s."""
-
-
-def within_epochs(minutes: float) -> ModelCheckpoint:
-    """Lightning's checkpoint on a time interval, writing the run's `last.ckpt` every `minutes`
-    inside an epoch (the configs' own `last` checkpoint writes it at each epoch's end). A fit
-    resumed from it continues exactly where it was: the training loaders skip the batches trained
-    before (`datamodules.sampling.ResumableLoader`), and it keeps the random generators
-    (`RandomState`), what the epoch's means gathered so far (`EpochInProgress`) and a language
-    model's carried states."""
-    return ModelCheckpoint(filename="last", enable_version_counter=False,
-                           train_time_interval=timedelta(minutes=minutes))  # fmt: skip
+checkpoint_minutes`): at most this much training is lost to a kill (SIGTERM writes one at once,
+`CheckpointWithinEpochs`). The suite's largest model (paper 4 at the paper's setting, 130 MB
+with Adam's state) writes its checkpoint in 0.3-0.4 s."""
 
 
 def wandb_run_id(run_dir: Path, fresh: bool) -> str:
@@ -320,8 +313,8 @@ class ExperimentCLI(LightningCLI):
         parser.add_argument(
             "--run.checkpoint_minutes", type=NonNegativeFloat, default=CHECKPOINT_MINUTES,
             help="Also write checkpoints/last.ckpt every this many minutes of a fit, inside its "
-            "epochs, so that a killed fit resumes from within the epoch it was in (0: at the "
-            "end of an epoch only).",
+            "epochs, and at once on SIGTERM, so that a killed fit resumes from within the epoch "
+            "it was in (0: at the end of an epoch only).",
         )  # fmt: skip
         # A config that gives the model's arguments without a class_path means the seq2seq model.
         parser.set_defaults({"model": {"class_path": "lightning_modules.seq2seq.Seq2Seq"}})
@@ -410,7 +403,7 @@ class ExperimentCLI(LightningCLI):
         trainer.callbacks.append(StepsInEpochs())  # ...also when it counts steps
         minutes = config.run.checkpoint_minutes
         if self.config.get("subcommand") == "fit" and minutes > 0:
-            trainer.callbacks.append(within_epochs(minutes))
+            trainer.callbacks.append(CheckpointWithinEpochs(minutes))
         if self.resume_checkpoint is not None:
             check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
         if self.config.get("subcommand") == "fit":

@@ -9,7 +9,9 @@ rank zero only, through `lightning_modules.recording`, which the probes use with
 from __future__ import annotations
 
 import copy
+import math
 import random
+from datetime import timedelta
 
 import numpy as np
 import pytorch_lightning as pl
@@ -324,6 +326,26 @@ class RandomState(Callback):
         np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
         version, python_state, gauss_next = state_dict["python"]
         random.setstate((version, tuple(python_state), gauss_next))
+
+
+class CheckpointWithinEpochs(ModelCheckpoint):
+    """Lightning's `ModelCheckpoint` on a time interval, writing the run's `last.ckpt` every
+    `minutes` of training inside the epochs (the configs' own `last` checkpoint writes it at each
+    epoch's end), and at the end of the batch at hand when the fit gets SIGTERM (a cluster's time
+    limit, a reproduction's sitting ending) before Lightning stops it there. A fit resumed from it
+    continues exactly where it was: the training loaders skip the batches trained before
+    (`datamodules.sampling.ResumableLoader`), and the checkpoint keeps the random generators
+    (`RandomState`), what the epoch's means gathered so far (`EpochInProgress`) and a language
+    model's carried states. The CLI adds it to every fit (`--run.checkpoint_minutes`)."""
+
+    def __init__(self, minutes: float):
+        super().__init__(filename="last", enable_version_counter=False,
+                         train_time_interval=timedelta(minutes=minutes))  # fmt: skip
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args, **kwargs) -> None:
+        if trainer.received_sigterm:
+            self._last_time_checked = -math.inf  # the interval counts as elapsed: write now
+        super().on_train_batch_end(trainer, *args, **kwargs)
 
 
 def on_device(value, device: torch.device):

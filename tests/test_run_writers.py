@@ -500,19 +500,20 @@ STEP_BASED = {
 
 
 def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: Path,
-                       kill_step: int, resumed_at: int | None = None) -> None:  # fmt: skip
+                       kill_step: int, resumed_at: int | None = None,
+                       stop: tuple[str, int] = ("KillAtStep", 9)) -> None:  # fmt: skip
     """Fit `config` once uninterrupted and once killed before training step `kill_step` and
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
     metrics.csv, weights and weight snapshots. All three fits are forked from one warm server
     (`start_warm_fit`), so they run with one thread count: with another count a reduction sums
     in another order, and the metrics differ in their last digits."""
     arguments = [*arguments, "--trainer.enable_progress_bar", "false"]
-    kill = {"class_path": "tests.kill_at_step.KillAtStep", "init_args": {"step": kill_step}}
+    kill = {"class_path": f"tests.kill_at_step.{stop[0]}", "init_args": {"step": kill_step}}
     log = tmp_path / "fits.log"
     whole, parts = RunLayout(tmp_path / "whole" / run), RunLayout(tmp_path / "parts" / run)
     for root, extra, status in [
         (tmp_path / "whole", [], 0),
-        (tmp_path / "parts", [f"--trainer.callbacks+={json.dumps(kill)}"], 9),
+        (tmp_path / "parts", [f"--trainer.callbacks+={json.dumps(kill)}"], stop[1]),
         (tmp_path / "parts", ["--ckpt_path", "last"], 0),
     ]:
         if resumed_at is not None and extra[:1] == ["--ckpt_path"]:
@@ -596,3 +597,13 @@ def test_a_fit_killed_inside_an_epoch_resumes_there_to_an_uninterrupted_fit(tmp_
         config = tmp_path / "tiny.yaml"
         config.write_text(yaml.safe_dump(TINY))
     killed_and_resumed(tmp_path, config, [*overrides, *EVERY_STEP], run, kill_step, kill_step)
+
+
+def test_a_fit_stopped_by_sigterm_inside_an_epoch_resumes_from_the_batch_it_ended(tmp_path):
+    """SIGTERM (a cluster's time limit, a reproduction's sitting ending) inside an epoch, long
+    before `--run.checkpoint_minutes` elapsed: the fit writes `last.ckpt` after the batch at hand,
+    ends with status 143, and resumes from that batch to an uninterrupted fit's files."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    killed_and_resumed(tmp_path, config, [], Path("paper1") / "tiny" / "seed=3", 9, 10,
+                       stop=("TerminateAtStep", 143))  # fmt: skip
