@@ -142,10 +142,43 @@ def printed(value: float | str) -> str:
     return text if len(text) <= PAPER_WORDS else text[: PAPER_WORDS - 1].rstrip() + "…"
 
 
+STATISTIC_CHARACTERS = 90
+"""The longest statistic the findings table prints whole; a longer one keeps its start and its
+value (`judged`)."""
+
+
+def judged(claim: Claim) -> str:
+    """What the findings table shows as measured against the paper: the measured mean where the
+    paper gives a number; where it gives words (a comparison, a direction, a share), the
+    statistic the claim's rule judges, as the rule states it first (`<statistic> = <value>`, the
+    measured mean being only one side of a comparison), its middle cut where it is long."""
+    if not isinstance(claim.paper, str):
+        return f"{claim.measured.mean:.3g}"
+    statistic = first_clause(claim.rule.removeprefix("direction first: "))
+    statistic = statistic.split(", signed so")[0]
+    if len(statistic) <= STATISTIC_CHARACTERS:
+        return statistic
+    value = statistic[max(statistic.rfind(" = "), statistic.rfind(": "), 0):]
+    if len(value) > STATISTIC_CHARACTERS // 2:
+        value = ""
+    return statistic[: STATISTIC_CHARACTERS - len(value) - 1].rstrip() + "…" + value
+
+
+def first_clause(rule: str) -> str:
+    """A rule's text up to its first "; " outside brackets (its statistic and value)."""
+    depth = 0
+    for index, character in enumerate(rule):
+        depth += (character in "([") - (character in ")]")
+        if depth == 0 and rule.startswith("; ", index):
+            return rule[:index]
+    return rule
+
+
 def findings_table(findings: Sequence[Finding], claims: Sequence[Claim]) -> str:
     """The findings in the paper's words with their verdicts (primary reading first, then the
-    others), the first primary claim's measured mean against the paper's value, and where the
-    primary verdict is not reproduced, why: the finding's `because` and the claims that fail."""
+    others), what the first primary claim measured against the paper's value (`judged`), and
+    where the primary verdict is not reproduced, why: the finding's `because` and the claims that
+    fail."""
     verdicts = finding_verdicts(claims)
     lines = [
         "| finding (the paper's words) | verdict | other readings | measured (paper) | "
@@ -157,7 +190,7 @@ def findings_table(findings: Sequence[Finding], claims: Sequence[Claim]) -> str:
         primary = [c for c in claims if c.finding == finding.id and c.reading is None]
         verdict = by_reading.get(PRIMARY, NOT_MEASURED if not by_reading else "-")
         others = "; ".join(f"{name}: {v}" for name, v in by_reading.items() if name != PRIMARY)
-        number = (f"{primary[0].measured.mean:.3g} ({escape_cell(printed(primary[0].paper))}) "
+        number = (f"{escape_cell(judged(primary[0]))} ({escape_cell(printed(primary[0].paper))}) "
                   f"`{primary[0].id}`") if primary else "-"  # fmt: skip
         failing = [c.id for c in primary if c.verdict in ("not reproduced", "partially reproduced")]
         why = ""

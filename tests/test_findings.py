@@ -109,3 +109,28 @@ def test_a_paper_value_in_words_is_cut_in_the_findings_table():
     assert printed(words) == words[: PAPER_WORDS - 1].rstrip() + "…"
     assert len(printed(words)) <= PAPER_WORDS
     assert printed("A > B") == "A > B" and printed(0.98512) == "0.985"
+
+
+def test_a_comparison_in_words_shows_the_statistic_its_rule_judges_not_one_sides_mean():
+    """A claim the paper states in words (guided bigger than baseline) measures one side's
+    values but judges their ratio: the findings table shows the ratio as the rule states it; a
+    claim against a number shows its mean; a long statistic keeps its start and its value, and a
+    "; " inside brackets does not end it."""
+    from experiments.findings import STATISTIC_CHARACTERS, judged
+
+    rule = "guided / baseline mean |w| = 3.326; reproduced if >= 1.5"
+    ratio = Claim("fig1.stronger", "guided bigger", "bigger in rows 2-10", Measured.of([0.12]),
+                  rule, "reproduced")  # fmt: skip
+    assert judged(ratio) == "guided / baseline mean |w| = 3.326"
+    bigger = [Finding("fig1", "Bigger weights.", ("fig1.*",))]
+    table = findings_table(bigger, with_findings([ratio], bigger))
+    assert r"guided / baseline mean \|w\| = 3.326 (bigger in rows 2-10)" in table  # escaped |
+    assert "0.12" not in table
+    assert judged(claim("a", "reproduced", mean=0.98512)) == "0.985"
+    long = Claim("sec5", "sooner", "sooner with momentum", Measured.of([4.0]),
+                 "direction first: the first epoch with momentum - without (seeds [4, 4]; never: "
+                 "0) over every conduit length of the grid = -18.000, signed so the paper's "
+                 "direction is positive; reproduced if >= 5", "not reproduced")  # fmt: skip
+    shown = judged(long)
+    assert shown.startswith("the first epoch with momentum") and shown.endswith("… = -18.000")
+    assert len(shown) <= STATISTIC_CHARACTERS
