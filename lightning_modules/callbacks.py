@@ -330,7 +330,7 @@ class RandomState(Callback):
 
 class CheckpointWithinEpochs(ModelCheckpoint):
     """Lightning's `ModelCheckpoint` on a time interval, writing the run's `last.ckpt` every
-    `minutes` of training inside the epochs (the configs' own `last` checkpoint writes it at each
+    `minutes` (wall clock) inside the epochs (the configs' own `last` checkpoint writes it at each
     epoch's end), and at the end of the batch at hand when the fit gets SIGTERM (a cluster's time
     limit, a reproduction's sitting ending) before Lightning stops it there. A fit resumed from it
     continues exactly where it was: the training loaders skip the batches trained before
@@ -363,8 +363,8 @@ class EpochInProgress(Callback):
     first resumed batch, and Lightning's running reductions of values logged with `on_epoch=True`
     (not kept in Lightning's checkpoints), joined with the resumed epoch's own after that batch
     (`saved + first`, the sum an uninterrupted fit computes). Written by hand: Lightning resumes
-    the loops and weights, not these. A checkpoint written at an epoch's end holds nothing the
-    next epoch joins. The CLI adds it to every fit (`experiments.cli`)."""
+    the loops and weights, not these. What a checkpoint written at an epoch's end holds is
+    dropped when the next epoch starts. The CLI adds it to every fit (`experiments.cli`)."""
 
     KEY = "epoch_in_progress"
 
