@@ -406,6 +406,7 @@ class ExperimentCLI(LightningCLI):
             trainer.callbacks.append(CheckpointWithinEpochs(minutes))
         if self.resume_checkpoint is not None:
             check_weights(self.resume_checkpoint, self.model, config.ckpt_path)
+            EpochInProgress.check(self.resume_checkpoint, self.model)
         if self.config.get("subcommand") == "fit":
             check_checkpoint_folders(trainer, run_dir)
             if own_loggers and self.resume_step > 0:  # its metrics.csv is read as it resumes

@@ -158,7 +158,8 @@ def judged(claim: Claim) -> str:
     statistic = statistic.split(", signed so")[0]
     if len(statistic) <= STATISTIC_CHARACTERS:
         return statistic
-    value = statistic[max(statistic.rfind(" = "), statistic.rfind(": "), 0):]
+    start = max(statistic.rfind(" = "), statistic.rfind(": "), 0)
+    value = statistic[start:]
     if len(value) > STATISTIC_CHARACTERS // 2:
         value = ""
     return statistic[: STATISTIC_CHARACTERS - len(value) - 1].rstrip() + "…" + value

@@ -17,7 +17,7 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
-from torch import Tensor
+from torch import Tensor, nn
 from torchmetrics import MeanMetric, Metric
 
 from lightning_modules.recording import record_traces, savable_state
@@ -386,7 +386,24 @@ class EpochInProgress(Callback):
         }  # fmt: skip
         checkpoint[self.KEY] = {"metrics": metrics, "logged": logged}
 
+    @classmethod
+    def check(cls, checkpoint: dict, model: nn.Module) -> None:
+        """Refuse, in one line, a checkpoint whose epoch in progress names metrics `model` lacks
+        or holds other than tensors (another model's checkpoint, or a damaged one)."""
+        saved = checkpoint.get(cls.KEY)
+        modules = dict(model.named_modules())
+        if saved is not None and not (
+            isinstance(saved, dict) and set(saved) == {"metrics", "logged"}
+            and all(isinstance(modules.get(name), Metric) for name in saved["metrics"])
+            and all(isinstance(entry.get("value"), Tensor) for entry in saved["logged"].values())
+        ):  # fmt: skip
+            raise ValueError(
+                f"the checkpoint's {cls.KEY} does not match the model's metrics (another model's "
+                "checkpoint, or a damaged one): resume from a checkpoint this model's fit wrote"
+            )
+
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module, checkpoint: dict) -> None:
+        self.check(checkpoint, pl_module)
         self.saved = checkpoint.get(self.KEY)
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module) -> None:

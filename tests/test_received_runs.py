@@ -265,6 +265,12 @@ def damaged(run: Path, folder: Path, **changes) -> Path:
     return path
 
 
+def foreign_metrics(run: Path, folder: Path) -> Path:
+    """A checkpoint whose epoch in progress holds a metric the model lacks."""
+    foreign = {"metrics": {"no_such_metric": {"states": {}, "updates": 1}}, "logged": {}}
+    return damaged(run, folder, epoch_in_progress=foreign)
+
+
 def as_a_list(run: Path, folder: Path) -> Path:
     path = folder / "list.ckpt"
     torch.save([1, 2], path)
@@ -280,6 +286,7 @@ def as_a_list(run: Path, folder: Path) -> Path:
         (other_shapes, (), "holds weights of another model"),
         (lambda run, folder: damaged(run, folder, global_step="12"), (), "global_step"),
         (as_a_list, (), "holds a list"),
+        (foreign_metrics, (), "does not match the model's metrics"),
     ],
 )
 def test_a_checkpoint_a_fit_cannot_resume_from_leaves_the_run_as_it_was(
