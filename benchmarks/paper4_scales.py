@@ -93,8 +93,7 @@ def main() -> None:
     interval = 60 * CHECKPOINT_MINUTES
     print(f"its checkpoint ({size / 1e6:.0f} MB) written in {written:.2f} s, "
           f"{written / seconds:.1f} training steps; once every {CHECKPOINT_MINUTES:g} minutes "
-          "inside an epoch: "
-          f"{100 * written / interval:.3f}% of the fit", flush=True)  # fmt: skip
+          f"inside an epoch: {100 * written / interval:.3f}% of the fit", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -80,10 +80,10 @@ LINKS = ("source_vocab_size", "target_vocab_size", "val_splits", "test_splits", 
 
 
 CHECKPOINT_MINUTES = 10.0
-"""How often a fit writes `checkpoints/last.ckpt` inside its epochs by default (`--run.
-checkpoint_minutes`): at most this much training is lost to a kill (SIGTERM writes one at once,
-`CheckpointWithinEpochs`). The suite's largest model (paper 4 at the paper's setting, 130 MB
-with Adam's state) writes its checkpoint in 0.3-0.4 s."""
+"""How often a fit writes `checkpoints/last.ckpt` inside its epochs by default
+(`--run.checkpoint_minutes`): at most this much training is lost to a kill (SIGTERM writes one
+at once, `CheckpointWithinEpochs`). The suite's largest model (paper 4 at the paper's setting,
+130 MB with Adam's state) writes its checkpoint in 0.3-0.4 s."""
 
 
 def wandb_run_id(run_dir: Path, fresh: bool) -> str:

@@ -8,6 +8,8 @@
 - A reproduction (`experiments.engine.fit.fit` with `reuse`) resumes an interrupted run from its
   `last.ckpt`, ending with an uninterrupted run's `metrics.csv`.
 - A step-based fit (paper 3's toy model) killed and resumed equals an uninterrupted one.
+- A fit killed inside an epoch (or stopped there by SIGTERM) resumes from the `last.ckpt` written
+  there to an uninterrupted fit's files, for each way the suite orders a training epoch.
 - A fit on two processes (DDP on CPU) writes one run: one lock, one metrics.csv, one W&B run.
 - A second fit into a run folder being written is refused before it writes anything.
 - Written files follow the umask (not `mkstemp`'s 0600).
@@ -506,7 +508,9 @@ def killed_and_resumed(tmp_path: Path, config: Path, arguments: list[str], run: 
     resumed from its last checkpoint (`--ckpt_path last`); both must end with the same
     metrics.csv, weights and weight snapshots. All three fits are forked from one warm server
     (`start_warm_fit`), so they run with one thread count: with another count a reduction sums
-    in another order, and the metrics differ in their last digits."""
+    in another order, and the metrics differ in their last digits. `resumed_at`: the step the
+    last checkpoint before the kill must hold; `stop`: the callback of `tests.kill_at_step` that
+    stops the fit, and the exit status it ends with."""
     arguments = [*arguments, "--trainer.enable_progress_bar", "false"]
     kill = {"class_path": f"tests.kill_at_step.{stop[0]}", "init_args": {"step": kill_step}}
     log = tmp_path / "fits.log"
