@@ -35,7 +35,6 @@ from probes.command.outputs import escape_cell, markdown_table, save_figure  # n
 from probes.command.outputs import log_to_wandb as log_wandb_run
 from storage.files import write_text_atomic
 
-"""The checkout the reports are written from (a report names run roots inside it relatively)."""
 RULE_VERDICTS = ("reproduced", "partially reproduced", "not reproduced")
 """What a rule can say of a model."""
 UNINFORMATIVE = "uninformative"

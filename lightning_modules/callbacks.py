@@ -17,6 +17,7 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
+from pytorch_lightning.utilities import move_data_to_device
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, Metric
 
@@ -348,13 +349,6 @@ class CheckpointWithinEpochs(ModelCheckpoint):
         super().on_train_batch_end(trainer, *args, **kwargs)
 
 
-def on_device(value, device: torch.device):
-    """A metric's state (a tensor or a list of tensors, as torchmetrics keeps them) on `device`."""
-    if isinstance(value, list):
-        return [item.to(device) for item in value]
-    return value.to(device)
-
-
 class EpochInProgress(Callback):
     """Keeps what the epoch in progress has accumulated towards its logged means in a checkpoint
     written inside it, and gives it back when a fit resumes from one, so that the epoch's means
@@ -389,7 +383,8 @@ class EpochInProgress(Callback):
     @classmethod
     def check(cls, checkpoint: dict, model: nn.Module) -> None:
         """Refuse, in one line, a checkpoint whose epoch in progress names metrics `model` lacks
-        or holds other than tensors (another model's checkpoint, or a damaged one)."""
+        or holds other than tensors (another model's checkpoint, or a damaged one). The CLI
+        calls it beside its other checks of a checkpoint, before the fit writes anything."""
         saved = checkpoint.get(cls.KEY)
         modules = dict(model.named_modules())
         if saved is not None and not (
@@ -403,7 +398,6 @@ class EpochInProgress(Callback):
             )
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module, checkpoint: dict) -> None:
-        self.check(checkpoint, pl_module)
         self.saved = checkpoint.get(self.KEY)
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module) -> None:
@@ -416,7 +410,7 @@ class EpochInProgress(Callback):
         for name, saved in self.saved["metrics"].items():
             metric = modules[name]
             for state, value in saved["states"].items():
-                setattr(metric, state, on_device(value, metric.device))
+                setattr(metric, state, move_data_to_device(value, metric.device))
             metric._update_count, metric._computed = saved["updates"], None
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx):
