@@ -421,9 +421,11 @@ def test_trace_rows_decodes_at_most_traced_rows_at_once(model, everything, monke
     assert sizes == [5] * 12 + [4]
     assert torch.equal(found.outputs, batch["target"])
     assert found.record.keys() == whole.record.keys()
+    # The same rows, decoded in other batch sizes: equal up to float32 round-off, since BLAS may
+    # sum a matrix product in another order for another number of rows (it does on some CPUs).
     for site, values in whole.record.items():
-        assert torch.equal(found.record[site], values), site
-    assert torch.equal(found.states, states)
+        torch.testing.assert_close(found.record[site], values, msg=site)
+    torch.testing.assert_close(found.states, states)
     sizes.clear()
     functions.trace_rows(model, batch, STEPS, [Intervention("decoder.hidden", (0,), (1,), "zero")])
     assert sizes == [64]
