@@ -415,6 +415,30 @@ def decoded_test_note(scale) -> str:
             f"the test split ({pairs:,} pairs), not the whole split.")  # fmt: skip
 
 
+def summary_line(tables: dict, first_epochs: str) -> str:
+    """The report's "In short" line: the GRUs' accuracy against the paper's and the target (after
+    `first_epochs`, the first GRU's), what that means for the verdicts below, and the accuracy
+    kept with random decoder inputs."""
+    gru_accuracy = tables["accuracy"]["mean"].iloc[0]
+    short = (
+        f"trained on the paper's objective (each decoder step fed the model's own previous "
+        f"output), the GRUs reach a token-positioning accuracy of {gru_accuracy:.3f} at this "
+        f"scale (paper {PAPER['accuracy']['gru_gutenberg']}; target {ACCURACY_TARGETS['gru']}) "
+        f"after {first_epochs}"
+    )
+    if gru_accuracy < ACCURACY_TARGETS["gru"]:
+        limits = accuracy_limits(tables["training"], tables["accuracy"])
+        short += (f". {limits} Read the verdicts below as what the paper's method finds in these "
+                  "models, on the rows they answer correctly, not as a test of models at the "
+                  "paper's accuracy.")  # fmt: skip
+    else:
+        short += "; the neuron analysis runs on the rows they answer correctly."
+    random_inputs = tables["accuracy"]["random decoder inputs (mean)"].iloc[0]
+    short += (f" With every decoder input a random token they keep {random_inputs:.3f} (paper "
+              f"{PAPER['accuracy']['random_decoder_inputs']}, section 5).")  # fmt: skip
+    return short
+
+
 def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
                 records: Records) -> str:  # fmt: skip
     """The title, the summary, how the reproduction ran, and section 2's accuracies."""
@@ -430,23 +454,7 @@ def header_text(scale_name: str, scale: Scale, tables: dict, clock: Stopwatch,
     signals = ("drawn afresh for every training pair every epoch (`--data.redraw_signals`, a "
                "reading of the paper's 'randomly select one token')" if scale.redraw_signals
                else "drawn once per training pair")  # fmt: skip
-    gru_accuracy = tables["accuracy"]["mean"].iloc[0]
-    short = (
-        f"trained on the paper's objective (each decoder step fed the model's own previous "
-        f"output), the GRUs reach a token-positioning accuracy of {gru_accuracy:.3f} at this "
-        f"scale (paper {PAPER['accuracy']['gru_gutenberg']}; target {ACCURACY_TARGETS['gru']}) "
-        f"after {stopped[0].split(': ')[1]}"
-    )
-    if gru_accuracy < ACCURACY_TARGETS["gru"]:
-        limits = accuracy_limits(tables["training"], tables["accuracy"])
-        short += (f". {limits} Read the verdicts below as what the paper's method finds in these "
-                  "models, on the rows they answer correctly, not as a test of models at the "
-                  "paper's accuracy.")  # fmt: skip
-    else:
-        short += "; the neuron analysis runs on the rows they answer correctly."
-    random_inputs = tables["accuracy"]["random decoder inputs (mean)"].iloc[0]
-    short += (f" With every decoder input a random token they keep {random_inputs:.3f} (paper "
-              f"{PAPER['accuracy']['random_decoder_inputs']}, section 5).")  # fmt: skip
+    short = summary_line(tables, stopped[0].split(": ")[1])
     title = report_title("Paper 4: Exposing the Functionalities of Neurons for GRU Seq2Seq",
                          scale_name)  # fmt: skip
     return f"""{title}
