@@ -52,6 +52,7 @@ than") and the cells a rule reads stay."""
 RULES = "rules.json"
 """A committed report's rules file, beside its `results.json`."""
 THIS_BUILD = "this build"
+PREREGISTRATION = "pre-registration"
 A_BUILD = "a build"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 ABOUT = (
@@ -93,12 +94,16 @@ class Dated:
     date: float
     commit: str | None = None
     recorded: bool = True
+    by: str | None = None
+    """What dated it where neither a commit nor a build did: `pre-registration`."""
 
     @property
     def source(self) -> str:
-        """`commit 6467b3a`, `a build` (recorded) or `this build`."""
+        """`commit 6467b3a`, `pre-registration`, `a build` (recorded) or `this build`."""
         if self.commit:
             return f"commit {self.commit}"
+        if self.by:
+            return self.by
         return A_BUILD if self.recorded else THIS_BUILD
 
     @property
@@ -107,7 +112,13 @@ class Dated:
         return f"{day(self.date)} ({self.source})"
 
     def as_json(self) -> dict:
-        return {"date": time.strftime(STAMP, time.gmtime(self.date)), "commit": self.commit}
+        by = {"by": self.by} if self.by else {}
+        return {"date": time.strftime(STAMP, time.gmtime(self.date)), "commit": self.commit, **by}
+
+    @classmethod
+    def registered(cls, date: str) -> Dated:
+        """Rules pre-registered on `date` (`2026-11-28`, UTC), before any run they judge."""
+        return cls(float(calendar.timegm(time.strptime(date, "%Y-%m-%d"))), by=PREREGISTRATION)
 
 
 @dataclass(frozen=True)
@@ -159,10 +170,18 @@ class RuleBook:
         rules = {id: rule.as_json() for id, rule in self.rules.items()}
         return json.dumps({"about": ABOUT, "first_report": first, "rules": rules}, indent=2) + "\n"
 
-    def of_build(self, claims: Sequence[Claim], now: float, finished: float | None,
-                 verdicts: dict[str, str]) -> RuleBook:  # fmt: skip
+    def of_build(
+        self,
+        claims: Sequence[Claim],
+        now: float,
+        finished: float | None,
+        verdicts: dict[str, str],
+        registered: Dated | None = None,
+    ) -> RuleBook:
         """The book of a build of `claims` at `now` from runs that finished at `finished`: each
-        claim's recorded date where its template is the recorded one, else dated `now` by this
+        claim's recorded date where its template is the recorded one; a claim the book lacks
+        dated by its study's pre-registration where it has one (`registered`: the atlas's rules,
+        written before any of its runs), else, like a changed template, dated `now` by this
         build, its verdict before the change its verdict in the committed report (`verdicts`, by
         id) where it had one; this build is the runs' first report where none came after them."""
         rules = {}
@@ -170,6 +189,9 @@ class RuleBook:
             template, known = rule_template(claim.as_json()), self.rules.get(claim.id)
             if known is not None and known.template == template:
                 rules[claim.id] = known
+                continue
+            if known is None and registered is not None:
+                rules[claim.id] = RuleDate(template, registered)
                 continue
             before = (verdicts[claim.id], None) if claim.id in verdicts else None
             rules[claim.id] = RuleDate(template, Dated(now, recorded=False), before)
@@ -198,7 +220,8 @@ class RuleBook:
 
 
 def _dated(entry: dict) -> Dated:
-    return Dated(float(calendar.timegm(time.strptime(entry["date"], STAMP))), entry["commit"])
+    moment = float(calendar.timegm(time.strptime(entry["date"], STAMP)))
+    return Dated(moment, entry["commit"], by=entry.get("by"))
 
 
 def _before(entry: dict | None) -> tuple[str, str | None] | None:
@@ -219,11 +242,12 @@ def report_folder(paper: Path, out: Path, runs: Path | None = None) -> Path:
 
 def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: float | None,
                now: float | None = None, runs: Path | None = None,
-               ) -> tuple[list[Claim], RuleBook]:  # fmt: skip
+               registered: Dated | None = None) -> tuple[list[Claim], RuleBook]:  # fmt: skip
     """`claims` dated by the committed report's rules file (`committed`, `reports/<paper>`, or a
     second report of the paper inside it where the build writes there or reads its runs, `runs`
     being the run root: `report_folder`; a second report without a rules file yet starts from
-    the paper's; `finished`: when their runs finished), and the book of this build. Written to
+    the paper's; `finished`: when their runs finished; `registered`: the study's pre-registration,
+    `RuleBook.of_build`), and the book of this build. Written to
     the committed report's folder (`out`), the report records what this build dated in its file,
     atomically; anywhere else the file is left as it was."""
     now = float(int(time.time() if now is None else now))
@@ -234,7 +258,7 @@ def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: fl
     if any(book.rules.get(c.id) is None or book.rules[c.id].template != rule_template(c.as_json())
            for c in claims):  # fmt: skip
         verdicts = _committed_verdicts(committed)
-    book = book.of_build(claims, now, finished, verdicts)
+    book = book.of_build(claims, now, finished, verdicts, registered)
     if out.resolve() == committed:
         book = book.recorded()
         text = book.text()

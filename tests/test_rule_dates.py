@@ -189,6 +189,34 @@ def test_a_second_committed_report_keeps_its_own_rules_file_from_one_rebuild_to_
     assert elsewhere == first and (tmp_path / "x" / "history.md").read_text() == history
 
 
+def test_a_pre_registered_rule_is_dated_by_its_registration_until_it_changes(tmp_path):
+    """A study whose rules were written before its runs (the atlas): a rule the rules file lacks
+    is dated by the pre-registration, not by the build that first judges it, and recorded so;
+    one changed afterwards is dated by the build that changed it, its verdict before kept."""
+    committed = tmp_path / "reports" / "atlasX"
+    registered = Dated.registered("2026-11-28")
+    claims = [claim("q1", 0.7), claim("q2", 0.1)]
+    now = 1_796_000_000.0  # 2026-11-30
+    first, book = date_rules(
+        claims, committed, committed, RUNS_FINISHED, now, registered=registered
+    )
+    assert [c.rule_since for c in first] == ["2026-11-28 (pre-registration)"] * 2
+    assert book.newer(first) == []  # written before the runs' first report
+    recorded = json.loads((committed / RULES).read_text())["rules"]["q1"]
+    assert recorded["date"] == "2026-11-28T00:00:00Z" and recorded["by"] == "pre-registration"
+    (committed / "results.json").write_text(json.dumps([c.as_json() for c in first]))
+
+    changed = [claim("q1", 0.7), claim("q2", 0.1, reproduced_at=0.05)]
+    again, book = date_rules(changed, committed, committed, RUNS_FINISHED, now + 86_400,
+                             registered=registered)  # fmt: skip
+    assert [c.rule_since for c in again] == [
+        "2026-11-28 (pre-registration)",
+        "2026-12-01 (a build)",
+    ]
+    assert book.rules["q2"].before == ("not reproduced", None)
+    assert [c.id for c in book.newer(again)] == ["q2"]
+
+
 def test_runs_that_finished_after_the_first_report_make_this_build_their_first(tmp_path):
     committed = tmp_path / "reports" / "paperX"
     committed_report(committed, [claim("a", 0.6)])

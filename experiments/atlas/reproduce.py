@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 
 from experiments.atlas.claims import claims_of
+from experiments.atlas.questions import DATE
 from experiments.atlas.report import matrix, matrix_figure, matrix_frame, report_text
 from experiments.atlas.runs import SCHEMA, STUDY, measure_all
 from experiments.atlas.scales import SCALES, Scale, command_line
@@ -59,7 +60,8 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     return dataclasses.replace(scale, models=kept, left_out=left_out)
 
 
-STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, scale_of, schema=SCHEMA)
+STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, scale_of, schema=SCHEMA,
+                     registered=DATE)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

@@ -97,6 +97,8 @@ class Study:
     - `schema`: the version of its measurements files and how older ones are read;
     - `findings`: the paper's findings, each with the claims that test it (`experiments.findings`),
       for the table its report opens with;
+    - `registered`: the date its rules were pre-registered, before any of its runs (the atlas);
+      a rule first judged in a build is dated by it, not by the build;
     - `measure(request)`: train and measure its runs (those of the sitting's shard), timing its
       stages on `request.clock`; returns what `report` reads;
     - `report(request, measured)`: the `Built` report from the measurements alone."""
@@ -110,6 +112,7 @@ class Study:
     variants_of: Callable[[argparse.Namespace, object], tuple[str, ...]] = lambda a, s: ()
     schema: Schema = Schema()
     findings: Sequence[Finding] = ()
+    registered: str | None = None
 
 
 def reproduce(study: Study, request: Request) -> list[Claim] | None:
@@ -124,7 +127,8 @@ def reproduce(study: Study, request: Request) -> list[Claim] | None:
     root = request.sitting.root
     publish(request.out, study.name, built.claims, built.markdown, root, built.figures,
             built.tables, built.records, scale=request.scale_name,
-            seeds=getattr(request.scale, "seeds", None), findings=study.findings)  # fmt: skip
+            seeds=getattr(request.scale, "seeds", None), findings=study.findings,
+            registered=study.registered)  # fmt: skip
     keep_beside_report(study.name, built.runs, root, request.out)
     return built.claims
 
