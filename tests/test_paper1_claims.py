@@ -2,6 +2,7 @@
 checked on hand-made values with known answers and on the committed report's claim ids."""
 
 import json
+import operator
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +11,13 @@ import pytest
 
 from experiments.findings import with_findings
 from experiments.paper1.analyses import mean_of
-from experiments.paper1.claims import at_least_claim, sign_in_every_run
+from experiments.paper1.claims import (
+    at_least_claim,
+    guided_above_baseline_claim,
+    mean_ratio_claim,
+    per_seed,
+    sign_in_every_run,
+)
 from experiments.paper1.findings import FINDINGS
 from experiments.paper1.registered import (
     BEFORE,
@@ -200,3 +207,23 @@ def test_the_committed_report_keeps_each_registered_changes_verdict_before_it():
         new = claims[old.id]
         if (old.rule, old.verdict) != (new.rule, new.verdict):
             assert new.earlier == (Earlier(old.verdict, old.rule, reason_of(old.id)), *old.earlier)
+
+
+def test_a_comparison_shows_per_seed_what_its_rule_compares():
+    """A guided-against-baseline claim's measured values are the comparison per seed, not one
+    variant's values: fewer connected neurons in guided reads baseline / guided per seed."""
+
+    def connected(*counts):
+        return [{"connectivity": {"encoder W_hz": {"connected": c}}} for c in counts]
+
+    results = {"baseline": connected(4, 6), "guided": connected(2, 2)}
+    claim = mean_ratio_claim("fig2.fewer_connected_neurons.encoder_W_hz", "fewer", "fewer",
+                             results, "encoder W_hz", "connected", ("baseline", "guided"),
+                             "number of connected neurons")  # fmt: skip
+    assert claim.measured.values == (2.0, 3.0)
+    assert claim.threshold.statistic == 2.5  # the groups' means: 5 / 2
+    more = guided_above_baseline_claim("fig2.polar_neurons.encoder_W_hz", "more", "more",
+                                       {"baseline": [1, 0, 2], "guided": [3, 3]}, "difference",
+                                       reproduced_at=1.0, partially_at=0.2)  # fmt: skip
+    assert more.measured.values == (2.0, 3.0)  # a seed split's 3 and 2 pair the shorter's runs
+    assert per_seed([1.0, 4.0], [2.0, 2.0], operator.truediv) == [0.5, 2.0]

@@ -4,6 +4,7 @@ the per-run analyses of `experiments.paper1.analyses`."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import torch  # noqa: E402
@@ -30,6 +31,19 @@ def _share(values: Sequence[float], predicate) -> float:
     return sum(1 for v in values if predicate(v)) / len(values)
 
 
+def _ratio(top: float, bottom: float) -> float:
+    return top / max(bottom, 1e-9)
+
+
+def per_seed(first: Sequence[float], second: Sequence[float], compare) -> list[float]:
+    """A comparison's measured values: `compare(first[i], second[i])` of the two variants' runs
+    paired by seed (a seed's baseline and guided model start from the same weights), so the
+    measured column shows what the rule compares, where its statistic compares the groups'
+    means. Groups of different sizes (a seed split's 2 and 3, whose statistic alone is read)
+    pair the shorter group's runs."""
+    return [compare(a, b) for a, b in zip(first, second, strict=False)]
+
+
 def weight_claims(results: dict[str, list[dict]]) -> list[Claim]:
     """Sections 3.1-3.2: the decoder embedding (Figure 1) and the connectivity graphs (Figure 2)."""
     baseline, guided = results["baseline"], results["guided"]
@@ -37,13 +51,19 @@ def weight_claims(results: dict[str, list[dict]]) -> list[Claim]:
         per_run(baseline, "embedding_strings")
     )
     sos = mean_of(per_run(guided, "embedding_sos")) / mean_of(per_run(baseline, "embedding_sos"))
+
+    def equal(top: float, bottom: float) -> float:
+        return min(_ratio(top, bottom), _ratio(bottom, top))
+
     claims = [
         threshold_claim(
             "fig1.guided_embedding_stronger",
             "Decoder embedding: the guided model has bigger weights than the baseline in the rows "
             "of the output strings (mean |w|, guided / baseline)",
             "bigger in rows 2-10",
-            per_run(guided, "embedding_strings"),
+            per_seed(
+                per_run(guided, "embedding_strings"), per_run(baseline, "embedding_strings"), _ratio
+            ),
             strings,
             "guided / baseline mean |w| over the 8 string rows",
             reproduced_at=1.5,
@@ -53,7 +73,7 @@ def weight_claims(results: dict[str, list[dict]]) -> list[Claim]:
             "fig1.sos_row_equal",
             "Decoder embedding: the <sos> row is equally strong in both models",
             "equal",
-            per_run(guided, "embedding_sos"),
+            per_seed(per_run(guided, "embedding_sos"), per_run(baseline, "embedding_sos"), equal),
             min(sos, 1 / sos),
             "min(ratio, 1/ratio) of guided and baseline mean |w| of the <sos> row",
             reproduced_at=0.8,
@@ -75,15 +95,15 @@ def mean_ratio_claim(
 ) -> Claim:
     """A claim that one model type's mean connectivity `measure` of `matrix` exceeds the other's:
     `ratio` = (numerator, denominator) types, reproduced from a ratio of 1.2, partially from 1.0,
-    shown beside the guided runs' values; `measured` names the measure in the claim's reading."""
-    means = {v: mean_of(per_run(results[v], "connectivity", matrix, measure)) for v in results}
+    shown per seed (`per_seed`); `measured` names the measure in the claim's reading."""
+    values = {v: per_run(results[v], "connectivity", matrix, measure) for v in results}
     top, bottom = ratio
     return threshold_claim(
         claim_id,
         text,
         paper,
-        per_run(results["guided"], "connectivity", matrix, measure),
-        means[top] / max(means[bottom], 1e-9),
+        per_seed(values[top], values[bottom], _ratio),
+        _ratio(mean_of(values[top]), mean_of(values[bottom])),
         f"{top} / {bottom} mean {measured}",
         reproduced_at=1.2,
         partially_at=1.0,
@@ -139,7 +159,7 @@ def connectivity_claims(results: dict[str, list[dict]]) -> list[Claim]:
 def polar_neurons_claim(id: str, text: str, counts: dict[str, list[float]]) -> Claim:
     """Figure 2's "a few distinct, strongly polar neurons" in guided models: from the counts of
     polar neurons per run by variant, guided - baseline mean count, reproduced from 1, partially
-    from 0.2, shown beside the guided runs' counts."""
+    from 0.2, shown per seed (`per_seed`)."""
     return guided_above_baseline_claim(
         id, text, "a few distinct, strongly polar neurons in guided", counts,
         "guided - baseline mean count of polar neurons", reproduced_at=1.0, partially_at=0.2,
@@ -157,12 +177,12 @@ def guided_above_baseline_claim(
 ) -> Claim:
     """A claim that guided models show more of a per-run value than the baseline: from the values
     by variant, the guided - baseline difference of the means (`difference` names it in the rule)
-    against `threshold_claim`'s thresholds, shown beside the guided runs' values."""
+    against `threshold_claim`'s thresholds, shown per seed (`per_seed`)."""
     return threshold_claim(
         id,
         text,
         paper,
-        by_variant["guided"],
+        per_seed(by_variant["guided"], by_variant["baseline"], operator.sub),
         mean_of(by_variant["guided"]) - mean_of(by_variant["baseline"]),
         difference,
         reproduced_at=reproduced_at,
@@ -331,6 +351,11 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
         )
         for v in results
     }
+    outliers_per_run = {
+        v: [_share(r["saturation"]["encoder.update_gate"]["right"], lambda x: x >= 0.1)
+            for r in results[v]]
+        for v in results
+    }  # fmt: skip
     claims.append(
         threshold_claim(
             "fig4.guided_encoder_update_outliers",
@@ -338,10 +363,7 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
             "left-saturation axis (units right-saturated at >= 10% of the steps), more than the "
             "baseline",
             "considerable outliers",
-            [
-                _share(r["saturation"]["encoder.update_gate"]["right"], lambda x: x >= 0.1)
-                for r in guided
-            ],
+            per_seed(outliers_per_run["guided"], outliers_per_run["baseline"], operator.sub),
             outliers["guided"] - outliers["baseline"],
             "guided - baseline share of outlier units",
             reproduced_at=0.02,
@@ -357,7 +379,13 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
             "fig4.guided_decoder_update_right_saturated",
             "Guided decoder update gates are right-saturated (open) more often than the baseline's",
             "more often right-saturated",
-            [mean_of(r["saturation"]["decoder.update_gate"]["right"]) for r in guided],
+            per_seed(
+                *(
+                    [mean_of(r["saturation"]["decoder.update_gate"]["right"]) for r in runs]
+                    for runs in (guided, baseline)
+                ),
+                operator.sub,
+            ),
             right["guided"] - right["baseline"],
             "guided - baseline mean fraction of steps above 0.9",
             reproduced_at=0.05,
@@ -382,7 +410,11 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
             "Guided gate activations 'stick to the axes'; baseline gates lie between them more "
             "often (saturated on both sides, each at >= 1% of the steps; all four gate sets)",
             "more in baseline",
-            [between_axes([r]) for r in baseline],
+            per_seed(
+                [between_axes([r]) for r in baseline],
+                [between_axes([r]) for r in guided],
+                operator.sub,
+            ),
             between_axes(baseline) - between_axes(guided),
             "baseline - guided share of gates between the axes",
             reproduced_at=0.05,
@@ -432,7 +464,11 @@ def probe_claims(results: dict[str, list[dict]], paper: dict, key: str = "probes
                 f"{names[table]}, {site} -> {target}: guided functional groups are smaller than "
                 "the baseline's (information more concentrated)",
                 round(paper_ratio, 2),
-                per_run(results["guided"], key, name, "size"),
+                per_seed(
+                    per_run(results["baseline"], key, name, "size"),
+                    per_run(results["guided"], key, name, "size"),
+                    _ratio,
+                ),
                 sizes["baseline"] / sizes["guided"],
                 "baseline / guided mean group size",
                 reproduced_at=2.0,
