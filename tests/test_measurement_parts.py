@@ -2,14 +2,16 @@
 (`experiments.engine.store.MeasurementParts`): the parts taken are not taken again, and the
 measurements written equal those of an uninterrupted measurement."""
 
+import functools
 import json
 
 import pytest
+import torch
 import yaml
 
 from experiments.engine.measure import BOOKKEEPING, measured
 from experiments.engine.sitting import Sitting
-from experiments.engine.store import MeasurementParts, Schema
+from experiments.engine.store import MeasurementParts, Schema, kept_step
 from storage import RunLayout
 from storage.run_folder import RunFolder
 from tests.tiny_run import TINY
@@ -82,3 +84,34 @@ def test_a_measurement_cut_short_goes_on_from_its_last_part(tmp_path):
     assert {k: v for k, v in again.items() if k not in BOOKKEEPING} == {
         k: v for k, v in uninterrupted.items() if k not in BOOKKEEPING
     }
+
+
+def test_a_part_cut_short_goes_on_from_its_last_kept_step(tmp_path):
+    """A part's steps (`kept_step`) are kept as they finish: killed in its third step, the part
+    taken again computes only that step and the ones after it, from torch's random state after
+    the last kept step, and equals the part taken without a kill."""
+    layout = RunLayout(tmp_path / "run")
+    computed: list[str] = []
+
+    def part(kill_at: str = ""):
+        def step(name: str):
+            computed.append(name)
+            if name == kill_at:
+                raise Killed
+            return {"draw": torch.rand(2).tolist()}  # reads the random state left by the last
+
+        torch.manual_seed(0)
+        return {name: kept_step(name, functools.partial(step, name)) for name in "abcd"}
+
+    uninterrupted = MeasurementParts(layout, ["fit"], layout).take("untrained", part)
+    layout.measurement_parts.unlink()
+    with pytest.raises(Killed):
+        MeasurementParts(layout, ["fit"], layout).take("untrained", lambda: part(kill_at="c"))
+    kept = json.loads(layout.measurement_parts.read_text())
+    assert kept["parts"] == {} and list(kept["steps"]["untrained"]) == ["a", "b"]
+    computed.clear()
+    parts = MeasurementParts(layout, ["fit"], layout)
+    assert parts.take("untrained", part) == uninterrupted
+    assert computed == ["c", "d"]
+    assert json.loads(layout.measurement_parts.read_text())["steps"] == {}  # the part is kept
+    assert kept_step("outside", lambda: (1, 2)) == [1, 2]  # outside a part: computed, as JSON

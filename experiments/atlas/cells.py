@@ -15,6 +15,7 @@ its cells read that layer (`language_model_cells`).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -32,6 +33,7 @@ from experiments.atlas.targets import (
     omega_steps,
     table_index,
 )
+from experiments.engine.store import kept_step
 from experiments.paper1.analyses import GRU_ROLES, THRESHOLDS
 from lightning_modules.recurrent import Intervention
 from probes.activations import gate_saturation
@@ -189,17 +191,27 @@ def measure_model(model, rows: Rows, task: str, cell: str, state: dict[str, Tens
     units = traced.record["decoder.hidden"].shape[-1]
     torch.manual_seed(0)
     why = untimed(traced.record)
-    tokens = {} if why else {rows.names[token]: token_cells(model, traced, token, control_draws)
-                             for token in rows.tokens if identifiable(traced, token)}  # fmt: skip
+    tokens = {} if why else {
+        rows.names[token]: kept_step(f"token {rows.names[token]}", functools.partial(
+            token_cells, model, traced, token, control_draws))
+        for token in rows.tokens if identifiable(traced, token)
+    }  # fmt: skip
     statistics = token_statistics(tokens, units)
     untimed_parts = {name: {"value": None, "does_not_apply": f"paper 4's time: {why}"}
                      for name in PAPER4_TIME} if why else {}  # fmt: skip
     parts = {
-        "functional_groups": functional_group_cell(traced, table_index(traced, task), gate),
+        "functional_groups": kept_step(
+            "functional_groups",
+            lambda: functional_group_cell(traced, table_index(traced, task), gate),
+        ),
         "gate_saturation": saturation_cell(traced, gate),
         "connectivity": connectivity_cell(state, gate),
-        "contextual_decomposition": decomposition_cell(model, rows, task),
-        "redundant_input": redundant_cell(model, rows, task, datamodule),
+        "contextual_decomposition": kept_step(
+            "contextual_decomposition", lambda: decomposition_cell(model, rows, task)
+        ),
+        "redundant_input": kept_step(
+            "redundant_input", lambda: redundant_cell(model, rows, task, datamodule)
+        ),
         **untimed_parts,
     }
     cells = {name: part["value"] for name, part in parts.items()}

@@ -4,6 +4,9 @@ invocation of the same command, copied beside a report and gathered from shards'
 
 from __future__ import annotations
 
+import base64
+import contextvars
+import functools
 import hashlib
 import json
 import time
@@ -166,8 +169,9 @@ class MeasurementParts:
     measurement's own `settings` where the command does not fix them (what a paper's scale reads
     of the run); parts taken from another command, other weights or other settings are not read,
     and are replaced. Each part is kept as JSON reads it back, taken now or read from the file,
-    so a resumed measurement equals an uninterrupted one. `done` removes the file once the
-    measurements file is written."""
+    so a resumed measurement equals an uninterrupted one. A long part keeps its own steps the
+    same way (`kept_step`), so a kill loses at most one step of it. `done` removes the file once
+    the measurements file is written."""
 
     def __init__(self, layout: RunLayout, command: list[str], trained: RunLayout,
                  settings: dict | None = None):  # fmt: skip
@@ -181,6 +185,7 @@ class MeasurementParts:
             kept = None
         same = isinstance(kept, dict) and kept.get("key") == self.key
         self.parts: dict = kept["parts"] if same and isinstance(kept.get("parts"), dict) else {}
+        self.steps: dict = kept["steps"] if same and isinstance(kept.get("steps"), dict) else {}
 
     def __contains__(self, name: str) -> bool:
         return name in self.parts
@@ -188,12 +193,56 @@ class MeasurementParts:
     def take(self, name: str, measure: Callable[[], object]):
         """Part `name`: read back where it was taken before, else `measure()`d and kept."""
         if name not in self.parts:
-            self.parts[name] = json.loads(json.dumps(measure()))
-            write_text_atomic(self.path, json.dumps({"key": self.key, "parts": self.parts}) + "\n")
+            taking = _STEP.set(functools.partial(self._step, self.steps.setdefault(name, {})))
+            try:
+                self.parts[name] = json.loads(json.dumps(measure()))
+            finally:
+                _STEP.reset(taking)
+            del self.steps[name]
+            self._write()
         return self.parts[name]
+
+    def _step(self, kept: dict, key: str, compute: Callable[[], object]):
+        """`kept_step` within a part whose steps kept so far are `kept`."""
+        import torch
+
+        if key in kept:
+            state = torch.frombuffer(bytearray(base64.b64decode(kept[key]["random"])),
+                                     dtype=torch.uint8)  # fmt: skip
+            torch.set_rng_state(state)
+            return kept[key]["value"]
+        value = json.loads(json.dumps(compute()))
+        random = base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode()
+        kept[key] = {"value": value, "random": random}
+        self._write()
+        return value
+
+    def _write(self) -> None:
+        record = {"key": self.key, "parts": self.parts, "steps": self.steps}
+        write_text_atomic(self.path, json.dumps(record) + "\n")
 
     def done(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+_STEP: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("step", default=None)
+"""How `kept_step` keeps a step of the part being taken (`MeasurementParts.take`); None outside
+one. A context variable: each thread of `pool.run_all` measures its own run."""
+
+
+def kept_step(key: str, compute: Callable[[], object]):
+    """One step `key` of the measurement part being taken (`MeasurementParts.take`): read back
+    where the same part of the same measurement kept it before a kill, else `compute()`d and
+    kept in the parts file at once, with torch's random state after it, which a step read back
+    restores, so a part resumed from its steps equals an uninterrupted one. Its value is what
+    JSON reads back of it, computed or read (outside a part too). For a part long enough to be
+    cut short: the atlas's measurement of an untrained paper 4 model takes about an hour, 50
+    tokens of about a minute each. Written here because Lightning keeps a fit's state, not a
+    measurement's."""
+    step = _STEP.get()
+    if step is None:
+        return json.loads(json.dumps(compute()))
+    return step(key, compute)
 
 
 def weights_digest(layout: RunLayout) -> str:
