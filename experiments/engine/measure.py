@@ -13,8 +13,8 @@ footnotes) are measured on every new run, and on a kept run lacking them only wh
 (`add`): from its run folder, or, where the folder is gone, by training the run again from its
 command; the seed fixes the training bit for bit, which `same_model` checks (what `identity`
 reads of the run must come out as kept). Each part of a measurement (what `measure` reads, each
-field) is kept as soon as it is taken (`MeasurementParts`): a measurement cut short goes on
-from there.
+field), and each step of a long part (`kept_step`), is kept as soon as it is taken
+(`MeasurementParts`): a measurement cut short goes on from there.
 """
 
 from __future__ import annotations
