@@ -176,9 +176,9 @@ class MeasurementParts:
     def __init__(self, layout: RunLayout, command: list[str], trained: RunLayout,
                  settings: dict | None = None):  # fmt: skip
         self.path = layout.measurement_parts
-        self.key = json.loads(json.dumps(
+        self.key = read_back(
             {"command": command, "weights": weights_digest(trained), "settings": settings}
-        ))  # fmt: skip
+        )
         try:
             kept = json.loads(self.path.read_text())
         except (OSError, UnicodeDecodeError, ValueError):  # none yet, or not a parts file
@@ -195,7 +195,7 @@ class MeasurementParts:
         if name not in self.parts:
             taking = _STEP.set(functools.partial(self._step, self.steps.setdefault(name, {})))
             try:
-                self.parts[name] = json.loads(json.dumps(measure()))
+                self.parts[name] = read_back(measure())
             finally:
                 _STEP.reset(taking)
             del self.steps[name]
@@ -211,7 +211,7 @@ class MeasurementParts:
                                      dtype=torch.uint8)  # fmt: skip
             torch.set_rng_state(state)
             return kept[key]["value"]
-        value = json.loads(json.dumps(compute()))
+        value = read_back(compute())
         random = base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode()
         kept[key] = {"value": value, "random": random}
         self._write()
@@ -223,6 +223,12 @@ class MeasurementParts:
 
     def done(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def read_back(value):
+    """`value` as JSON reads it back once written (tuples as lists, keys as strings): what a
+    measurement keeps, so a part or step read from the file equals one just taken."""
+    return json.loads(json.dumps(value))
 
 
 _STEP: contextvars.ContextVar[Callable | None] = contextvars.ContextVar("step", default=None)
@@ -241,7 +247,7 @@ def kept_step(key: str, compute: Callable[[], object]):
     measurement's."""
     step = _STEP.get()
     if step is None:
-        return json.loads(json.dumps(compute()))
+        return read_back(compute())
     return step(key, compute)
 
 

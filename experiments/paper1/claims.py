@@ -345,17 +345,14 @@ def outlier_claims(results: dict[str, list[dict]]) -> list[Claim]:
     """Section 4.2 (Figure 4): outliers off the axes and gates between them."""
     baseline, guided = results["baseline"], results["guided"]
     claims = []
-    outliers = {
-        v: _share(
-            _pooled(results[v], "saturation", "encoder.update_gate", "right"), lambda x: x >= 0.1
+
+    def outlier_share(runs: list[dict]) -> float:  # units right-saturated at >= 10% of the steps
+        return _share(
+            _pooled(runs, "saturation", "encoder.update_gate", "right"), lambda x: x >= 0.1
         )
-        for v in results
-    }
-    outliers_per_run = {
-        v: [_share(r["saturation"]["encoder.update_gate"]["right"], lambda x: x >= 0.1)
-            for r in results[v]]
-        for v in results
-    }  # fmt: skip
+
+    outliers = {v: outlier_share(results[v]) for v in results}
+    outliers_per_run = {v: [outlier_share([r]) for r in results[v]] for v in results}
     claims.append(
         threshold_claim(
             "fig4.guided_encoder_update_outliers",
