@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import pytest
@@ -32,12 +31,13 @@ from experiments.atlas.questions import (
     cell_status,
     preregistration_text,
 )
+from experiments.atlas.report import answers_table
 from experiments.atlas.runs import TAGS, paper_layout
 from experiments.atlas.scales import SCALES
 from experiments.atlas.targets import EOS, NO_LABEL, lookup_table_batch, table_index
 from experiments.atlas.view import ROWS_PER_TOKEN
 from experiments.atlas.view import SPLIT as VIEW_SPLIT
-from experiments.report import RULE_VERDICTS
+from experiments.report import RULE_VERDICTS, UNINFORMATIVE, Claim, Measured
 from lightning_modules.seq2seq import Seq2Seq
 from probes.command.view.decomposition import Decompositions
 from probes.command.view.runs import ViewedRun
@@ -420,28 +420,55 @@ def test_part_of_the_atlas_is_measured_and_reported_with_models(quick, tmp_path)
         assert not (tmp_path / "none").exists()
 
 
-def test_the_committed_runs_of_the_default_atlas_rebuild_their_part_training_nothing(tmp_path):
-    """The default atlas's committed measurement files (`reports/atlas/runs`: the models measured
-    so far) give the report of the models with every seed measured, with nothing trained and no
-    training library loaded, offline, by the command reports/atlas/README.md gives, whose counts
-    it states."""
+def test_the_committed_default_atlas_rebuilds_from_its_runs_training_nothing(tmp_path):
+    """`reports/atlas` rebuilds from its committed measurement files alone, by the command the
+    README gives, offline, with nothing trained and no training library loaded: every run done
+    before, the same claims (verdicts, nulls, measured values, rule dates) and the same matrix."""
     kept = REPOSITORY / "reports" / "atlas" / "runs"
     runs = sorted(kept.glob("atlas/*/seed=*/measurements.json"))
-    seeds = SCALES["default"].models
-    measured = {m: [p for p in runs if p.parent.parent.name == m] for m in seeds}
-    models = sorted(m for m in seeds if len(measured[m]) == len(seeds[m]))  # every seed measured
-    readme = (REPOSITORY / "reports" / "atlas" / "README.md").read_text()
-    assert f"--models {' '.join(models)}" in " ".join(readme.replace("\\\n", " ").split())
+    scale = SCALES["default"]
+    assert len(runs) == sum(len(seeds) for seeds in scale.models.values())
+    readme = (REPOSITORY / "README.md").read_text()
+    assert "--runs reports/atlas/runs --reuse-runs" in " ".join(readme.split())
     offline = {"RECURRENT_PROBES_OFFLINE": "1", "RECURRENT_PROBES_CACHE": str(tmp_path / "cache")}
     done = quick_command("atlas", "--scale", "default", "--runs", kept, "--reuse-runs",
-                         "--models", *models, "--out", tmp_path / "report", env=offline,
+                         "--out", tmp_path / "report", env=offline,
                          trains_nothing=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{sum(len(measured[m]) for m in models)} done before, 0 to run" in done.stdout
-    verdicts = re.search(r"(\d+) claims: (\d+ reproduced, \d+ partially reproduced, \d+ not "
-                         r"reproduced)", done.stdout)  # fmt: skip
-    assert f"the {verdicts[1]} pre-registered claims" in readme and verdicts[2] in readme
-    assert f"Measured so far: {len(runs)} of the 13 runs" in readme
+    assert f"{len(runs)} done before, 0 to run" in done.stdout
+    committed = REPOSITORY / "reports" / "atlas"
+    rebuilt = tmp_path / "report"
+    assert json.loads((rebuilt / "results.json").read_text()) == json.loads(
+        (committed / "results.json").read_text()
+    )
+
+    def matrix(report: Path) -> str:
+        text = report.read_text()
+        return text[text.index("## The matrix") : text.index("## The questions")]
+
+    assert matrix(rebuilt / "report.md") == matrix(committed / "report.md")
+
+
+def test_a_question_is_answered_by_its_claims_as_a_finding_is_judged():
+    """The report's answers: a question whose claims all read yes is answered yes, one whose
+    claims read yes and no is answered in part, uninformative claims count for nothing, and a
+    question no claim judges is not judged; each claim's answer stands beside its null's."""
+
+    def judged(id: str, verdict: str, null: str = "not reproduced") -> Claim:
+        because = {"rule_verdict": "reproduced", "uninformative_because": "untrained passes"}
+        return Claim(id, id, "", Measured.of([1.0]), "a rule", verdict, null=null,
+                     **(because if verdict == UNINFORMATIVE else {}))  # fmt: skip
+
+    claims = [judged("q1.guided_counting", "reproduced"), judged("q1.guided_storing", "reproduced"),
+              judged("q1.guided_more", UNINFORMATIVE, "reproduced"),
+              judged("q3.guidance_only", "reproduced"),
+              judged("q3.left_saturated.paper4_gru", "not reproduced"),
+              judged("q4.overlap.paper4_gru", "partially reproduced", "reproduced")]  # fmt: skip
+    answer = {row.split(" | ")[0].split("**")[1]: row.split(" | ")[1]
+              for row in answers_table(claims).splitlines()[2:]}  # fmt: skip
+    assert answer == {"q1": "**yes**", "q2": "**not judged**", "q3": "**in part**",
+                      "q4": "**in part**"}  # fmt: skip
+    assert "`q4.overlap.paper4_gru` in part (yes)" in answers_table(claims)
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):

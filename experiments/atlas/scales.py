@@ -51,7 +51,7 @@ class Scale:
 
 SCALES = {
     # Every model at its paper's default scale; the seeds that the questions compare (paper 1's
-    # two variants, paper 4's GRU) three times, the others once. Not yet run.
+    # two variants, paper 4's GRU) three times, the others once: the committed report.
     "default": Scale(
         models={"paper1_baseline": (1, 2, 3), "paper1_guided": (1, 2, 3), "paper2_lm": (0,),
                 "paper3_scan_A": (0,), "paper3_scan_B": (0,), "paper4_gru": (0, 1, 2),
