@@ -451,7 +451,7 @@ def test_the_committed_default_atlas_rebuilds_from_its_runs_training_nothing(tmp
 
 def test_a_question_is_answered_by_its_claims_as_a_finding_is_judged():
     """The report's answers: a question whose claims all read yes is answered yes, one whose
-    claims read yes and no is answered in part, uninformative claims count for nothing, and a
+    claims read yes and no is answered partly, uninformative claims count for nothing, and a
     question no claim judges is not judged; each claim's answer stands beside its null's."""
 
     def judged(id: str, verdict: str, null: str = "not reproduced") -> Claim:
@@ -466,9 +466,9 @@ def test_a_question_is_answered_by_its_claims_as_a_finding_is_judged():
               judged("q4.overlap.paper4_gru", "partially reproduced", "reproduced")]  # fmt: skip
     answer = {row.split(" | ")[0].split("**")[1]: row.split(" | ")[1]
               for row in answers_table(claims).splitlines()[2:]}  # fmt: skip
-    assert answer == {"q1": "**yes**", "q2": "**not judged**", "q3": "**in part**",
-                      "q4": "**in part**"}  # fmt: skip
-    assert "`q4.overlap.paper4_gru` in part (yes)" in answers_table(claims)
+    assert answer == {"q1": "**yes**", "q2": "**not judged**", "q3": "**partly**",
+                      "q4": "**partly**"}  # fmt: skip
+    assert "`q4.overlap.paper4_gru` partly (yes)" in answers_table(claims)
 
 
 def test_quick_atlas_rebuilds_from_its_measurements_alone(quick):
