@@ -261,18 +261,26 @@ ANSWERS = {"reproduced": "yes", "partially reproduced": "partly", "not reproduce
 """A verdict read as the answer to a question ("reproduced" reads yes)."""
 
 
-def answers_table(claims: list[Claim]) -> str:
+def answers_frame(claims: list[Claim]) -> pd.DataFrame:
     """Each question's answer from its judged claims by the rule of a paper's finding
     (`experiments.findings.verdict_of`: every informative claim yes is yes, every one no is no,
     anything between is partly), beside each claim's answer and the same rule's on the
-    untrained weights."""
-    lines = ["| question | answer | its claims: trained (untrained) |", "|---|---|---|"]
+    untrained weights (the report's table and the W&B run's `answers`)."""
+    rows = []
     for question in QUESTIONS:
         judged = [c for c in claims if c.id in question.claims]
         each = "; ".join(f"`{c.id}` {ANSWERS[c.verdict]} ({ANSWERS.get(c.null or '-')})"
                          for c in judged)  # fmt: skip
-        answer = ANSWERS[verdict_of(judged)]
-        lines.append(f"| **{question.id}**: {question.question} | **{answer}** | {each or '-'} |")
+        rows.append({"question": question.id, "words": question.question,
+                     "answer": ANSWERS[verdict_of(judged)], "claims": each or "-"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def answers_table(claims: list[Claim]) -> str:
+    """`answers_frame` as the report's table."""
+    lines = ["| question | answer | its claims: trained (untrained) |", "|---|---|---|"]
+    for row in answers_frame(claims).itertuples():
+        lines.append(f"| **{row.question}**: {row.words} | **{row.answer}** | {row.claims} |")
     return "\n".join(lines)
 
 

@@ -10,7 +10,13 @@ import dataclasses
 
 from experiments.atlas.claims import claims_of
 from experiments.atlas.questions import DATE
-from experiments.atlas.report import matrix, matrix_figure, matrix_frame, report_text
+from experiments.atlas.report import (
+    answers_frame,
+    matrix,
+    matrix_figure,
+    matrix_frame,
+    report_text,
+)
 from experiments.atlas.runs import SCHEMA, STUDY, measure_all
 from experiments.atlas.scales import SCALES, Scale, command_line
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
@@ -31,7 +37,8 @@ def report(request: Request, records: dict[tuple[str, int], dict]) -> Built:
     cells = matrix(records)
     figures = {"matrix": matrix_figure(cells, request.out / "figures" / "matrix.png")}
     markdown = report_text(request.scale_name, request.scale, records, claims, request.clock)
-    tables = {"claims": claims_frame(claims), "matrix": matrix_frame(cells)}
+    tables = {"answers": answers_frame(claims), "claims": claims_frame(claims),
+              "matrix": matrix_frame(cells)}  # fmt: skip
     return Built(claims, markdown, figures, tables, list(records.values()), list(records))
 
 
