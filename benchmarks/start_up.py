@@ -1,7 +1,8 @@
 """`make bench`: how long the command lines take to answer `--help`, each against a yardstick
 measured in the same run, pair by pair (A then B, repeated), so that the ratio holds on a busy
-machine: `python -m probes --help` and `python -m experiments.paperN --help` against
-`python -c "import torch"` (target: at most 1.5x), and `python -m experiments fit --help` against
+machine: `python -m probes --help`, `python -m experiments.paperN --help` and `python -m
+experiments.atlas --help` against `python -c "import torch"` (target: at most 1.5x), and
+`python -m experiments fit --help` against
 a bare `LightningCLI` of the same base classes (target: at most 1.2x). Figures are CPU seconds
 (user + system) of the finished process, the median over `--runs` pairs; wall seconds beside."""
 
@@ -23,8 +24,9 @@ BARE_CLI = [PYTHON, "-c", "from pytorch_lightning import LightningDataModule, Li
 PAIRS = [
     ("python -m probes --help", [PYTHON, "-m", "probes", "--help"], "import torch",
      IMPORT_TORCH, 1.5),
-    *((f"python -m experiments.paper{n} --help", [PYTHON, "-m", f"experiments.paper{n}",
-       "--help"], "import torch", IMPORT_TORCH, 1.5) for n in (1, 2, 3, 4)),
+    *((f"python -m experiments.{study} --help", [PYTHON, "-m", f"experiments.{study}",
+       "--help"], "import torch", IMPORT_TORCH, 1.5)
+      for study in ("paper1", "paper2", "paper3", "paper4", "atlas")),
     ("python -m experiments fit --help", [PYTHON, "-m", "experiments", "fit", "--help"],
      "a bare LightningCLI --help", BARE_CLI, 1.2),
 ]  # fmt: skip
