@@ -122,10 +122,11 @@ class Scale:
 
 PAPER_SCHEDULE = Scale(None, 100, 20, 3)
 """The paper's: 100 epochs (machine-zoo), substitutions retrained by the original procedure (up
-to 100 epochs, best held-out checkpoint), pruned models 20 epochs: 5,900 model-epochs of 232
-steps. Its fits were estimated at 5 h on 2 CPU cores, two runs at a time; with each model's
-measurement (about 20 CPU minutes, most of it footnote 5's Kernel SHAP) the committed runs'
-records give about 11 h, over several invocations with `--reuse-runs`. Measured with the
+to 100 epochs, best held-out checkpoint), pruned models 20 epochs: up to 7,200 model-epochs of
+232 steps (the 23 models' 2,300, the 48 substitutions' 4,800, the 5 pruned models' 100). The
+committed runs' records give 14.7 h of fits summed over their 76 runs and, with each model's
+measurement (about 20 CPU minutes, most of it footnote 5's Kernel SHAP), about 11 h on 2 CPU
+cores, two runs at a time, over several invocations with `--reuse-runs`. Measured with the
 kept-memory allocator setting (`experiments.allocator`): an epoch takes 4.7 s alone (6.3 s
 without it) and 6 s each with two fits at a time, which share the memory bandwidth (a batch-1
 step moves every weight, gradient and Adam moment); `make bench` shows why neither a vectorised
@@ -135,8 +136,8 @@ SCALES = {
     "paper": PAPER_SCHEDULE,
     "default": PAPER_SCHEDULE,
     # The paper's training and pruning; substitutions retrained 15 epochs of the paper's up to
-    # 100, by the same procedure otherwise (best held-out checkpoint): 1,820 model-epochs
-    # (`paper`: 5,900); about 7 hours on 2 CPU cores with the measurements.
+    # 100, by the same procedure otherwise (best held-out checkpoint): 3,120 model-epochs
+    # (`paper`: up to 7,200); about 7 hours on 2 CPU cores with the measurements.
     "paper-training": Scale(None, 15, 20, 3),
     # Training 40 epochs, substitutions 5: about 5 hours on 2 CPU cores, most of it the
     # measurements (training 47 min and ablations 62 min were measured before footnotes 1 and
