@@ -15,6 +15,7 @@ from experiments.engine.committed import (
     CommittedFileError,
     check_out,
     default_out,
+    report_build,
     report_scale,
     write_build,
 )
@@ -26,11 +27,11 @@ from storage import RunLayout
 REPOSITORY = Path(__file__).parents[1]
 
 
-def committed_report(reports: Path, paper: str, scale: str) -> Path:
+def committed_report(reports: Path, paper: str, scale: str, data: str | None = None) -> Path:
     out = reports / paper
     out.mkdir(parents=True)
     (out / "results.json").write_text("[]\n")
-    write_build(out, paper, scale)
+    write_build(out, paper, scale, data)
     return out
 
 
@@ -58,9 +59,71 @@ def test_writing_over_a_report_of_another_scale_needs_replace_report(tmp_path):
         check_out(out, "paper9", "default", replace=False)
 
 
+def test_a_report_on_other_data_goes_under_the_run_root_and_replaces_none_unasked(tmp_path):
+    reports, root = tmp_path / "reports", tmp_path / "runs"
+    out = committed_report(reports, "paper9", "default", data="sample1")
+    assert default_out("paper9", "default", root, reports, "sample1") == out
+    assert default_out("paper9", "default", root, reports, "generated tables") == (
+        root / "reports/paper9/default"
+    )
+    assert default_out("paper9", "default", root, reports) == out  # a study naming no data
+    with pytest.raises(
+        CommittedFileError,
+        match="holds a report on sample1; this reproduction on generated tables .*--replace-report",
+    ):
+        check_out(out, "paper9", "default", replace=False, data="generated tables")
+    check_out(out, "paper9", "default", replace=True, data="generated tables")
+    check_out(out, "paper9", "default", replace=False, data="sample1")
+
+
+def test_paper1_where_sample1_cannot_be_had_leaves_the_committed_report(
+    tmp_path, monkeypatch, capsys
+):
+    """`make reproduce-paper1` (and `make atlas`, which trains paper 1's models) where sample1
+    cannot be had trains on generated tables: its report goes under the run root, saying so first,
+    and the committed report on sample1 stays; a rebuild from the committed runs, which record
+    sample1, still goes to the committed folder."""
+    import experiments.engine.reproduce as engine
+    from experiments.atlas.reproduce import STUDY_PLUGIN
+    from experiments.paper1.reproduce import STUDY
+
+    monkeypatch.setenv("RECURRENT_PROBES_OFFLINE", "1")
+    monkeypatch.setenv("RECURRENT_PROBES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("RECURRENT_PROBES_SAMPLE1", raising=False)
+    asked = []
+    monkeypatch.setattr(engine, "reproduce", lambda study, request: asked.append(request.out))
+    runs = tmp_path / "runs"
+    engine.reproduction_main(STUDY, ["--runs", str(runs)])
+    assert asked == [runs / "reports/paper1/default"]
+    assert "reports/paper1 keeps its own (scale default, on sample1)" in capsys.readouterr().out
+    engine.reproduction_main(STUDY_PLUGIN, ["--runs", str(runs)])  # the atlas trains paper 1's
+    assert asked[-1] == runs / "reports/atlas/default"
+    assert "reports/atlas keeps its own (scale default, on sample1)" in capsys.readouterr().out
+
+    shutil.copytree(REPOSITORY / "reports/paper1/runs", runs / "kept")
+    engine.reproduction_main(STUDY, ["--runs", str(runs / "kept"), "--reuse-runs"])
+    assert asked[-1] == REPOSITORY / "reports/paper1"
+
+
+def test_a_sample1_folder_that_is_not_sample1_stops_paper1_in_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    from experiments.paper1.reproduce import main
+
+    monkeypatch.setenv("RECURRENT_PROBES_SAMPLE1", str(tmp_path))
+    with pytest.raises(SystemExit) as stopped:
+        main(["--scale", "quick", "--runs", str(tmp_path / "runs")])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert f"$RECURRENT_PROBES_SAMPLE1={tmp_path}: train.tsv" in error
+    assert len(error.splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # stopped before anything was trained
+
+
 def test_the_committed_reports_say_their_scale():
     for paper in ("paper1", "paper2", "paper3", "paper4"):
         assert report_scale(REPOSITORY / "reports" / paper) == "default"
+    assert report_build(REPOSITORY / "reports/paper1")["data"] == "sample1"
 
 
 def test_measurements_of_another_command_stop_the_sitting_naming_both(tmp_path):

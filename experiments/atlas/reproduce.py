@@ -22,6 +22,7 @@ from experiments.atlas.scales import SCALES, Scale, command_line
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
 from experiments.engine.sitting import SittingError
 from experiments.engine.store import REPOSITORY
+from experiments.paper1.runs import data_name
 from experiments.report import Claim, claims_frame
 
 
@@ -67,8 +68,15 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
     return dataclasses.replace(scale, models=kept, left_out=left_out)
 
 
+def data_of(args: argparse.Namespace) -> str | None:
+    """The data paper 1's models read (`experiments.paper1.runs.data_name`), which the report's
+    `build.json` records: a report on other data does not take the committed one's place. None
+    with `--models`, whose report of part of the atlas needs a place of its own (`scale_of`)."""
+    return None if args.models else data_name(args, f"{STUDY}/paper1_*")
+
+
 STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, scale_of, schema=SCHEMA,
-                     registered=DATE)  # fmt: skip
+                     registered=DATE, data_of=data_of)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

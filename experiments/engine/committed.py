@@ -1,11 +1,13 @@
 """What a reproduction may not touch: files committed to git, and a committed report of another
-scale.
+scale or on other data.
 
 A reproduction writes its report to `--out`. By default that is `reports/paperN/` only when the
-scale asked for is the one of the report committed there (its `build.json`); any other scale
-writes to `<run root>/reports/paperN/<scale>/`, so `make reproduce-paper1 SCALE=quick` leaves the
-committed report, and `git status`, as they were. Writing a report of another scale over a
-committed one takes `--replace-report`. A run folder is trained from scratch only after its old
+scale asked for is the one of the report committed there (its `build.json`), and so is the data
+where the study names it (`Study.data_of`: paper 1's sample1, or the tables generated where
+sample1 cannot be had); any other build writes to `<run root>/reports/paperN/<scale>/`, so `make
+reproduce-paper1 SCALE=quick`, or a default-scale run on generated tables, leaves the committed
+report, and `git status`, as they were. Writing such a report over a committed one takes
+`--replace-report`. A run folder is trained from scratch only after its old
 files are deleted; a folder holding files tracked by git (the committed measurements under
 `reports/paperN/runs/`) is never emptied: the reproduction stops with one line instead.
 """
@@ -20,7 +22,8 @@ from storage.files import write_text_atomic
 from storage.layout import default_run_root
 
 BUILD = "build.json"
-"""The file beside a report that says what built it: `{"paper", "scale"}`."""
+"""The file beside a report that says what built it: `{"paper", "scale"}`, and `"data"` where its
+study names the data its runs read."""
 
 
 class CommittedFileError(RuntimeError):
@@ -56,24 +59,45 @@ def refuse_deleting_committed(run: Path, why: str) -> None:
         )
 
 
-def report_scale(out: Path) -> str | None:
-    """The scale of the report in `out` (its `build.json`); None where `out` holds no report.
-    A report without `build.json` has scale `"unknown"`."""
+def report_build(out: Path) -> dict | None:
+    """What built the report in `out` (its `build.json`: scale, and data where recorded); None
+    where `out` holds no report. A report without `build.json` has scale `"unknown"`."""
     if not (out / "results.json").is_file():
         return None
     try:
-        return json.loads((out / BUILD).read_text())["scale"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "unknown"
+        build = json.loads((out / BUILD).read_text())
+        return {"scale": str(build["scale"]), "data": build.get("data")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {"scale": "unknown", "data": None}
 
 
-def default_out(paper: str, scale: str, root: Path, reports: Path) -> Path:
-    """Where a reproduction of `paper` at `scale` writes its report unless told: the committed
-    report's folder `reports/<paper>` at that report's own scale (where none is committed yet, at
-    the `default` scale, the one a study commits), else `<root>/reports/<paper>/<scale>` under
-    the run root, so a quick check never stands where the study's report belongs."""
-    committed = report_scale(reports / paper)
-    if committed == scale or (committed is None and scale == "default"):
+def report_scale(out: Path) -> str | None:
+    """The scale of the report in `out` (`report_build`); None where `out` holds no report."""
+    build = report_build(out)
+    return build and build["scale"]
+
+
+def describe_build(build: dict) -> str:
+    """A report's build (`report_build`) in words: `scale default, on sample1`."""
+    return f"scale {build['scale']}" + (f", on {build['data']}" if build["data"] else "")
+
+
+def same_build(build: dict, scale: str, data: str | None) -> bool:
+    """A report built so (`report_build`) is one of `scale` on `data` (data compared where both
+    name it)."""
+    return build["scale"] == scale and (None in (build["data"], data) or build["data"] == data)
+
+
+def default_out(paper: str, scale: str, root: Path, reports: Path, data: str | None = None) -> Path:
+    """Where a reproduction of `paper` at `scale` on `data` writes its report unless told: the
+    committed report's folder `reports/<paper>` at that report's own scale and data (where none is
+    committed yet, at the `default` scale, the one a study commits), else
+    `<root>/reports/<paper>/<scale>` under the run root, so a quick check, or a run on other data,
+    never stands where the study's report belongs."""
+    committed = report_build(reports / paper)
+    if (committed is None and scale == "default") or (
+        committed and same_build(committed, scale, data)
+    ):
         return reports / paper
     return root / "reports" / paper / scale
 
@@ -88,19 +112,24 @@ def wandb_folder(paper: str, scale: str, root: Path, reports: Path) -> Path:
     return Path(root) / "wandb-reports" / f"{paper}-{scale}"
 
 
-def check_out(out: Path, paper: str, scale: str, replace: bool) -> None:
-    """Refuse, before anything is trained, to write a `scale` report over a report of another
-    scale in `out` unless `replace` (`--replace-report`) asks for exactly that."""
-    found = report_scale(out)
-    if found in (None, scale) or replace:
+def check_out(out: Path, paper: str, scale: str, replace: bool, data: str | None = None) -> None:
+    """Refuse, before anything is trained, to write a `scale` report on `data` over a report of
+    another scale, or on other data, in `out` unless `replace` (`--replace-report`) asks for
+    exactly that."""
+    found = report_build(out)
+    if found is None or same_build(found, scale, data) or replace:
         return
+    if found["scale"] != scale:
+        held, this = f"of scale {found['scale']!r}", f"{scale!r} reproduction"
+    else:
+        held, this = f"on {found['data']}", f"reproduction on {data}"
     raise CommittedFileError(
-        f"{out} holds a report of scale {found!r}; this {scale!r} reproduction of {paper} would "
-        "replace it: give another --out (the default for this scale is under the run root), "
-        "or --replace-report to replace it"
+        f"{out} holds a report {held}; this {this} of {paper} would replace it: give another "
+        "--out (the default for it is under the run root), or --replace-report to replace it"
     )
 
 
-def write_build(out: Path, paper: str, scale: str) -> None:
+def write_build(out: Path, paper: str, scale: str, data: str | None = None) -> None:
     """Record beside a report what built it (`BUILD`)."""
-    write_text_atomic(out / BUILD, json.dumps({"paper": paper, "scale": scale}) + "\n")
+    build = {"paper": paper, "scale": scale} | ({"data": data} if data else {})
+    write_text_atomic(out / BUILD, json.dumps(build) + "\n")

@@ -25,6 +25,8 @@ from experiments.engine.committed import (
     CommittedFileError,
     check_out,
     default_out,
+    describe_build,
+    report_build,
     write_build,
 )
 from experiments.engine.fit import fits_at_scale
@@ -99,6 +101,9 @@ class Study:
       for the table its report opens with;
     - `registered`: the date its rules were pre-registered, before any of its runs (the atlas);
       a rule first judged in a build is dated by it, not by the build;
+    - `data_of(args)`: the data its runs will read, where that can differ between machines (paper
+      1: sample1, or generated tables where sample1 cannot be had), recorded in `build.json` so
+      that a report on other data never takes the committed report's place; None: not named;
     - `measure(request)`: train and measure its runs (those of the sitting's shard), timing its
       stages on `request.clock`; returns what `report` reads;
     - `report(request, measured)`: the `Built` report from the measurements alone."""
@@ -113,6 +118,7 @@ class Study:
     schema: Schema = Schema()
     findings: Sequence[Finding] = ()
     registered: str | None = None
+    data_of: Callable[[argparse.Namespace], str | None] = lambda args: None
 
 
 def reproduce(study: Study, request: Request) -> list[Claim] | None:
@@ -157,10 +163,15 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
     parser = study.command_line()
     args = parser.parse_args(argv)
     keep_freed_memory()  # for the analyses run in this process; each fit sets its own
-    name = study.name
-    args.out = args.out or default_out(name, args.scale, args.runs, REPOSITORY / "reports")
+    name, reports = study.name, REPOSITORY / "reports"
     try:
-        check_out(args.out, name, args.scale, args.replace_report)
+        data, committed = study.data_of(args), report_build(reports / name)
+        if args.out is None:
+            args.out = default_out(name, args.scale, args.runs, reports, data)
+            if committed and args.out != reports / name:
+                print(f"the report goes to {args.out}: reports/{name} keeps its own "
+                      f"({describe_build(committed)})", flush=True)  # fmt: skip
+        check_out(args.out, name, args.scale, args.replace_report, data)
         scale = study.scale_of(args, study.scales[args.scale])
         variants = study.variants_of(args, scale)
         if (args.slurm_array is not None or args.slurm_options) and not variants:
@@ -179,6 +190,6 @@ def reproduction_main(study: Study, argv: list[str] | None = None) -> list[Claim
               f"experiments.{name} --scale {args.scale} --merge <each shard's run root> "
               f"--runs <merged root>", flush=True)  # fmt: skip
         return None
-    write_build(args.out, name, args.scale)
+    write_build(args.out, name, args.scale, data)
     print(verdict_line(args.out / "report.md", claims))
     return claims

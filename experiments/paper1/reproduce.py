@@ -61,7 +61,7 @@ from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_
 from experiments.paper1.reading_claims import FIELDS as READING_FIELDS
 from experiments.paper1.reading_claims import beside, judged_readings, readings_text
 from experiments.paper1.registered import BEFORE, judged_against_nulls, registered_history
-from experiments.paper1.runs import ablations, lookup_data_of, measure_all
+from experiments.paper1.runs import ablations, data_name, lookup_data_of, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
     DATA_CHANGED,
@@ -512,7 +512,8 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
                                controls=args.section5_controls or scale.controls)  # fmt: skip
 
 
-STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of, findings=FINDINGS)
+STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of, findings=FINDINGS,
+              data_of=data_name)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
