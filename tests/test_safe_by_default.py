@@ -16,7 +16,6 @@ from experiments.engine.committed import (
     check_out,
     default_out,
     report_build,
-    report_scale,
     write_build,
 )
 from experiments.engine.fit import fit
@@ -54,7 +53,7 @@ def test_writing_over_a_report_of_another_scale_needs_replace_report(tmp_path):
     check_out(out, "paper9", "quick", replace=True)
     check_out(out, "paper9", "default", replace=False)
     (out / "build.json").unlink()  # a report that does not say its scale is not replaced either
-    assert report_scale(out) == "unknown"
+    assert report_build(out) == {"scale": "unknown", "data": None}
     with pytest.raises(CommittedFileError):
         check_out(out, "paper9", "default", replace=False)
 
@@ -122,7 +121,7 @@ def test_a_sample1_folder_that_is_not_sample1_stops_paper1_in_one_line(
 
 def test_the_committed_reports_say_their_scale():
     for paper in ("paper1", "paper2", "paper3", "paper4"):
-        assert report_scale(REPOSITORY / "reports" / paper) == "default"
+        assert report_build(REPOSITORY / "reports" / paper)["scale"] == "default"
     assert report_build(REPOSITORY / "reports/paper1")["data"] == "sample1"
 
 

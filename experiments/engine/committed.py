@@ -71,12 +71,6 @@ def report_build(out: Path) -> dict | None:
         return {"scale": "unknown", "data": None}
 
 
-def report_scale(out: Path) -> str | None:
-    """The scale of the report in `out` (`report_build`); None where `out` holds no report."""
-    build = report_build(out)
-    return build and build["scale"]
-
-
 def describe_build(build: dict) -> str:
     """A report's build (`report_build`) in words: `scale default, on sample1`."""
     return f"scale {build['scale']}" + (f", on {build['data']}" if build["data"] else "")
