@@ -352,6 +352,59 @@ def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_u
         aside.rename(layout.path)
 
 
+def test_a_retrain_whose_models_folders_are_gone_trains_them_again_checked(
+    quick, monkeypatch, tmp_path
+):
+    """A run root rebuilt from measurement files alone, with a section-5 retrain still to run:
+    the models it starts from (their folders hold no weights) are trained again from their
+    commands first, checked to be the models their measurements were taken from, and the retrain
+    then gives the record the uninterrupted reproduction gave. A model that trains into another
+    one stops the reproduction in one line naming it, before any retrain starts."""
+    from experiments.engine.sitting import Sitting, SittingError
+    from experiments.paper1.runs import ablations
+    from experiments.paper1.scales import SCALES
+
+    folder, _, _ = quick
+    for name, value in offline_env(folder).items():
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "runs"
+    for record in (folder / "runs").rglob("measurements.json"):  # the files alone
+        (root / record.parent.relative_to(folder / "runs")).mkdir(parents=True)
+        shutil.copy(record, root / record.relative_to(folder / "runs"))
+    substitution = RunLayout.of(root, "paper1", "substitution/baseline_with_guided_encoder", 1)
+    expected = json.loads(substitution.measurements.read_text())
+    shutil.rmtree(substitution.path)
+    scale = dataclasses.replace(SCALES["quick"], data=("--data.init_args.data_dir", "null"))
+    models = {(v, s): json.loads(RunLayout.of(root, "paper1", v, s).measurements.read_text())
+              for v in ("guided", "baseline") for s in scale.seeds}  # fmt: skip
+    sources = [RunLayout.of(root, "paper1", v, 1) for v in ("baseline", "guided")]
+    kept = {layout: layout.measurements.read_text() for layout in sources}
+
+    tampered = json.loads(kept[sources[0]])
+    tampered["selections"]["lowest_loss"]["new_compositions"] += 0.5
+    sources[0].measurements.write_text(json.dumps(tampered))
+    with pytest.raises(SittingError, match="baseline/seed=1 trained again is not the model"):
+        ablations(scale, models, Sitting(root, 1, reuse=True))
+    written = json.loads(sources[0].measurements.read_text())  # as it was, but when written
+    assert {**written, "measured": None} == {**tampered, "measured": None}
+    assert not substitution.path.exists()  # no retrain started
+
+    sources[0].measurements.write_text(kept[sources[0]])
+    retrains = ablations(scale, models, Sitting(root, 1, reuse=True))
+    for layout in sources:  # trained again, the same models: their measurements as kept
+        assert layout.checkpoint("lowest_loss").is_file()
+        again = json.loads(layout.measurements.read_text())
+        assert again == json.loads(kept[layout])
+    record = retrains[("substitution/baseline_with_guided_encoder", 1)]
+    assert not record["kept"]
+    assert {k: record[k] for k in expected if k not in ("trained", "measured")} == {
+        k: v for k, v in expected.items() if k not in ("trained", "measured")
+    }
+    assert sorted(key for key, record in retrains.items() if not record["kept"]) == [
+        ("substitution/baseline_with_guided_encoder", 1)
+    ]
+
+
 def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatch, tmp_path):
     """`--shard i/n` of paper 1: every model and retrain in exactly one shard, and each retrain
     (substitution or pruning) in the shard of the models of its seed, whose checkpoints it

@@ -89,6 +89,7 @@ def measured(
     identity: Callable[[RunFolder], dict] | None = None,
     trained_at: RunLayout | None = None,
     settings: dict | None = None,
+    weights: bool = False,
 ) -> dict:
     """Train the run (or keep it, with `reuse`) and write `measure(RunFolder)`'s record, each
     of `needed` (field -> a function of a `RunFolder` with the run's untrained weights) and each
@@ -103,6 +104,10 @@ def measured(
     gone, by training the run again from its command (`same_model`: `identity` of the new run
     must equal the kept fields it returns); merging, they stop the reproduction naming the run.
 
+    With `weights` (something trained later starts from the run's weights: paper 1's section-5
+    retrains), kept measurements whose run folder is gone are not enough: the run is trained
+    again from its command and `same_model` checks it is the model they were taken from.
+
     `trained_at` is the run folder the fit trains into where it is not `layout`'s (another
     study's run of the same command, reused: the atlas reads the papers' runs); its own
     `measurements.json` is kept there, the record written at `layout`. `settings` (JSON: the
@@ -113,7 +118,8 @@ def measured(
     kept = kept_record(layout, arguments, sitting, list(needed) if complete else ())
     missing = missing_fields(kept, list(needed)) if complete else []
     added = missing_fields(kept, [name for name in add if name in optional])
-    if kept is not None and not missing and not added:
+    folder = finished(trained_at.path, fit_command(arguments))
+    if kept is not None and not missing and not added and (folder or not weights):
         return kept
     if added and sitting.merged:
         raise SittingError(
@@ -122,7 +128,7 @@ def measured(
             "or merge without --add-measurements"
         )
     record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
-    if kept is not None and not added and not finished(trained_at.path, fit_command(arguments)):
+    if kept is not None and not added and not folder and not weights:
         with initial_weights(trained_at, arguments, sitting.root) as run:
             record |= {name: needed[name](run) for name in missing}
         return {**write_measurements(layout, record, sitting.schema, kept["trained"]), "kept": True}
@@ -137,10 +143,12 @@ def measured(
     if kept is None:
         record = {"command": command, **parts.take(MEASURE, lambda: measure(run))}
         missing, added = list(needed), list(optional)
-    elif trained or (added and identity is not None):  # a kept run gains fields: the same one?
+    elif trained or (added and identity is not None):  # trained again or gaining fields: the same?
         same_model(
             layout, record, identity(run) if identity is not None else None, kept, sitting.schema
         )
+        if not missing and not added:  # trained again for its weights alone: measured as kept
+            return kept
     if untaken := [name for name in missing if name not in parts]:
         with untrained_weights(trained_at, arguments, sitting.root) as untrained:
             for name in untaken:
@@ -171,8 +179,10 @@ def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict,
         )
     raise SittingError(
         f"{layout.path} trained again is not the model its measurements were taken from "
-        f"({again} against {before}): its new fields are not added; compare its train.log with "
-        "the first fit's"
+        f"({again} against {before}): nothing is measured on it or started from it. The same "
+        "command and seed train the same model only where the arithmetic is the same (the same "
+        "kind of processor and thread count); compare its train.log with the first fit's, or "
+        "move its measurements.json aside to measure the model trained here instead"
     )
 
 

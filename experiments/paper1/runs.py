@@ -19,7 +19,8 @@ analyses for footnote 1, each trained and untrained) are measured on a kept run 
 only when asked (`--add-measurements`, `Scale.added`): from its run folder, or by training it
 again from its command where the folder is gone (bit for bit: its test accuracies must come out
 as kept, `experiments.engine.measure.same_model`); without them the report says which claims are not
-measured.
+measured. A section-5 retrain still to run starts from its models' weights: where their folders
+are gone, those models are trained again first, checked the same way (`ablations`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting, SittingError
 from experiments.paper1.ablations import (
+    OPPOSITE,
     PRUNED_BY_EDGES,
     PRUNING_CONTROL,
     ZEROED,
@@ -240,9 +242,11 @@ def lookup_data_of(sitting: Sitting, runs: str = "paper1/*") -> tuple[LookupData
     return data, sitting
 
 
-def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> dict:
+def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting,
+                  weights: bool = False) -> dict:  # fmt: skip
     """One model of Tables 5-6, trained and measured (the GRUs of Tables 5-6 also analysed,
-    trained and untrained)."""
+    trained and untrained); with `weights`, trained again where its folder is gone
+    (`experiments.engine.measure.measured`)."""
 
     def measure(run: RunFolder) -> dict:
         return {
@@ -261,21 +265,25 @@ def measure_model(variant: str, seed: int, scale: Scale, sitting: Sitting) -> di
     optional = {name: field for name, (_, field) in optional_fields(variant, seed, scale).items()}
     return measured(layout, arguments, sitting, measure, untrained_fields(variant, seed, scale),
                     optional=optional, add=added_fields(variant, seed, scale),
-                    identity=model_identity, settings=dataclasses.asdict(scale))  # fmt: skip
+                    identity=model_identity, settings=dataclasses.asdict(scale),
+                    weights=weights)  # fmt: skip
 
 
-def measure_all(scale: Scale, sitting: Sitting) -> dict[tuple, dict]:
-    """Every model of `scale.model_seeds` (of the sitting's shard: its seeds), `jobs` at a time,
-    each analysed as soon as it is trained."""
-    keys = [(variant, seed) for variant, seeds in scale.model_seeds.items() for seed in seeds
-            if sitting.shard.keeps(seed, scale.seeds)]  # fmt: skip
-    tasks = {key: functools.partial(measure_model, *key, scale, sitting) for key in keys}
+def measure_all(scale: Scale, sitting: Sitting, keys: Sequence[tuple] | None = None,
+                weights: bool = False) -> dict[tuple, dict]:  # fmt: skip
+    """Every model of `scale.model_seeds` (of the sitting's shard: its seeds), or those of
+    `keys`, `jobs` at a time, each analysed as soon as it is trained; with `weights`, each trained
+    again, its folder being gone (`measure_model`)."""
+    if keys is None:
+        keys = [(variant, seed) for variant, seeds in scale.model_seeds.items()
+                for seed in seeds if sitting.shard.keeps(seed, scale.seeds)]  # fmt: skip
+    tasks = {key: functools.partial(measure_model, *key, scale, sitting, weights) for key in keys}
 
     def done_before(key) -> bool:
-        return measured_before(RunLayout.of(sitting.root, "paper1", *key),
-                               model_arguments(*key, scale, sitting.root), sitting,
-                               list(untrained_fields(*key, scale)),
-                               added_fields(*key, scale))  # fmt: skip
+        return not weights and measured_before(
+            RunLayout.of(sitting.root, "paper1", *key), model_arguments(*key, scale, sitting.root),
+            sitting, list(untrained_fields(*key, scale)), added_fields(*key, scale),
+        )  # fmt: skip
 
     def describe(key, record):
         scores = record["selections"][ANALYSED]
@@ -359,7 +367,7 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
     base = [*scale.data, *scale.epochs(scale.substitution_epochs), *scale.overrides]
     pruning_base = [*scale.data, *scale.epochs(scale.pruning_epochs), *scale.overrides]
     ours = [seed for seed in scale.seeds if sitting.shard.keeps(seed, scale.seeds)]
-    arguments, tasks = {}, {}
+    arguments, tasks, sources = {}, {}, {}  # sources: the models a retrain starts from
     pool = scale.seeds[: scale.pairs]
     controls = (None,) if scale.controls else ()  # the registered control: nothing frozen
     for receiver in VARIANTS:
@@ -370,6 +378,8 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
                 tasks[(job.variant, seed)] = functools.partial(
                     measure_substitution, job, base, sitting
                 )
+                donors = () if component is None else (OPPOSITE[receiver],)
+                sources[(job.variant, seed)] = [(v, seed) for v in (receiver, *donors)]
     for seed in ours:
         record = models[("guided", seed)]
         variants = {"pruned/guided": record["pruning"]}
@@ -384,6 +394,7 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
             tasks[(variant, seed)] = functools.partial(
                 measure_pruned, seed, pruning, pruning_base, sitting, variant
             )
+            sources[(variant, seed)] = [("guided", seed)]
 
     def describe(key, record):
         accuracy = record.get("new_compositions", record.get("after"))
@@ -396,4 +407,12 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
     def left(key) -> str | None:
         return left_to_compute(run_dir(sitting.root, *key), arguments[key], sitting.reuse)
 
+    gone = sorted({source for key in tasks if not done_before(key) for source in sources[key]
+                   if not RunLayout.of(sitting.root, "paper1", *source).checkpoint(ANALYSED)
+                   .is_file()})  # fmt: skip
+    if gone:  # a run root rebuilt from measurement files: the weights are not in them
+        print(f"section 5's retrains start from {len(gone)} models whose run folders hold no "
+              "weights: each is trained again from its command first, and checked to be the "
+              "model its measurements were taken from", flush=True)  # fmt: skip
+        measure_all(scale, sitting, gone, weights=True)
     return run_all(tasks, sitting.jobs, describe, done_before, left=left)
