@@ -11,8 +11,9 @@ fixes them, so a one-batch fit in a scratch folder rebuilds them (`initial_weigh
 is trained again. Fields a paper added later that read the trained run (`optional`, paper 1's
 footnotes) are measured on every new run, and on a kept run lacking them only when asked
 (`add`): from its run folder, or, where the folder is gone, by training the run again from its
-command; the seed fixes the training bit for bit, which `same_model` checks (what `identity`
-reads of the run must come out as kept). Each part of a measurement (what `measure` reads, each
+command; the seed fixes the training bit for bit on the same arithmetic (the kind of processor
+and the thread count), which `same_model` checks (what `identity` reads of the run must come out
+as kept). So does a run whose weights something trained later starts from (`weights`). Each part of a measurement (what `measure` reads, each
 field), and each step of a long part (`kept_step`), is kept as soon as it is taken
 (`MeasurementParts`): a measurement cut short goes on from there.
 """
