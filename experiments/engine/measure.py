@@ -13,9 +13,11 @@ footnotes) are measured on every new run, and on a kept run lacking them only wh
 (`add`): from its run folder, or, where the folder is gone, by training the run again from its
 command; the seed fixes the training bit for bit on the same arithmetic (the kind of processor
 and the thread count), which `same_model` checks (what `identity` reads of the run must come out
-as kept). So does a run whose weights something trained later starts from (`weights`). Each part of a measurement (what `measure` reads, each
-field), and each step of a long part (`kept_step`), is kept as soon as it is taken
-(`MeasurementParts`): a measurement cut short goes on from there.
+as kept). So does a run whose weights something trained later starts from (`weights`). A run
+that fails the check is left unfinished, so no later invocation reads it as the measured model.
+Each part of a measurement (what `measure` reads, each field), and each step of a long part
+(`kept_step`), is kept as soon as it is taken (`MeasurementParts`): a measurement cut short goes
+on from there.
 """
 
 from __future__ import annotations
@@ -145,9 +147,12 @@ def measured(
         record = {"command": command, **parts.take(MEASURE, lambda: measure(run))}
         missing, added = list(needed), list(optional)
     elif trained or (added and identity is not None):  # trained again or gaining fields: the same?
-        same_model(
-            layout, record, identity(run) if identity is not None else None, kept, sitting.schema
-        )
+        try:
+            same_model(layout, record, identity(run) if identity is not None else None, kept,
+                       sitting.schema)  # fmt: skip
+        except SittingError:  # not a finished run of its command: a resumed fit ends it again
+            trained_at.command.unlink(missing_ok=True)
+            raise
         if not missing and not added:  # trained again for its weights alone: measured as kept
             return kept
     if untaken := [name for name in missing if name not in parts]:
@@ -178,13 +183,24 @@ def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict,
             f"{layout.path} was trained again without a way to check it is the model its "
             "measurements were taken from: pass `measured` an `identity`"
         )
+    differing = "; ".join(f"{name} {new} against {old}" for name, new, old in
+                          differences(again, before)[:3])  # fmt: skip
     raise SittingError(
         f"{layout.path} trained again is not the model its measurements were taken from "
-        f"({again} against {before}): nothing is measured on it or started from it. The same "
+        f"({differing}): nothing is measured on it or started from it. The same "
         "command and seed train the same model only where the arithmetic is the same (the same "
         "kind of processor and thread count); compare its train.log with the first fit's, or "
         "move its measurements.json aside to measure the model trained here instead"
     )
+
+
+def differences(new: object, old: object, name: str = "") -> list[tuple[str, object, object]]:
+    """Where the JSON values `new` and `old` differ: each differing leaf's dotted name and its two
+    values (a whole value where their shapes differ)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return [found for key in {**old, **new} for found in
+                differences(new.get(key), old.get(key), f"{name}.{key}".lstrip("."))]  # fmt: skip
+    return [] if new == old else [(name, new, old)]
 
 
 SCRATCH_FIT = (

@@ -41,7 +41,7 @@ from datamodules.machine_tasks import (
     lookup_data,
     sample1_as_recorded,
 )
-from experiments.engine.fit import left_to_compute
+from experiments.engine.fit import finished, fit_command, left_to_compute
 from experiments.engine.measure import Field, measured, measured_before
 from experiments.engine.pool import run_all
 from experiments.engine.sitting import Sitting, SittingError
@@ -407,12 +407,19 @@ def ablations(scale: Scale, models: dict[tuple, dict], sitting: Sitting) -> dict
     def left(key) -> str | None:
         return left_to_compute(run_dir(sitting.root, *key), arguments[key], sitting.reuse)
 
+    def trained_here(model: tuple) -> bool:  # a finished run of its command, weights and all
+        command = fit_command(model_arguments(*model, scale, sitting.root))
+        return finished(run_dir(sitting.root, *model), command)
+
     gone = sorted({source for key in tasks if not done_before(key) for source in sources[key]
-                   if not RunLayout.of(sitting.root, "paper1", *source).checkpoint(ANALYSED)
-                   .is_file()})  # fmt: skip
+                   if not trained_here(source)})  # fmt: skip
     if gone:  # a run root rebuilt from measurement files: the weights are not in them
-        print(f"section 5's retrains start from {len(gone)} models whose run folders hold no "
-              "weights: each is trained again from its command first, and checked to be the "
-              "model its measurements were taken from", flush=True)  # fmt: skip
+        models = ("1 model whose run folder holds no weights: it is" if len(gone) == 1 else
+                  f"{len(gone)} models whose run folders hold no weights: each is")  # fmt: skip
+        print(
+            f"section 5's retrains start from {models} trained again from its command first, "
+            "and checked to be the model its measurements were taken from",
+            flush=True,
+        )
         measure_all(scale, sitting, gone, weights=True)
     return run_all(tasks, sitting.jobs, describe, done_before, left=left)
