@@ -147,12 +147,8 @@ def measured(
         record = {"command": command, **parts.take(MEASURE, lambda: measure(run))}
         missing, added = list(needed), list(optional)
     elif trained or (added and identity is not None):  # trained again or gaining fields: the same?
-        try:
-            same_model(layout, record, identity(run) if identity is not None else None, kept,
-                       sitting.schema)  # fmt: skip
-        except SittingError:  # not a finished run of its command: a resumed fit ends it again
-            trained_at.command.unlink(missing_ok=True)
-            raise
+        again = identity(run) if identity is not None else None
+        checked_again(layout, trained_at, record, again, kept, sitting.schema)
         if not missing and not added:  # trained again for its weights alone: measured as kept
             return kept
     if untaken := [name for name in missing if name not in parts]:
@@ -165,6 +161,17 @@ def measured(
     written = write_measurements(layout, record, sitting.schema, kept_trained)
     parts.done()
     return {**written, "kept": not trained}
+
+
+def checked_again(layout: RunLayout, trained_at: RunLayout, record: dict, again: dict | None,
+                  kept: dict, schema: Schema) -> None:  # fmt: skip
+    """`same_model`, and a run that fails it left unfinished (its `command.txt` removed): a
+    resumed fit ends it again, and no later invocation reads it as the measured model."""
+    try:
+        same_model(layout, record, again, kept, schema)
+    except SittingError:
+        trained_at.command.unlink(missing_ok=True)
+        raise
 
 
 def same_model(layout: RunLayout, record: dict, again: dict | None, kept: dict,
