@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from experiments.report import Claim, escape_cell
-from experiments.rule_dates import RuleBook, day
+from experiments.rule_dates import PREREGISTRATION, RuleBook, day
 
 
 def counted(number: int, noun: str) -> str:
@@ -88,10 +88,12 @@ def dates_section(claims: Sequence[Claim], book: RuleBook, finished: float | Non
 
 
 def _before(book: RuleBook, claim: Claim) -> str:
-    before = book.rules[claim.id].before
-    if before is None:
+    rule = book.rules[claim.id]
+    if rule.before is None and rule.dated.by == PREREGISTRATION:
+        return "(a new claim, registered before its reading was measured)"
+    if rule.before is None:
         return "(a new claim)"
-    verdict, commit = before
+    verdict, commit = rule.before
     return f"{verdict} (commit `{commit}`)" if commit else f"{verdict} (the report before)"
 
 

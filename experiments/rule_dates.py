@@ -24,7 +24,7 @@ import calendar
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -176,12 +176,13 @@ class RuleBook:
         now: float,
         finished: float | None,
         verdicts: dict[str, str],
-        registered: Dated | None = None,
+        registered: Callable[[str], str | None] | None = None,
     ) -> RuleBook:
         """The book of a build of `claims` at `now` from runs that finished at `finished`: each
         claim's recorded date where its template is the recorded one; a claim the book lacks
-        dated by its study's pre-registration where it has one (`registered`: the atlas's rules,
-        written before any of its runs), else, like a changed template, dated `now` by this
+        dated by its pre-registration where it has one (`registered`: the day, `2026-11-28`, by
+        claim id; every rule of the atlas, written before any of its runs, and a paper's
+        registered readings), else, like a changed template, dated `now` by this
         build, its verdict before the change its verdict in the committed report (`verdicts`, by
         id) where it had one; this build is the runs' first report where none came after them."""
         rules = {}
@@ -190,8 +191,9 @@ class RuleBook:
             if known is not None and known.template == template:
                 rules[claim.id] = known
                 continue
-            if known is None and registered is not None:
-                rules[claim.id] = RuleDate(template, registered)
+            registration = registered(claim.id) if known is None and registered else None
+            if registration:
+                rules[claim.id] = RuleDate(template, Dated.registered(registration))
                 continue
             before = (verdicts[claim.id], None) if claim.id in verdicts else None
             rules[claim.id] = RuleDate(template, Dated(now, recorded=False), before)
@@ -242,12 +244,13 @@ def report_folder(paper: Path, out: Path, runs: Path | None = None) -> Path:
 
 def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: float | None,
                now: float | None = None, runs: Path | None = None,
-               registered: Dated | None = None) -> tuple[list[Claim], RuleBook]:  # fmt: skip
+               registered: Callable[[str], str | None] | None = None,
+               ) -> tuple[list[Claim], RuleBook]:  # fmt: skip
     """`claims` dated by the committed report's rules file (`committed`, `reports/<paper>`, or a
     second report of the paper inside it where the build writes there or reads its runs, `runs`
     being the run root: `report_folder`; a second report without a rules file yet starts from
-    the paper's; `finished`: when their runs finished; `registered`: the study's pre-registration,
-    `RuleBook.of_build`), and the book of this build. Written to
+    the paper's; `finished`: when their runs finished; `registered`: the day a claim's rule was
+    pre-registered, by its id, `RuleBook.of_build`), and the book of this build. Written to
     the committed report's folder (`out`), the report records what this build dated in its file,
     atomically; anywhere else the file is left as it was."""
     now = float(int(time.time() if now is None else now))

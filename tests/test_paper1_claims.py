@@ -19,6 +19,7 @@ from experiments.paper1.claims import (
     sign_in_every_run,
 )
 from experiments.paper1.findings import FINDINGS
+from experiments.paper1.reading_claims import primary_of
 from experiments.paper1.registered import (
     BEFORE,
     CHANGES,
@@ -47,7 +48,8 @@ FACTS = {
     *(f"footnote1.{variant}_lstm.{split}" for variant in ("baseline", "guided")
       for split in ("heldout_compositions", "heldout_inputs", "heldout_tables",
                     "new_compositions")),
-    "fig2.threshold_is_top1pct.encoder", "fig2.threshold_is_top1pct.decoder",
+    *(f"{reading}fig2.threshold_is_top1pct.{module}" for reading in ("", "all_weights.")
+      for module in ("encoder", "decoder")),
     "sec4_1.majority_baseline", "sec5_2.units_kept",
 }  # fmt: skip
 """The committed claims that are facts about the data or the setup, not the paper's findings."""
@@ -61,7 +63,15 @@ def test_every_finding_names_committed_claims_and_only_the_facts_stay_unmarked()
     marked = with_findings(committed_claims(), FINDINGS)  # a finding naming none is refused
     assert {c.id for c in marked if c.finding is None} == FACTS
     readings = {(c.finding, c.reading) for c in marked if c.reading is not None}
-    assert readings == {("tables5_6", "text selection"), ("sec5_2", "the paper's pool of three")}
+    assert readings == {
+        ("tables5_6", "text selection"),
+        ("sec5_2", "the paper's pool of three"),
+        ("fig2", "mean sign"),
+        ("sec3_2", "mean sign"),
+        ("fig4", "cloud"),
+        ("fig4", "authors' gate data"),
+        ("fig4", "authors' gate data, cloud"),
+    }
     assert STUDY.findings == FINDINGS
     assert 8 <= len(FINDINGS) <= 16 and len({f.id for f in FINDINGS}) == len(FINDINGS)
 
@@ -200,7 +210,9 @@ def test_each_changes_reason_opens_with_the_sentence_the_preregistration_gives()
 
 def test_the_committed_report_keeps_each_registered_changes_verdict_before_it():
     claims = {c.id: c for c in committed_claims()}
-    assert {id for id, c in claims.items() if c.null_model == SEED_SPLIT} == set(COMPARISONS)
+    split = {id for id, c in claims.items() if c.null_model == SEED_SPLIT}
+    assert split == {id for id in claims if primary_of(id) in COMPARISONS}  # readings' too
+    assert set(COMPARISONS) <= split
     before = [Claim.from_json(r) for r in json.loads(BEFORE.read_text())]
     assert {c.id for c in before} == {id for id in claims if reason_of(id)}
     for old in before:

@@ -13,6 +13,7 @@ import pytest
 import experiments.engine.publish as publish_module
 from experiments.engine.reproduce import Built, Request, Study, reproduce
 from experiments.engine.sitting import Sitting
+from experiments.history import history_text
 from experiments.report import Claim, cannot_fail, threshold_claim
 from experiments.rule_dates import (
     RULES,
@@ -194,7 +195,10 @@ def test_a_pre_registered_rule_is_dated_by_its_registration_until_it_changes(tmp
     is dated by the pre-registration, not by the build that first judges it, and recorded so;
     one changed afterwards is dated by the build that changed it, its verdict before kept."""
     committed = tmp_path / "reports" / "atlasX"
-    registered = Dated.registered("2026-11-28")
+
+    def registered(claim_id):
+        return "2026-11-28"
+
     claims = [claim("q1", 0.7), claim("q2", 0.1)]
     now = 1_796_000_000.0  # 2026-11-30
     first, book = date_rules(
@@ -215,6 +219,35 @@ def test_a_pre_registered_rule_is_dated_by_its_registration_until_it_changes(tmp
     ]
     assert book.rules["q2"].before == ("not reproduced", None)
     assert [c.id for c in book.newer(again)] == ["q2"]
+
+
+def test_a_papers_registered_readings_are_dated_by_their_registration_its_other_rules_not(
+    tmp_path,
+):
+    """A paper whose runs' first report came before its pre-registration: a new claim of a
+    registered reading is dated by the registration, a new claim it does not register by the
+    build; both are newer than the runs' first report, the registered one by its own day."""
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("a", 0.6)])
+    claims = [claim("a", 0.6), claim("reading.a", 0.6), claim("b", 0.6)]
+
+    def registered_readings(claim_id):
+        return "2026-11-28" if claim_id.startswith("reading.") else None
+
+    dated, book = date_rules(claims, committed, committed, DAY, DAY * 2,
+                             registered=registered_readings)  # fmt: skip
+    since = {c.id: c.rule_since for c in dated}
+    assert since["reading.a"] == "2026-11-28 (pre-registration)"
+    assert since["b"].endswith("(a build)") and since["a"] == book.rules["a"].dated.since
+    assert not since["b"].startswith("2026-11-28")
+    assert [c.id for c in book.newer(dated)] == ["reading.a", "b"]
+    recorded = json.loads((committed / RULES).read_text())["rules"]
+    assert recorded["reading.a"]["by"] == "pre-registration" and "by" not in recorded["b"]
+    rows = history_text("Paper X", dated, book, DAY).splitlines()
+    assert next(r for r in rows if r.startswith("| `reading.a` |")).endswith(
+        "| (a new claim, registered before its reading was measured) |"
+    )
+    assert next(r for r in rows if r.startswith("| `b` |")).endswith("| (a new claim) |")
 
 
 def test_runs_that_finished_after_the_first_report_make_this_build_their_first(tmp_path):

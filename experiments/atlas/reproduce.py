@@ -76,7 +76,7 @@ def data_of(args: argparse.Namespace) -> str | None:
 
 
 STUDY_PLUGIN = Study(STUDY, SCALES, command_line, measure, report, scale_of, schema=SCHEMA,
-                     registered=DATE, data_of=data_of)  # fmt: skip
+                     registered=lambda claim_id: DATE, data_of=data_of)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from experiments.engine.store import REPOSITORY
 from experiments.findings import Finding, findings_frame, findings_section, with_findings
 from experiments.history import history_text
 from experiments.report import Claim, log_to_wandb, write_report
-from experiments.rule_dates import Dated, date_rules
+from experiments.rule_dates import date_rules
 
 
 class Stopwatch:
@@ -113,7 +113,7 @@ def publish(
     scale: str,
     seeds: object = None,
     findings: Sequence[Finding] = (),
-    registered: str | None = None,
+    registered: Callable[[str], str | None] | None = None,
 ) -> Path:
     """The end of every reproduction: `report.md`, `results.json` and `history.md` in `out`,
     each claim dated (`rule_dates`: by the committed report's rules file, which a report written
@@ -121,12 +121,12 @@ def publish(
     figures and tables as the W&B run `<paper>-<scale>` (`report.log_to_wandb`, with the scale's
     `seeds`, kept under the run root `root`: `committed.wandb_folder`). Returns the report's
     path. The report opens with the paper's `findings`, each claim marked with the one it tests
-    (`experiments.findings`); the findings table is logged to W&B beside the others. A study
-    whose rules were `registered` (a date) before its runs dates its new rules by that."""
+    (`experiments.findings`); the findings table is logged to W&B beside the others. A claim
+    whose rule was pre-registered (`registered`: its day by the claim's id, else None) is dated by
+    its registration where the rules file does not know it yet."""
     finished = max((r["trained"]["finished"] for r in records), default=None)
-    registration = Dated.registered(registered) if registered else None
     claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished, runs=root,
-                              registered=registration)  # fmt: skip
+                              registered=registered)  # fmt: skip
     claims = with_findings(claims, findings)
     title = markdown.partition("\n")[0].removeprefix("# ")
     opening = findings_section(findings, claims)

@@ -99,8 +99,9 @@ class Study:
     - `schema`: the version of its measurements files and how older ones are read;
     - `findings`: the paper's findings, each with the claims that test it (`experiments.findings`),
       for the table its report opens with;
-    - `registered`: the date its rules were pre-registered, before any of its runs (the atlas);
-      a rule first judged in a build is dated by it, not by the build;
+    - `registered(claim_id)`: the day (`2026-11-28`) the claim's rule was pre-registered, else
+      None (the atlas: every rule, before any of its runs; a paper: the readings its
+      pre-registration names); a rule first judged in a build is dated by it, not by the build;
     - `data_of(args)`: the data its runs will read, where that can differ between machines (paper
       1: sample1, or generated tables where sample1 cannot be had), recorded in `build.json` so
       that a report on other data never takes the committed report's place; None: not named;
@@ -117,7 +118,7 @@ class Study:
     variants_of: Callable[[argparse.Namespace, object], tuple[str, ...]] = lambda a, s: ()
     schema: Schema = Schema()
     findings: Sequence[Finding] = ()
-    registered: str | None = None
+    registered: Callable[[str], str | None] = lambda claim_id: None
     data_of: Callable[[argparse.Namespace], str | None] = lambda args: None
 
 

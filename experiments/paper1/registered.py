@@ -30,6 +30,9 @@ from experiments.report import (
     judged_against_untrained,
 )
 
+REGISTRATION = "2026-11-28"
+"""The day `reports/paper1/preregistration.md` was written, before the results it judges."""
+
 SEED_SPLIT = "seed split"
 """The null model of the comparisons, as the claims table's untrained column names it."""
 COMPARISONS = (

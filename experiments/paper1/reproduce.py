@@ -59,8 +59,14 @@ from experiments.paper1.claims import activation_claims, primary_claims, probe_c
 from experiments.paper1.findings import FINDINGS
 from experiments.paper1.lstm import footnote1_analyses_text, footnote1_analysis_claims, lstm_claims
 from experiments.paper1.reading_claims import FIELDS as READING_FIELDS
+from experiments.paper1.reading_claims import PREFIXES as READING_PREFIXES
 from experiments.paper1.reading_claims import beside, judged_readings, readings_text
-from experiments.paper1.registered import BEFORE, judged_against_nulls, registered_history
+from experiments.paper1.registered import (
+    BEFORE,
+    REGISTRATION,
+    judged_against_nulls,
+    registered_history,
+)
 from experiments.paper1.runs import ablations, data_name, lookup_data_of, measure_all
 from experiments.paper1.scales import (
     ANALYSED,
@@ -512,8 +518,16 @@ def scale_of(args: argparse.Namespace, scale: Scale) -> Scale:
                                controls=args.section5_controls or scale.controls)  # fmt: skip
 
 
+def registered_on(claim_id: str) -> str | None:
+    """The day the rule of a claim of the readings `reports/paper1/preregistration.md` registers
+    was written (items 5-7: section 5's controls and pruning readings, Figures 2 and 4's other
+    readings), before those readings were measured; None for every other claim."""
+    readings = (*READING_PREFIXES, "control.", "pool3.", *(f"{p}." for p in PRUNED_READINGS))
+    return REGISTRATION if claim_id.startswith(readings) else None
+
+
 STUDY = Study("paper1", SCALES, command_line, measure, report, scale_of, findings=FINDINGS,
-              data_of=data_name)  # fmt: skip
+              registered=registered_on, data_of=data_name)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
