@@ -21,9 +21,10 @@ def counted(number: int, noun: str) -> str:
 
 
 def history_text(title: str, claims: Sequence[Claim], book: RuleBook,
-                 finished: float | None) -> str:  # fmt: skip
+                 finished: tuple[float, float] | None) -> str:  # fmt: skip
     """`history.md` of the report titled `title` (its first line without `# `), its claims dated
-    by `book` (`rule_dates.date_rules`), its runs finished at `finished` (None: not known)."""
+    by `book` (`rule_dates.date_rules`), its runs finished between `finished`'s two times (the
+    first run's and the last's; None: not known)."""
     return (
         f"# {title} (history)\n\nWhat [report.md](report.md) held before each change made after "
         "results existed, and when each of its rules was written. The report gives every claim's "
@@ -54,12 +55,14 @@ def rule_changes(claims: Sequence[Claim]) -> str:
     return "\n".join(parts) + "\n\n"
 
 
-def dates_section(claims: Sequence[Claim], book: RuleBook, finished: float | None) -> str:
+def dates_section(claims: Sequence[Claim], book: RuleBook,
+                  finished: tuple[float, float] | None) -> str:  # fmt: skip
     """The rules newer than the runs they judge (written after the runs' first report), each with
     its verdict before the change."""
     if finished is None or book.first_report is None:
         return ""
-    ran = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(finished))
+    first_ran, last_ran = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) for t in finished)
+    ran = last_ran if first_ran == last_ran else f"between {first_ran} and {last_ran}"
     first = book.first_report
     head = f"## Rules dated against the runs\n\nThe runs finished {ran}; "
     if first.commit is None and not first.recorded:

@@ -13,7 +13,7 @@ a new or changed template is dated by the build itself (now, "this build"), and 
 file when the report is written to the committed folder (`date_rules`).
 
 A rule is newer than the runs it judges when it was written after the first report of them (the
-file's `first_report`; a build of runs that finished after it is their first report): it was
+file's `first_report`; a build of runs that all finished after it is their first report): it was
 written or changed after their results existed. Those claims keep their verdicts before the change
 in `Claim.earlier` (`report.with_earlier` and the rules themselves).
 """
@@ -178,13 +178,16 @@ class RuleBook:
         verdicts: dict[str, str],
         registered: Callable[[str], str | None] | None = None,
     ) -> RuleBook:
-        """The book of a build of `claims` at `now` from runs that finished at `finished`: each
+        """The book of a build of `claims` at `now` from runs the first of which finished at
+        `finished`: each
         claim's recorded date where its template is the recorded one; a claim the book lacks
         dated by its pre-registration where it has one (`registered`: the day, `2026-11-28`, by
         claim id; every rule of the atlas, written before any of its runs, and a paper's
         registered readings), else, like a changed template, dated `now` by this
         build, its verdict before the change its verdict in the committed report (`verdicts`, by
-        id) where it had one; this build is the runs' first report where none came after them."""
+        id) where it had one; this build is the runs' first report where none came after them, or
+        where every run finished after the recorded one (a second training): runs added to
+        those of an earlier report (a reading's retrains) leave its date as it was."""
         rules = {}
         for claim in claims:
             template, known = rule_template(claim.as_json()), self.rules.get(claim.id)
@@ -249,10 +252,10 @@ def date_rules(claims: Sequence[Claim], out: Path, committed: Path, finished: fl
     """`claims` dated by the committed report's rules file (`committed`, `reports/<paper>`, or a
     second report of the paper inside it where the build writes there or reads its runs, `runs`
     being the run root: `report_folder`; a second report without a rules file yet starts from
-    the paper's; `finished`: when their runs finished; `registered`: the day a claim's rule was
-    pre-registered, by its id, `RuleBook.of_build`), and the book of this build. Written to
-    the committed report's folder (`out`), the report records what this build dated in its file,
-    atomically; anywhere else the file is left as it was."""
+    the paper's; `finished`: when the first of their runs finished; `registered`: the day a
+    claim's rule was pre-registered, by its id, `RuleBook.of_build`), and the book of this build.
+    Written to the committed report's folder (`out`), the report records what this build dated
+    in its file, atomically; anywhere else the file is left as it was."""
     now = float(int(time.time() if now is None else now))
     paper, committed = committed, report_folder(committed, out, runs)
     path = committed / RULES

@@ -71,6 +71,11 @@ def test_every_finding_names_committed_claims_and_only_the_facts_stay_unmarked()
         ("fig4", "cloud"),
         ("fig4", "authors' gate data"),
         ("fig4", "authors' gate data, cloud"),
+        ("sec5_1_guided", "against the retrained control"),
+        ("sec5_1_baseline", "against the retrained control"),
+        ("sec5_2", "units ranked by strong edges"),
+        ("sec5_2", "weights zeroed"),
+        ("sec5_2", "strong edges, weights zeroed"),
     }
     assert STUDY.findings == FINDINGS
     assert 8 <= len(FINDINGS) <= 16 and len({f.id for f in FINDINGS}) == len(FINDINGS)

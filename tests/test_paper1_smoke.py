@@ -412,15 +412,16 @@ def test_a_retrain_whose_models_folders_are_gone_trains_them_again_checked(
 
 def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatch, tmp_path):
     """`--shard i/n` of paper 1: every model and retrain in exactly one shard, and each retrain
-    (substitution or pruning) in the shard of the models of its seed, whose checkpoints it
-    starts from."""
+    (substitution, pruning or their registered controls, which the paper's scale retrains) in the
+    shard of the models of its seed, whose checkpoints it starts from."""
     from experiments.engine.shard import Shard
     from experiments.engine.sitting import Sitting
     from experiments.paper1 import runs
     from experiments.paper1.scales import SCALES
 
     def planned(tasks, jobs, describe, done_before, label=None, left=None):
-        return {key: {"pruning": {"removed": {}}} for key in tasks}  # no task is run
+        pruning = {"removed": {}}
+        return {key: {"pruning": pruning, "pruning_by_edges": pruning} for key in tasks}  # none run
 
     monkeypatch.setattr(runs, "run_all", planned)
     scale = SCALES["paper"]
@@ -431,7 +432,10 @@ def test_shards_split_paper1_by_seed_so_each_retrain_finds_its_models(monkeypatc
         return set(models), set(runs.ablations(scale, models, sitting))
 
     whole_models, whole_retrains = plan(Shard())
-    assert len(whole_models) == 5 * 4 + 3 and len(whole_retrains) == 2 * 8 * 3 + 5
+    assert SCALES["paper"].controls and len(whole_models) == 5 * 4 + 3
+    # 8 components and the control into each of 2 receivers, and 5 prunings, on seeds 1-3;
+    # the other 4 of pruning's registered variants on seeds 1-3 only; pruned/guided on 4-5 too
+    assert len(whole_retrains) == 2 * (8 + 1) * 3 + 5 * 3 + 2
     for count in (2, 3, 5):
         parts = [plan(Shard(index, count)) for index in range(1, count + 1)]
         for kind, whole in ((0, whole_models), (1, whole_retrains)):

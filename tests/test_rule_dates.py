@@ -83,9 +83,9 @@ def test_a_claim_carries_its_rule_date_through_results_json():
     assert Claim.from_json(json.loads(json.dumps(dated_claim.as_json()))) == dated_claim
 
 
-def build(tmp_path, monkeypatch, claims, out, git=True, runs=None):
+def build(tmp_path, monkeypatch, claims, out, git=True, runs=None, finished=(RUNS_FINISHED,)):
     """A report of `claims` built by the engine (`reproduce`, then `publish`) from runs that
-    finished at RUNS_FINISHED (under the run root `runs`, `tmp_path/runs` unless given), the
+    finished at the times `finished` (under the run root `runs`, `tmp_path/runs` unless given), the
     committed reports being `tmp_path/reports`; without `git`, no git on PATH, and any call of
     git fails the test."""
     monkeypatch.setattr(publish_module, "REPOSITORY", tmp_path)
@@ -99,7 +99,7 @@ def build(tmp_path, monkeypatch, claims, out, git=True, runs=None):
             return run(arguments, *rest, **options)
 
         monkeypatch.setattr(subprocess, "run", no_git)
-    records = [{"trained": {"started": DAY, "finished": RUNS_FINISHED}}]
+    records = [{"trained": {"started": DAY, "finished": moment}} for moment in finished]
     study = Study("paperX", {"default": None}, lambda: None, lambda request: None,
                   lambda request, measured: Built(list(claims), "# Paper X\n\nBody.", {}, {},
                                                   records, []))  # fmt: skip
@@ -243,7 +243,7 @@ def test_a_papers_registered_readings_are_dated_by_their_registration_its_other_
     assert [c.id for c in book.newer(dated)] == ["reading.a", "b"]
     recorded = json.loads((committed / RULES).read_text())["rules"]
     assert recorded["reading.a"]["by"] == "pre-registration" and "by" not in recorded["b"]
-    rows = history_text("Paper X", dated, book, DAY).splitlines()
+    rows = history_text("Paper X", dated, book, (DAY, DAY)).splitlines()
     assert next(r for r in rows if r.startswith("| `reading.a` |")).endswith(
         "| (a new claim, registered before its reading was measured) |"
     )
@@ -256,6 +256,23 @@ def test_runs_that_finished_after_the_first_report_make_this_build_their_first(t
     _, book = date_rules([claim("a", 0.6)], tmp_path / "x", committed, DAY + 2 * 86_400, DAY * 2)
     assert book.first_report == Dated(DAY * 2, None, recorded=False)
     assert book.newer([claim("a", 0.6)]) == []
+
+
+def test_runs_added_to_a_reports_runs_leave_their_first_report_and_its_newer_rules(
+    tmp_path, monkeypatch
+):
+    """A reading's retrains added to runs reported before: the runs' first report stays the
+    committed one, so a rule changed after it is still listed as newer (with every run finished
+    after it, as a second training, this build would be their first report)."""
+    committed = tmp_path / "reports" / "paperX"
+    committed_report(committed, [claim("a", 0.6)])
+    changed = [claim("a", 0.6, reproduced_at=0.7)]
+    added = DAY + 10 * 86_400
+    build(tmp_path, monkeypatch, changed, committed, finished=(RUNS_FINISHED, added))
+    history = (committed / "history.md").read_text()
+    assert "between 2026-11-18 12:06 UTC and 2026-11-28 11:06 UTC" in history
+    assert "their first report was written 2026-11-19 (commit def5678). 1 of the 1 rules" in history
+    assert json.loads((committed / RULES).read_text())["first_report"]["commit"] == "def5678"
 
 
 def test_an_unreadable_rules_file_is_one_line_naming_it(tmp_path):

@@ -124,8 +124,10 @@ def publish(
     (`experiments.findings`); the findings table is logged to W&B beside the others. A claim
     whose rule was pre-registered (`registered`: its day by the claim's id, else None) is dated by
     its registration where the rules file does not know it yet."""
-    finished = max((r["trained"]["finished"] for r in records), default=None)
-    claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper, finished, runs=root,
+    finishes = [r["trained"]["finished"] for r in records]
+    finished = (min(finishes), max(finishes)) if finishes else None
+    claims, book = date_rules(claims, out, REPOSITORY / "reports" / paper,
+                              finished and finished[0], runs=root,
                               registered=registered)  # fmt: skip
     claims = with_findings(claims, findings)
     title = markdown.partition("\n")[0].removeprefix("# ")
