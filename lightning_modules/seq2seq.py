@@ -207,6 +207,11 @@ class Seq2Seq(Intervenable, pl.LightningModule):
         self.output = nn.Linear(decoder_size if input_feeding else readout_size, target_vocab_size)
         self._initialise()
         self._edits = self._removal_edits(removed_units or {}, cell, encoder_size, decoder_size)
+        self._add_metrics(target_vocab_size)
+
+    def _add_metrics(self, target_vocab_size: int) -> None:
+        """The torchmetrics of every stage and split: sequence and token accuracy, the training
+        loss's parts and each evaluation split's losses (`LOSSES`)."""
         splits = [("train", "train")]
         splits += [("val", s) for s in self.val_splits] + [("test", s) for s in self.test_splits]
         self.seq_acc = nn.ModuleDict({metric_key(*s): MeanMetric() for s in splits})

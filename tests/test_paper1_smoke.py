@@ -230,6 +230,39 @@ def test_kept_measurements_without_the_untrained_analysis_are_measured_not_retra
         layout.measurements.write_text(written)
 
 
+def assert_control_claims_read_the_controls(retrains, models, scale):
+    """Section 5's control claims, seed 1's: the gains over the retrained baseline and the
+    pruned models' accuracy against the retrained full one."""
+    from experiments.paper1.ablations import PRUNED_BY_EDGES, PRUNING_CONTROL, control_claims
+    from experiments.paper1.reproduce import PAPER, ablation_of
+    from experiments.paper1.scales import ANALYSED
+
+    ablation = ablation_of(retrains, scale)
+    nc = {key[0]: record.get("new_compositions", record.get("after"))
+          for key, record in retrains.items() if key[1] == 1}  # fmt: skip
+    original = {v: [models[(v, 1)]["selections"][ANALYSED]["new_compositions"]]
+                for v in ("guided", "baseline")}  # fmt: skip
+    claims = {c.id: c for c in control_claims(ablation, original, PAPER)}
+    assert set(claims) == {
+        "control.sec5_1.guided_with_encoder", "control.sec5_1.guided_with_decoder_w_hh",
+        "control.sec5_1.baseline_not_helped", "pool3.sec5_2.pruned_accuracy",
+        "pool3.sec5_2.pruned_retrained_accuracy", "pool3.sec5_2.retrained_beats_full",
+        "pool3.sec5_2.restored_against_control", *(f"{reading}.sec5_2.{id}" for id in (
+            "pruned_accuracy", "pruned_retrained_accuracy", "retrained_beats_full",
+            "restored_against_control") for reading in ("edges", "zeroed", "edges_zeroed")),
+    }  # fmt: skip
+    gain = nc["substitution/baseline_with_guided_encoder"] - nc["control/baseline_retrained"]
+    gains = [gain, nc["substitution/baseline_with_guided_decoder_w_hh"]
+             - nc["control/baseline_retrained"]]  # fmt: skip
+    assert list(claims["control.sec5_1.baseline_not_helped"].measured.values) == pytest.approx(
+        gains
+    )
+    restored = list(claims["pool3.sec5_2.restored_against_control"].measured.values)
+    assert restored == pytest.approx([nc["pruned/guided"] - nc[PRUNING_CONTROL]])
+    restored = list(claims["edges.sec5_2.restored_against_control"].measured.values)
+    assert restored == pytest.approx([nc[PRUNED_BY_EDGES] - nc[PRUNING_CONTROL]])
+
+
 def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeypatch, tmp_path):
     """`--section5-controls` (`Scale.controls`) adds, on the pairs' seeds, each model retrained
     as the substitutions are with nothing frozen and each guided one retrained as the pruned ones
@@ -239,10 +272,9 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
     place of the unretrained originals: the gains over the retrained baseline, and the pruned
     models' accuracy against the retrained full one, seed by seed."""
     from experiments.engine.sitting import Sitting
-    from experiments.paper1.ablations import PRUNED_BY_EDGES, PRUNING_CONTROL, control_claims
-    from experiments.paper1.reproduce import PAPER, ablation_of
+    from experiments.paper1.ablations import PRUNED_BY_EDGES, PRUNING_CONTROL
     from experiments.paper1.runs import ablations
-    from experiments.paper1.scales import ANALYSED, SCALES
+    from experiments.paper1.scales import SCALES
 
     folder, _, _ = quick
     for name, value in offline_env(folder).items():
@@ -290,30 +322,7 @@ def test_section5_controls_retrain_with_nothing_frozen_or_removed(quick, monkeyp
         )  # fmt: skip
         assert record["kept_units"] == masked_record["kept_units"]
         assert record["before"] == masked_record["before"]
-    ablation = ablation_of(retrains, scale)
-    nc = {key[0]: record.get("new_compositions", record.get("after"))
-          for key, record in retrains.items() if key[1] == 1}  # fmt: skip
-    original = {v: [models[(v, 1)]["selections"][ANALYSED]["new_compositions"]]
-                for v in ("guided", "baseline")}  # fmt: skip
-    claims = {c.id: c for c in control_claims(ablation, original, PAPER)}
-    assert set(claims) == {
-        "control.sec5_1.guided_with_encoder", "control.sec5_1.guided_with_decoder_w_hh",
-        "control.sec5_1.baseline_not_helped", "pool3.sec5_2.pruned_accuracy",
-        "pool3.sec5_2.pruned_retrained_accuracy", "pool3.sec5_2.retrained_beats_full",
-        "pool3.sec5_2.restored_against_control", *(f"{reading}.sec5_2.{id}" for id in (
-            "pruned_accuracy", "pruned_retrained_accuracy", "retrained_beats_full",
-            "restored_against_control") for reading in ("edges", "zeroed", "edges_zeroed")),
-    }  # fmt: skip
-    gain = nc["substitution/baseline_with_guided_encoder"] - nc["control/baseline_retrained"]
-    gains = [gain, nc["substitution/baseline_with_guided_decoder_w_hh"]
-             - nc["control/baseline_retrained"]]  # fmt: skip
-    assert list(claims["control.sec5_1.baseline_not_helped"].measured.values) == pytest.approx(
-        gains
-    )
-    restored = list(claims["pool3.sec5_2.restored_against_control"].measured.values)
-    assert restored == pytest.approx([nc["pruned/guided"] - nc[PRUNING_CONTROL]])
-    restored = list(claims["edges.sec5_2.restored_against_control"].measured.values)
-    assert restored == pytest.approx([nc[PRUNED_BY_EDGES] - nc[PRUNING_CONTROL]])
+    assert_control_claims_read_the_controls(retrains, models, scale)
 
 
 def test_kept_measurements_whose_run_folder_is_gone_get_the_untrained_analysis_untrained(

@@ -80,6 +80,16 @@ def measured_before(layout: RunLayout, arguments: list[str], sitting: Sitting,
     return kept is not None and not missing_fields(kept, [*needed, *add])
 
 
+def not_merged_with(layout: RunLayout, added: Sequence[str], sitting: Sitting) -> SittingError:
+    """The error of a merge asked to add measurements (`added`) to a run measured without them:
+    they are added where the run was trained, not in a merge."""
+    return SittingError(
+        f"{layout.path.relative_to(sitting.root)} was measured without {', '.join(added)}: "
+        "add them where it was trained (--reuse-runs --add-measurements) and merge again, "
+        "or merge without --add-measurements"
+    )
+
+
 def measured(
     layout: RunLayout,
     arguments: list[str],
@@ -125,11 +135,7 @@ def measured(
     if kept is not None and not missing and not added and (folder or not weights):
         return kept
     if added and sitting.merged:
-        raise SittingError(
-            f"{layout.path.relative_to(sitting.root)} was measured without {', '.join(added)}: "
-            "add them where it was trained (--reuse-runs --add-measurements) and merge again, "
-            "or merge without --add-measurements"
-        )
+        raise not_merged_with(layout, added, sitting)
     record = None if kept is None else {k: v for k, v in kept.items() if k not in BOOKKEEPING}
     if kept is not None and not added and not folder and not weights:
         with initial_weights(trained_at, arguments, sitting.root) as run:
