@@ -11,7 +11,9 @@ import pandas as pd
 
 from experiments.engine.publish import Stopwatch
 from experiments.paper2.claims import LEARNED, rare_cells_note, regime
-from experiments.paper2.readings import STREAM_READINGS, Snapshot
+from experiments.paper2.readings import STREAM_READINGS, Snapshot, snapshot_of
+from experiments.paper2.retrained import OTHER, ROUND_OFF, retrained_text
+from experiments.paper2.runs import BEFORE_FIX_READINGS, TEXT
 from experiments.paper2.scales import Scale, Setting, epoch_tag
 from experiments.report import current_commit, markdown_table, report_title, runs_named
 
@@ -194,8 +196,9 @@ def readings_frame(claims) -> pd.DataFrame:
                 break
         rows.setdefault(base, {})[reading] = VERDICT_MARK[claim.verdict]
     frame = pd.DataFrame.from_dict(rows, orient="index").fillna("")
-    shown = ("authors", "authors_at_close", "authors_domain", "authors_generator.text",
-             "authors_generator.authors", "authors_generator.authors_domain")  # fmt: skip
+    shown = ("authors", "authors_at_close", "authors_domain", *BEFORE_FIX_READINGS,
+             "authors_generator.text", "authors_generator.authors",
+             "authors_generator.authors_domain")  # fmt: skip
     columns = ["text", *(p for p in shown if p in frame.columns)]
     return frame[columns].rename_axis("claim").reset_index()
 
@@ -204,7 +207,9 @@ READING_PREFIXES = (
     "authors_generator.text",
     "authors_generator.authors_domain",
     "authors_generator.authors",
+    "authors_before_fix",
     "authors_at_close",
+    "before_fix",
     "authors_domain",
     "authors",
 )
@@ -292,7 +297,7 @@ claims table:
 - `authors_generator.<reading>.*`: Figure 3's corpora written by the authors'
   `synthetic_range_data.py` (|Sigma| = 1001, omega over the conduit's second-last token, copies
   on a grid overwriting rules), read by the text's reading or the authors'.
-
+{before_fix_text(frames.get("retrained"))}
 {authors_figure}Verdicts by reading (yes / partly / no; empty where a reading does not decide the
 claim):
 
@@ -305,4 +310,69 @@ keeps log-softmax scores per rule). The text's reading with geometric means (exp
 log-probability; standard errors by the delta method) changes these verdicts:
 
 {averaging}
+"""
+
+
+def retrained_frame(records: dict, scale: Scale) -> pd.DataFrame | None:
+    """The runs read by the authors' CD before their fix (`runs.BEFORE_FIX_READINGS`), each with
+    P(omega | alpha) at the end by the text's reading and before the fix, and where its before-fix
+    readings come from a run trained again (`retrained.merged`), how that run's float32
+    readings compare with the committed run's and, for another model, its own P(omega | alpha);
+    None where no run was read before the fix."""
+    end = epoch_tag(scale.epochs)
+    rows = []
+    for (setting, seed), record in records.items():
+        if "before_fix" not in record["readings"]:
+            continue
+        again = record.get("retrained")
+        own = retrained_text(record)
+        rows.append({
+            "run": setting.variant, "seed": seed,
+            "read from": "its own weights" if again is None else "a run trained again",
+            "float32 readings against the committed run": "" if again is None else
+            again["readings"] + (f" ({again['means_differ']} of {again['means']} means differ,"
+                                 f" at most {again['largest_relative_difference']:.2g} relative)"
+                                 if again["means_differ"] else ""),
+            "P(omega|alpha) text": snapshot_of(record["readings"][TEXT][end]).alpha().mean,
+            "trained again, text": snapshot_of(own[end]).alpha().mean if own else None,
+            "before fix": snapshot_of(record["readings"]["before_fix"][end]).alpha().mean,
+        })  # fmt: skip
+    if not rows:
+        return None
+    rows.sort(key=lambda row: (natural_order(row["run"]), row["seed"]))
+    return pd.DataFrame(rows).astype({"trained again, text": object}).fillna("-")
+
+
+def before_fix_text(frame: pd.DataFrame | None) -> str:
+    """The before-fix readings and the runs they were read from (`retrained_frame`)."""
+    if frame is None:
+        return ""
+    again = frame[frame["read from"] == "a run trained again"]
+    verdicts = again["float32 readings against the committed run"].str.split(" [(]").str[0]
+    counts = verdicts.value_counts()
+    other = again[verdicts == OTHER]
+    named = ", ".join(f"`{r}` seed {s}" for r, s in zip(other["run"], other["seed"], strict=True))
+    beside = (f" ({named}), whose before-fix values stand beside its own text reading (column "
+              "`trained again, text`), not the committed model's") if named else ""  # fmt: skip
+    retrain = (
+        ""
+        if again.empty
+        else (
+            f"\n{len(again)} of these runs' committed weight snapshots are not kept, so they were "
+            "trained again from the same commands (`reports/paper2/retrained/`) and read by both "
+            "CDs; every other verdict stays the committed models'. Against the committed run, "
+            f"{counts.get('equal', 0)} gave every float32 reading equal, "
+            f"{counts.get('within float32 round-off', 0)} the same model within float32 round-off "
+            f"(every mean within {ROUND_OFF:g}, relative) and {counts.get(OTHER, 0)} another model"
+            f"{beside}. P(omega | alpha) at the end:\n"
+        )
+    )
+    return f"""
+By the authors' CD before their fix (`nsaphra/acd` 820fabd), in float64, as registered
+(`preregistration.md`, item 4), on Figure 2's cell and Figure 3's cells by the text's generator:
+
+- `before_fix.*`: {BEFORE_FIX_READINGS["before_fix"]};
+- `authors_before_fix.*`: {BEFORE_FIX_READINGS["authors_before_fix"]}.
+{retrain}
+{markdown_table(frame, index=False)}
 """

@@ -50,6 +50,7 @@ from experiments.paper2.report import (
     figure_frames,
     readings_frame,
     report_text,
+    retrained_frame,
     seed_frame,
 )
 from experiments.paper2.runs import BEFORE_FIX_READINGS, TEXT, measure_all, snapshots
@@ -244,6 +245,7 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
     frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
     frames["readings"] = readings_frame(claims)
+    frames["retrained"] = retrained_frame(records, scale)
     frames["geometric"] = averaging_frame(primary, averaged)
     kept = kept_note(list(records.values()))
     markdown = report_text(request.scale_name, scale, frames, request.clock, kept, sitting.root,
@@ -318,8 +320,20 @@ def variants_of(args: argparse.Namespace, scale: Scale) -> tuple[str, ...]:
     return names
 
 
+REGISTRATION = "2026-11-28"
+"""The day `reports/paper2/preregistration.md` registered its readings' rules and claim ids."""
+
+
+def registered_on(claim_id: str) -> str | None:
+    """The day the rule of a claim of a registered reading was written (item 4: the authors' CD
+    before their fix, and CD's error bound read in float64), before that reading was measured;
+    None for every other claim (their rule changes are dated by the build that made them)."""
+    readings = tuple(f"{name}." for name in BEFORE_FIX_READINGS)
+    return REGISTRATION if claim_id.startswith(readings) or claim_id.endswith(".float64") else None
+
+
 STUDY = Study("paper2", SCALES, command_line, measure, report, scale_of, variants_of,
-              findings=FINDINGS)  # fmt: skip
+              findings=FINDINGS, registered=registered_on)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> list[Claim] | None:
