@@ -13,7 +13,7 @@ from experiments.engine.sitting import Sitting
 from experiments.engine.store import portable
 from experiments.paper2 import runs
 from experiments.paper2.reproduce import main
-from experiments.paper2.scales import SCALES
+from experiments.paper2.scales import SCALES, training_order
 
 K8 = ["pooled_k=8_unpredictable", "pooled_k=8_predictable_m=1000", "pooled_k=8_predictable_m=100"]
 COMMITTED = Path(__file__).parents[1] / "reports" / "paper2" / "runs"
@@ -50,12 +50,29 @@ def test_the_k8_cells_alone_at_seeds_3_to_5_are_the_whole_scales_runs(planned, t
     assert sorted(planned) == sorted((cell, seed) for cell in K8 for seed in (3, 4, 5))
     assert planned == {key: everything[key] for key in planned}
     assert planned[(K8[2], 4)][2:4] == ["--seed_everything", "4"]
+    alone = dict(planned)
     planned.clear()
     runs.measure_all(SCALES["default"], Sitting(tmp_path, variants=tuple(K8)))
+    assert len(planned) == 18  # the default scale trains them at seeds 0-5 (item 5)
+    assert {key: planned[key] for key in alone} == alone
     for (cell, seed), command in planned.items():
         path = COMMITTED / "paper2" / cell / f"seed={seed}" / "measurements.json"
-        assert json.loads(path.read_text())["command"] == command
-    assert len(planned) == 9
+        if seed < 3:
+            assert json.loads(path.read_text())["command"] == command
+
+
+def test_the_more_seeds_come_last_so_every_committed_run_keeps_its_index_and_shard():
+    """The default scale's 93 runs: its first 84 are the committed report's (each folder's
+    command), in the order they had; the last 9 are Figure 3's k = 8 cells at seeds 3-5."""
+    order = training_order(SCALES["default"])
+    assert len(order) == 93 and len(set(order)) == 93
+    committed = {(p.parent.parent.name, int(p.parent.name.split("=")[1]))
+                 for p in (COMMITTED / "paper2").glob("*/seed=*/measurements.json")}  # fmt: skip
+    assert {(s.variant, seed) for s, seed in order[:84]} == committed
+    assert order[:84] == training_order(replace(SCALES["default"], more_seeds=()))
+    assert sorted((s.variant, seed) for s, seed in order[84:]) == sorted(
+        (cell, seed) for cell in K8 for seed in (3, 4, 5)
+    )
 
 
 def test_cells_alone_train_nothing_else_and_write_no_report(planned, tmp_path, capsys):

@@ -142,11 +142,12 @@ def test_the_before_fix_readings_are_dated_by_their_registration_and_have_their_
     def claim(id: str, verdict: str) -> Claim:
         return Claim(id, "words", 1.0, Measured.of([1.0]), "rule", verdict)
 
-    frame = readings_frame([claim("fig2.conduit_interacts", "not reproduced"),
-                            claim("authors.fig2.conduit_interacts", "reproduced"),
-                            claim("authors_before_fix.fig2.conduit_interacts", "partially reproduced"),
-                            claim("before_fix.fig2.conduit_interacts", "reproduced")])  # fmt: skip
-    row = frame.set_index("claim").loc["fig2.conduit_interacts"]
+    base = "fig2.conduit_interacts"
+    frame = readings_frame([claim(base, "not reproduced"),
+                            claim(f"authors.{base}", "reproduced"),
+                            claim(f"authors_before_fix.{base}", "partially reproduced"),
+                            claim(f"before_fix.{base}", "reproduced")])  # fmt: skip
+    row = frame.set_index("claim").loc[base]
     assert (row["text"], row["authors"], row["before_fix"], row["authors_before_fix"]) == (
         "no",
         "yes",

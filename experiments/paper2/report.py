@@ -87,6 +87,11 @@ def header_text(scale_name: str, scale: Scale, clock: Stopwatch, kept: str, root
     """The report's title and its settings, time and method."""
     overrides = " ".join(scale.overrides) or "none"
     seeds = ", ".join(map(str, scale.seeds))
+    if scale.more_seeds:
+        more = ", ".join(map(str, scale.more_seeds))
+        seeds += (f" (Figure 3's k = {max(scale.predictability_lengths)} cells by the text's "
+                  f"generator also {more}, and read over all their seeds: registered, "
+                  "`preregistration.md` item 5)")  # fmt: skip
     errors = ("Every value below is the mean over seeds of each run's mean over its probe rules; "
               "SE is the standard error over seeds." if len(scale.seeds) > 1 else
               "One seed: SE is the standard error over the probe rules.")  # fmt: skip

@@ -23,7 +23,7 @@ A run's measurements (no weights) are everything the report reads of it:
 
 Size: as committed, a Figure 3 run's file is about 60 kB (50 snapshots by 4 readings), a
 Figure 2 run's (the longest k: every epoch) about 75 kB and another Figure 1 run's about 8 kB:
-about 4 MB for the default scale's 84 runs (36, 24 and 24 of them: the runs with momentum or
+about 4 MB for the default scale's 93 runs (45, 24 and 24 of them: the runs with momentum or
 weight decay read two phrases after every epoch, as Figure 2's).
 
 With `--reuse-runs` a run whose measurements were taken from the same command (and hold every
