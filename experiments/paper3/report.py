@@ -32,8 +32,9 @@ from experiments.report import (  # noqa: E402
 from probes.command.outputs import SMALLEST_POINTS, legend_beside  # noqa: E402
 
 CACHED_AT = re.compile(r" \(cached at [^)]*\)")
-"""Where a run's data was cached on the machine that trained it (its record's `data_source`), which
-the report leaves out: a machine's own path says nothing of the data."""
+"""Where a run's data was cached on the machine that trained it, which runs measured by earlier
+versions recorded in their `data_source` and the report leaves out: a machine's own path says
+nothing of the data."""
 COLOURS = {("A", "train"): "C0", ("A", "test"): "C9", ("B", "train"): "C3", ("B", "test"): "C5"}
 """Figure 3's colours: A train blue, A test cyan, B train red, B test brown."""
 
