@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import torch
+
 from experiments.engine import publish as reproduction
 from experiments.engine import sittings
 from storage import RunLayout
@@ -39,6 +41,8 @@ def test_each_sitting_names_its_device_and_the_report_counts_runs_by_device(tmp_
     first, second = sittings.read_sittings(layout.sittings)
     assert first == earlier[0] and second["device"] == sittings.this_machine()
     assert sittings.this_machine().startswith("CPU ")  # the tests' machine has no GPU
+    capability = torch.backends.cpu.get_cpu_capability()  # the kernels' vector instructions
+    assert f" {capability}, " in sittings.this_machine()
     assert sittings.fit_time(layout)["devices"] == ["NVIDIA H200 (CUDA)", sittings.this_machine()]
     layout.sittings.write_text('[{"started": 0, "until": 60}]')  # before devices were recorded
     assert sittings.read_sittings(layout.sittings) == [{"started": 0.0, "until": 60.0}]

@@ -39,15 +39,18 @@ batch at hand, so a checkpoint it is writing is finished, not cut short."""
 
 def this_machine() -> str:
     """The device this process's fits train on, as a sitting records it: the GPU's name where
-    torch sees one (Lightning's `accelerator: auto` then trains there), else the CPU and how many
-    cores this process may use. Asking torch whether it sees a GPU starts no CUDA context."""
+    torch sees one (Lightning's `accelerator: auto` then trains there), else the CPU, the vector
+    instructions torch's kernels use on it (AVX512, AVX2, ...: two CPUs that differ there sum
+    float32 in another order, so the same command can give other last digits) and how many cores
+    this process may use. Asking torch whether it sees a GPU starts no CUDA context."""
     import torch  # here, so that reading sittings needs neither torch nor the probe command
 
     from probes.command.run import core_share
 
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name(0)} (CUDA)"
-    return f"CPU {platform.machine()}, {core_share(1)} cores"
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"CPU {platform.machine()} {capability}, {core_share(1)} cores"
 
 
 def cpu_seconds(pid: int) -> float | None:
