@@ -149,9 +149,9 @@ def part_done(name: str, scale_name: str, scale: object, sitting: Sitting) -> st
     return (
         f"{name}: trained and measured the runs of {', '.join(sitting.variants)}{at}{shard} under "
         f"{sitting.root}; no report was written. To build the report: python -m "
-        f"experiments.{name} --scale {scale_name} --runs {sitting.root} --reuse-runs, with options "
-        "that give the scale these seeds: it keeps these runs and trains the scale's other runs "
-        "that this root lacks"
+        f"experiments.{name} --scale {scale_name} --runs {sitting.root} --reuse-runs: it keeps "
+        "these runs where the scale lists them (with --seeds, where those seeds do) and trains "
+        "the scale's other runs that this root lacks"
     )
 
 
