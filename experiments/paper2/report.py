@@ -12,7 +12,7 @@ import pandas as pd
 from experiments.engine.publish import Stopwatch
 from experiments.paper2.claims import LEARNED, rare_cells_note, regime
 from experiments.paper2.readings import STREAM_READINGS, Snapshot, snapshot_of
-from experiments.paper2.retrained import OTHER, ROUND_OFF, retrained_text
+from experiments.paper2.retrained import EQUAL, OTHER, ROUND_OFF, ROUNDED, retrained_text
 from experiments.paper2.runs import BEFORE_FIX_READINGS, TEXT
 from experiments.paper2.scales import Scale, Setting, epoch_tag
 from experiments.report import current_commit, markdown_table, report_title, runs_named
@@ -318,6 +318,11 @@ log-probability; standard errors by the delta method) changes these verdicts:
 """
 
 
+COMPARISON = "comparison"
+"""`retrained_frame`'s column of `retrained.compared`'s verdict alone, which `before_fix_text`
+counts and does not print (the printed column adds how many means differ)."""
+
+
 def retrained_frame(records: dict, scale: Scale) -> pd.DataFrame | None:
     """The runs read by the authors' CD before their fix (`runs.BEFORE_FIX_READINGS`), each with
     P(omega | alpha) at the end by the text's reading and before the fix, and where its before-fix
@@ -334,6 +339,7 @@ def retrained_frame(records: dict, scale: Scale) -> pd.DataFrame | None:
         rows.append({
             "run": setting.variant, "seed": seed,
             "read from": "its own weights" if again is None else "a run trained again",
+            COMPARISON: None if again is None else again["readings"],
             "float32 readings against the committed run": "" if again is None else
             again["readings"] + (f" ({again['means_differ']} of {again['means']} means differ,"
                                  f" at most {again['largest_relative_difference']:.2g} relative)"
@@ -353,9 +359,8 @@ def before_fix_text(frame: pd.DataFrame | None) -> str:
     if frame is None:
         return ""
     again = frame[frame["read from"] == "a run trained again"]
-    verdicts = again["float32 readings against the committed run"].str.split(" [(]").str[0]
-    counts = verdicts.value_counts()
-    other = again[verdicts == OTHER]
+    counts = again[COMPARISON].value_counts()
+    other = again[again[COMPARISON] == OTHER]
     named = ", ".join(f"`{r}` seed {s}" for r, s in zip(other["run"], other["seed"], strict=True))
     beside = (f" ({named}), whose before-fix values stand beside its own text reading (column "
               "`trained again, text`), not the committed model's") if named else ""  # fmt: skip
@@ -366,8 +371,8 @@ def before_fix_text(frame: pd.DataFrame | None) -> str:
             f"\n{len(again)} of these runs' committed weight snapshots are not kept, so they were "
             "trained again from the same commands (`reports/paper2/retrained/`) and read by both "
             "CDs; every other verdict stays the committed models'. Against the committed run, "
-            f"{counts.get('equal', 0)} gave every float32 reading equal, "
-            f"{counts.get('within float32 round-off', 0)} the same model within float32 round-off "
+            f"{counts.get(EQUAL, 0)} gave every float32 reading equal, "
+            f"{counts.get(ROUNDED, 0)} the same model within float32 round-off "
             f"(every mean within {ROUND_OFF:g}, relative) and {counts.get(OTHER, 0)} another model"
             f"{beside}. P(omega | alpha) at the end:\n"
         )
@@ -379,5 +384,5 @@ By the authors' CD before their fix (`nsaphra/acd` 820fabd), in float64, as regi
 - `before_fix.*`: {BEFORE_FIX_READINGS["before_fix"]};
 - `authors_before_fix.*`: {BEFORE_FIX_READINGS["authors_before_fix"]}.
 {retrain}
-{markdown_table(frame, index=False)}
+{markdown_table(frame.drop(columns=COMPARISON), index=False)}
 """

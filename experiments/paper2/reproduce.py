@@ -255,7 +255,7 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     averaged = claims_of(figure_values(geometric_runs, scale), scale)
     judged = judged_against_untrained(primary + second_readings(measured, scale), null)
     if scale.more_seeds:
-        judged = with_more_seeds(judged, scale)
+        judged = with_more_seeds(judged)
     claims = with_earlier(
         judged, [Claim.from_json(r) for r in json.loads(EARLIER.read_text())], EARLIER_REASON
     )
@@ -276,7 +276,7 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     return Built(claims, markdown, figures, tables, list(records.values()), runs)
 
 
-def with_more_seeds(claims: list[Claim], scale: Scale) -> list[Claim]:
+def with_more_seeds(claims: list[Claim]) -> list[Claim]:
     """Each claim the three more seeds touched (its rule's text or verdict differs) given, newest
     first, its verdict on seeds 0-2 (`MORE_SEEDS_EARLIER`, `MORE_SEEDS_REASON`); written by hand
     because `with_earlier` would repeat the rule changes both reports record."""
