@@ -70,12 +70,18 @@ def test_a_merged_record_keeps_the_committed_readings_and_only_the_before_fix_on
 
 
 def test_a_retrained_run_of_another_command_or_without_a_committed_reading_is_refused():
+    """Another command, a reading or a snapshot the committed run holds and the retrained one
+    lacks: one error naming it and how to read it."""
     with pytest.raises(ValueError, match="command is not the committed run's"):
         merged(record(0.9, seed=2), {**record(0.9, 0.9, seed=2), "command": ["other"]})
     without_authors = record(0.9, 0.9)
     del without_authors["readings"]["authors"]
     with pytest.raises(ValueError, match="lacks the readings authors"):
         merged(record(0.9), without_authors)
+    fewer_snapshots = record(0.9, 0.9)
+    fewer_snapshots["readings"]["text"] = {"epoch=0": snapshot(0.9)}
+    with pytest.raises(ValueError, match=f"lacks the snapshots {END} the committed run was read"):
+        merged(record(0.9), fewer_snapshots)
 
 
 def write(folder, seed: int, content: dict) -> None:

@@ -57,14 +57,16 @@ def compared(committed: dict, retrained: dict) -> dict:
     `ROUND_OFF`, relative) or `OTHER`; how many means differ, of how many, and the largest
     relative difference."""
     names = list(committed["readings"])
-    missing = [name for name in names if name not in retrained["readings"]]
-    if missing:
-        raise ValueError(f"the retrained run of {committed['variant']} seed {committed['seed']} "
-                         f"lacks the readings {', '.join(missing)}: read it again with "
-                         "--reuse-runs --before-fix where it was trained")  # fmt: skip
+    run = f"the retrained run of {committed['variant']} seed {committed['seed']}"
+    again = "read it again with --reuse-runs --before-fix where it was trained"
+    if missing := [name for name in names if name not in retrained["readings"]]:
+        raise ValueError(f"{run} lacks the readings {', '.join(missing)}: {again}")
     old, new = means(committed, names), means(retrained, names)
+    if unread := sorted({tag for _, tag, _ in old.keys() - new.keys()}):
+        raise ValueError(f"{run} lacks the snapshots {', '.join(unread)} the committed run was "
+                         f"read at: {again}")  # fmt: skip
     differ = {key: abs(new[key] - value) / max(abs(new[key]), abs(value))
-              for key, value in old.items() if new.get(key) != value}  # fmt: skip
+              for key, value in old.items() if new[key] != value}  # fmt: skip
     largest = max(differ.values(), default=0.0)
     same = all(committed["readings"][n] == retrained["readings"][n] for n in names)
     verdict = EQUAL if same else ROUNDED if largest <= ROUND_OFF else OTHER
