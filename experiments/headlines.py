@@ -4,14 +4,13 @@ reports disagree."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
 from experiments import REPOSITORY as ROOT
 from experiments.findings import findings_counts
-from experiments.report import UNINFORMATIVE, VERDICTS, Claim, summary_counts
+from experiments.report import UNINFORMATIVE, VERDICTS, claims_in, summary_counts
 from storage.files import write_text_atomic
 
 BLOCK = re.compile(r"(<!-- headlines:[^\n]*-->\n)(.*?)(<!-- /headlines -->)", re.S)
@@ -27,7 +26,7 @@ def headlines_table(reports: Path) -> str:
         "|---" * (len(VERDICTS) + 3) + "|",
     ]
     for results in sorted(Path(reports).glob("*/results.json")):
-        claims = [Claim.from_json(r) for r in json.loads(results.read_text())]
+        claims = claims_in(results)
         counts = summary_counts(claims)
         counted, total = findings_counts(claims)
         informative = total - counted[UNINFORMATIVE] - counted["-"]

@@ -217,6 +217,11 @@ def earlier_file(paper: str, name: str) -> Path:
     return REPOSITORY / "reports" / paper / "earlier" / name
 
 
+def claims_in(path: Path) -> list[Claim]:
+    """The claims a results file holds (a report's `results.json`, an `earlier_file`)."""
+    return [Claim.from_json(record) for record in json.loads(Path(path).read_text())]
+
+
 def with_earlier(
     claims: Sequence[Claim], earlier: Sequence[Claim], reason: str, unless_recorded: bool = False
 ) -> list[Claim]:

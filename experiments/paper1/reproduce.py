@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,6 +94,7 @@ from experiments.paper1.tables import (
 from experiments.report import (
     Claim,
     claims_frame,
+    claims_in,
     current_commit,
     judged_against_untrained,
     report_title,
@@ -215,10 +215,10 @@ def report(request: Request, runs: Runs) -> Built:
     )
     earlier = []
     if data.is_paper_data and scale_name in ("default", "paper", "paper-training"):
-        earlier = [Claim.from_json(record) for record in json.loads(EARLIER.read_text())]
+        earlier = claims_in(EARLIER)
         claims = with_earlier(claims, earlier, DATA_CHANGED)
     if data.is_paper_data and scale_name == "default":
-        before = [Claim.from_json(record) for record in json.loads(BEFORE.read_text())]
+        before = claims_in(BEFORE)
         claims = registered_history(claims, before)
     curves = {v: [models[(v, s)]["curve"] for s in seeds] for v in VARIANTS}
     figures = paper1_figures(measured, curves, analysed, ablation, original, seeds,

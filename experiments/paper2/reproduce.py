@@ -20,7 +20,6 @@ measures some settings' runs alone (`variants_of`) and, like a shard, writes no 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,6 +72,7 @@ from experiments.report import (
     Claim,
     Earlier,
     claims_frame,
+    claims_in,
     earlier_file,
     judged_against_untrained,
     with_earlier,
@@ -256,9 +256,7 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
     judged = judged_against_untrained(primary + second_readings(measured, scale), null)
     if scale.more_seeds:
         judged = with_more_seeds(judged)
-    claims = with_earlier(
-        judged, [Claim.from_json(r) for r in json.loads(EARLIER.read_text())], EARLIER_REASON
-    )
+    claims = with_earlier(judged, claims_in(EARLIER), EARLIER_REASON)
     figures = paper2_figures(values, measured, scale, out / "figures")
     frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
     frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
@@ -280,7 +278,7 @@ def with_more_seeds(claims: list[Claim]) -> list[Claim]:
     """Each claim the three more seeds touched (its rule's text or verdict differs) given, newest
     first, its verdict on seeds 0-2 (`MORE_SEEDS_EARLIER`, `MORE_SEEDS_REASON`); written by hand
     because `with_earlier` would repeat the rule changes both reports record."""
-    earlier = {r["id"]: Claim.from_json(r) for r in json.loads(MORE_SEEDS_EARLIER.read_text())}
+    earlier = {claim.id: claim for claim in claims_in(MORE_SEEDS_EARLIER)}
     changed = []
     for claim in claims:
         old = earlier.get(claim.id)

@@ -4,7 +4,6 @@ built from the measurements alone (`claims`, `report`), written to
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from experiments.engine.reproduce import Built, Request, Study, reproduction_main
@@ -25,7 +24,7 @@ from experiments.paper3.scan_report import scan_authors_figures, scan_authors_se
 from experiments.paper3.toy import PLAYGROUND, READINGS, TEXT
 from experiments.paper3.toy_report import playground_figures, playground_section
 from experiments.paper3.untrained import NULL_SECTION, judged_claims
-from experiments.report import Claim, claims_frame, with_earlier
+from experiments.report import Claim, claims_frame, claims_in, with_earlier
 
 EARLIER = Path(__file__).parents[2] / "reports/paper3/earlier/default_before_authors_code.json"
 """The claims of the committed default-scale report (commit e5276d9) before the runs were
@@ -53,7 +52,7 @@ def report(request: Request, records: dict[tuple, dict]) -> Built:
     scale_name, scale, figures_folder = request.scale_name, request.scale, request.out / "figures"
     claims = judged_claims(records, scale.seeds)
     if scale_name == "default":  # EARLIER is a report of this scale
-        earlier = [Claim.from_json(r) for r in json.loads(EARLIER.read_text())]
+        earlier = claims_in(EARLIER)
         claims = with_earlier(claims, earlier, EARLIER_REASON)
     measured = by_setting(records, scale.seeds, (*EXPERIMENTS, IMAGES_AUTHORS))
     early_frame = learning_claims(measured)[1]

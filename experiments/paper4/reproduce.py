@@ -6,7 +6,6 @@ also judged on the untrained weights (`untrained`), written to
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 
 import pandas as pd
@@ -31,7 +30,7 @@ from experiments.paper4.report import (
 )
 from experiments.paper4.scales import SCALES, VARIANTS, Scale, command_line
 from experiments.paper4.untrained import judged_claims, null_text, untrained_inputs
-from experiments.report import Claim, claims_frame, earlier_file, with_earlier
+from experiments.report import Claim, claims_frame, claims_in, earlier_file, with_earlier
 
 EARLIER_VERDICTS = earlier_file("paper4", "teacher_forced.json")
 """The default scale's claims of the models trained under teacher forcing (`results.json` of
@@ -68,7 +67,7 @@ def earlier_verdicts(claims: list[Claim]) -> list[Claim]:
     models were trained on the paper's objective."""
     for path, reason, unless_recorded in ((RULES_BEFORE_REVISION, RULES_REVISED, True),
                                           (EARLIER_VERDICTS, MODELS_CHANGED, False)):  # fmt: skip
-        earlier = [Claim.from_json(r) for r in json.loads(path.read_text())]
+        earlier = claims_in(path)
         claims = with_earlier(claims, earlier, reason, unless_recorded)
     return claims
 
