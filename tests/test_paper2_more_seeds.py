@@ -56,3 +56,21 @@ def test_a_claim_the_more_seeds_moved_keeps_its_seeds_0_to_2_verdict_first(tmp_p
     )
     assert reproduce.MORE_SEEDS_REASON.startswith("the runs: three more seeds at k = 8.")
     assert longer.earlier == ()  # the same runs, the same rule and verdict: untouched
+
+
+def test_older_changes_keep_the_verdicts_the_seeds_0_to_2_report_recorded(tmp_path, monkeypatch):
+    """A rule that records its replaced rule's verdict computes it on the runs at hand: on six
+    seeds the replaced rule says 'partially', but the report on seeds 0-2 recorded 'not', and
+    that is the history kept; a change newer than that report stays first."""
+    reason = "the rule: no margin"
+    on_three = [claim("fig3.predictable_late.m=100", "2 of 2 hold", "reproduced",
+                      (Earlier("not reproduced", "old rule: 0 of 2", reason),))]  # fmt: skip
+    earlier = tmp_path / "seeds_0_to_2.json"
+    earlier.write_text(json.dumps([c.as_json() for c in on_three]))
+    monkeypatch.setattr(reproduce, "MORE_SEEDS_EARLIER", earlier)
+    newer = Earlier("reproduced", "2 of 2 hold", "the rule: a later change")
+    judged_again = Earlier("partially reproduced", "old rule: 1 of 2", reason)
+    on_six = [claim("fig3.predictable_late.m=100", "a later rule: 2 of 2", "reproduced",
+                    (newer, judged_again))]  # fmt: skip
+    (kept,) = reproduce.with_more_seeds(on_six)
+    assert kept.earlier == (newer, Earlier("not reproduced", "old rule: 0 of 2", reason))

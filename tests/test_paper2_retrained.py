@@ -69,6 +69,16 @@ def test_a_merged_record_keeps_the_committed_readings_and_only_the_before_fix_on
     assert same["retrained"]["readings"] == EQUAL and "text" not in same["retrained"]
 
 
+def test_merging_a_merged_record_again_gives_the_same_record():
+    """The committed files already merged (the report's own runs) merged again, as when more runs
+    are added: the before-fix readings they hold came from the retrained run, so the comparison
+    counts the committed readings alone and nothing changes."""
+    again = record(0.9419 * (1 + 5e-5), before_fix=0.9998)
+    once = merged(record(0.9419), again)
+    assert once["retrained"]["means"] == 4
+    assert merged(once, again) == once
+
+
 def test_a_retrained_run_of_another_command_or_without_a_committed_reading_is_refused():
     """Another command, a reading or a snapshot the committed run holds and the retrained one
     lacks: one error naming it and how to read it."""
@@ -122,9 +132,11 @@ def test_the_report_sets_another_models_before_fix_values_beside_its_own_text_re
         (SETTING, 1): merged(record(0.9948, seed=1), record(0.9948, 0.9973, seed=1)),
         (SETTING, 2): merged(record(0.9419), record(0.9861, before_fix=0.9998)),
         (Setting(2, 10), 0): record(0.5, seed=0),  # not read before the fix: not listed
+        (SETTING, 3): record(0.9843, before_fix=0.9944, seed=3),  # a new seed, its own weights
     }
     frame = retrained_frame(records, SCALE)
-    assert list(frame["seed"]) == [1, 2]
+    assert list(frame["seed"]) == [1, 2, 3]
+    assert list(frame["read from"]) == ["a run trained again"] * 2 + ["its own weights"]
     other = frame.iloc[1]
     assert (other["P(omega|alpha) text"], other["trained again, text"], other["before fix"]) == (
         pytest.approx(0.9419),
@@ -135,6 +147,7 @@ def test_the_report_sets_another_models_before_fix_values_beside_its_own_text_re
     text = before_fix_text(frame)
     assert "1 gave every float32 reading equal" in text and "1 another model" in text
     assert f"`{SETTING.variant}` seed 2" in text
+    assert "1 other run kept its snapshots, each read from its own weights." in text
     assert retrained_frame({(Setting(2, 10), 0): record(0.5, seed=0)}, SCALE) is None
 
 

@@ -90,8 +90,8 @@ FINDINGS: tuple[Finding, ...] = (
         "fig3.predictable_late",
         "predictable_late",
         because="late in training the predictable and unpredictable conduits both bring the "
-        "shorter rule to the ceiling, and at the longer one the predictable conduit's deficit "
-        "lies within the spread of the seeds",
+        "shorter rule to the ceiling, so the longer one decides alone, and there the predictable "
+        "conduit's deficit is a few hundredths, near the spread of the seeds",
     ),
     Finding(
         "sec3.optimizers_slow",
@@ -115,8 +115,8 @@ FINDINGS: tuple[Finding, ...] = (
         {"float64, before the fix": ("cd.approximation_error.float64",)},
         because="the decomposition runs in the models' single precision, and at a few of the "
         "trained models' snapshots its error passes the paper's bound (the untrained models stay "
-        "well under it); read in double precision (the authors' CD before their fix, on the 21 "
-        "runs of Figures 2 and 3 trained again) every error is far under the bound, so the "
+        "well under it); read in double precision (the authors' CD before their fix, on the runs "
+        "of Figures 2 and 3 trained for that reading) every error is far under the bound, so the "
         "misses are float32 rounding, not the method",
     ),
 )

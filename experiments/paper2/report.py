@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.engine.publish import Stopwatch
+from experiments.history import counted
 from experiments.paper2.claims import LEARNED, rare_cells_note, regime
 from experiments.paper2.readings import STREAM_READINGS, Snapshot, snapshot_of
 from experiments.paper2.retrained import EQUAL, OTHER, ROUND_OFF, ROUNDED, retrained_text
@@ -364,6 +365,9 @@ def before_fix_text(frame: pd.DataFrame | None) -> str:
     named = ", ".join(f"`{r}` seed {s}" for r, s in zip(other["run"], other["seed"], strict=True))
     beside = (f" ({named}), whose before-fix values stand beside its own text reading (column "
               "`trained again, text`), not the committed model's") if named else ""  # fmt: skip
+    own = int((frame["read from"] == "its own weights").sum())
+    new_runs = (f" {counted(own, 'other run')} kept {'its' if own == 1 else 'their'} snapshots, "
+                "each read from its own weights.") if own else ""  # fmt: skip
     retrain = (
         ""
         if again.empty
@@ -374,7 +378,7 @@ def before_fix_text(frame: pd.DataFrame | None) -> str:
             f"{counts.get(EQUAL, 0)} gave every float32 reading equal, "
             f"{counts.get(ROUNDED, 0)} the same model within float32 round-off "
             f"(every mean within {ROUND_OFF:g}, relative) and {counts.get(OTHER, 0)} another model"
-            f"{beside}. P(omega | alpha) at the end:\n"
+            f"{beside}.{new_runs} P(omega | alpha) at the end:\n"
         )
     )
     return f"""

@@ -254,9 +254,9 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
                       for key, result in text_runs.items()}  # fmt: skip
     averaged = claims_of(figure_values(geometric_runs, scale), scale)
     judged = judged_against_untrained(primary + second_readings(measured, scale), null)
-    if scale.more_seeds:
-        judged = with_more_seeds(judged)
     claims = with_earlier(judged, claims_in(EARLIER), EARLIER_REASON)
+    if scale.more_seeds:
+        claims = with_more_seeds(claims)
     figures = paper2_figures(values, measured, scale, out / "figures")
     frames = figure_frames(values["figure1"], values["figure2"], values["figure3"], scale)
     frames["seeds"] = seed_frame(measured[TEXT], epoch_tag(scale.figure1_epoch), scale)
@@ -275,16 +275,24 @@ def report(request: Request, records: dict[tuple[Setting, int], dict]) -> Built:
 
 
 def with_more_seeds(claims: list[Claim]) -> list[Claim]:
-    """Each claim the three more seeds touched (its rule's text or verdict differs) given, newest
-    first, its verdict on seeds 0-2 (`MORE_SEEDS_EARLIER`, `MORE_SEEDS_REASON`); written by hand
-    because `with_earlier` would repeat the rule changes both reports record."""
+    """Each claim's history with the three more seeds in it: its changes newer than the report on
+    seeds 0-2 (`MORE_SEEDS_EARLIER`), then, where the seeds touched it (its rule's text or
+    verdict differs), that report's verdict (`MORE_SEEDS_REASON`), then that report's own history
+    as it recorded it. A rule that records its replaced rule's verdict computes it on the runs at
+    hand, so without this the older rule changes would be judged again on all six seeds, verdicts
+    no report gave. Written by hand: `with_earlier` appends an earlier report's history, where
+    this one replaces the part both reports hold."""
     earlier = {claim.id: claim for claim in claims_in(MORE_SEEDS_EARLIER)}
     changed = []
     for claim in claims:
         old = earlier.get(claim.id)
-        if old is not None and (old.rule, old.verdict) != (claim.rule, claim.verdict):
-            entry = Earlier(old.verdict, old.rule, MORE_SEEDS_REASON)
-            claim = replace(claim, earlier=(entry, *claim.earlier))
+        if old is not None:
+            recorded = {entry.reason for entry in old.earlier}
+            newer = tuple(e for e in claim.earlier if e.reason not in recorded)
+            state = newer[-1] if newer else claim
+            touched = (old.rule, old.verdict) != (state.rule, state.verdict)
+            entry = (Earlier(old.verdict, old.rule, MORE_SEEDS_REASON),) if touched else ()
+            claim = replace(claim, earlier=(*newer, *entry, *old.earlier))
         changed.append(claim)
     return changed
 
